@@ -1,0 +1,143 @@
+"""The data both halves speak: briefs, reports, usage, attempt records, summaries.
+
+These live on the child side (`actors`) because a work function receives a
+`Brief` and may return a `Report`, and `Context.delegate()` returns a `Summary`;
+`supervisor` re-exports them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AttemptOutcome",
+    "AttemptRecord",
+    "Brief",
+    "Report",
+    "Status",
+    "Summary",
+    "Usage",
+]
+
+
+class Status(StrEnum):
+    """How a delegation settled."""
+
+    completed = "completed"
+    partial = "partial"
+    blocked = "blocked"
+    timed_out = "timed_out"
+    failed = "failed"
+    cancelled = "cancelled"
+    budget_exceeded = "budget_exceeded"
+
+
+class AttemptOutcome(StrEnum):
+    """How one attempt ended. `transient`, `timeout`, `stale` and `crash` can be retried."""
+
+    completed = "completed"
+    error = "error"
+    transient = "transient"
+    timeout = "timeout"
+    stale = "stale"
+    crash = "crash"
+    budget_exceeded = "budget_exceeded"
+    cancelled = "cancelled"
+
+
+class Brief(BaseModel):
+    """What is delegated. `None` means "as the agent's policy says"."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent: str = Field(min_length=1)
+    scope: str = Field(min_length=1)
+    inputs: Any = None
+    expected_output: str | None = None
+    constraints: str | None = None
+    partial_ok: bool | None = None
+    timeout_s: float | None = Field(default=None, gt=0)
+    session: str | None = None
+    mode: Literal["subtask", "task"] = "subtask"
+
+
+class Usage(BaseModel):
+    """Calls, tokens and cost charged by agent code (`Context.charge`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    calls: int = Field(default=0, ge=0)
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    cost: float = Field(default=0.0, ge=0)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost=self.cost + other.cost,
+        )
+
+
+class Report(BaseModel):
+    """A structured result a work function may return (the summary's sections)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    output: Any = None
+    findings: list[str] = Field(default_factory=list)
+    changes: list[str] = Field(default_factory=list)
+    validation: list[str] = Field(default_factory=list)
+    risks: list[str] = Field(default_factory=list)
+
+
+class AttemptRecord(BaseModel):
+    """One attempt of a delegation, as the summary keeps it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    agent: str
+    outcome: AttemptOutcome
+    duration_s: float = 0.0
+    error: str | None = None
+    pid: int | None = None
+    # Causes that raced the one that won (e.g. a budget overrun that lost to a cancel).
+    losing_causes: list[str] = Field(default_factory=list)
+    fenced: bool = False
+    killed: str | None = None  # cooperative | terminate | kill, when Zeus stopped it
+
+
+class Summary(BaseModel):
+    """The single, final settlement of a delegation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    agent: str
+    scope: str
+    status: Status
+    output: Any = None
+    findings: list[str] = Field(default_factory=list)
+    changes: list[str] = Field(default_factory=list)
+    validation: list[str] = Field(default_factory=list)
+    risks: list[str] = Field(default_factory=list)
+    partial_results: list[Any] = Field(default_factory=list)
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    error: str | None = None
+    timeout_kind: Literal["deadline", "stale"] | None = None
+    schema_error: str | None = None
+    truncated_chars: int = 0
+    artifact: str | None = None
+    duration_s: float = 0.0
+    session_alias: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the delegation completed."""
+        return self.status is Status.completed

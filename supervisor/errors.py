@@ -1,0 +1,36 @@
+"""Every error Zeus raises, under one base class. Messages say what to fix."""
+
+from __future__ import annotations
+
+from actors import DelegationRefused as _ChildDelegationRefused
+
+__all__ = [
+    "DelegationRefused",
+    "RoutingError",
+    "SupervisorError",
+    "UnknownAgent",
+    "ZeusStopped",
+]
+
+
+class SupervisorError(Exception):
+    """Base class of the errors Zeus raises to its host."""
+
+
+class RoutingError(SupervisorError):
+    """routing.yml (or a routing dict) is invalid; the message names file, key path and line."""
+
+
+class UnknownAgent(SupervisorError, KeyError):
+    """A brief names an agent that routing.yml does not define and nobody registered."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class DelegationRefused(SupervisorError, _ChildDelegationRefused):
+    """A delegation was refused (a leaf delegating, max_depth, a target it may not use)."""
+
+
+class ZeusStopped(SupervisorError):
+    """The supervisor was stopped; it takes no new delegations."""

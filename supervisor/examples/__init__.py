@@ -1,0 +1,1 @@
+"""Example agents that do real work without a model."""

@@ -1,0 +1,33 @@
+"""The two halves: `actors` runs, `supervisor` decides; `actors` never imports `supervisor`."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import actors
+import supervisor
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_actors_never_imports_supervisor() -> None:
+    for path in (ROOT / "actors").rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert not name.startswith("supervisor"), f"{path} imports {name}"
+
+
+def test_public_modules_export_exactly_their_all() -> None:
+    for module in (actors, supervisor):
+        for name in module.__all__:
+            assert hasattr(module, name), f"{module.__name__}.__all__ names missing {name}"
+        public = {n for n in vars(module) if not n.startswith("_")}
+        submodules = {n for n in public if type(getattr(module, n)).__name__ == "module"}
+        assert public - submodules <= set(module.__all__) | {"annotations"}
