@@ -8,7 +8,9 @@ from supervisor.errors import (
     UnknownAgent,
     ZeusStopped,
 )
+from supervisor.handle import GroupHandle, Handle
 from supervisor.routing import AgentPolicy, Routing
+from supervisor.zeus import Zeus
 
 __version__ = "0.1.0"
 
@@ -16,6 +18,8 @@ __all__ = [
     "AgentPolicy",
     "Brief",
     "DelegationRefused",
+    "GroupHandle",
+    "Handle",
     "Report",
     "Routing",
     "RoutingError",
@@ -24,6 +28,7 @@ __all__ = [
     "SupervisorError",
     "UnknownAgent",
     "Usage",
+    "Zeus",
     "ZeusStopped",
     "__version__",
 ]

@@ -1,0 +1,889 @@
+"""The root actor. Every decision is taken here, in the actor's thread, one message at a time.
+
+The actor is a thin shell: it keeps the state of open delegations, feeds
+messages to the pure decisions (`_settle`, `_stale`, `_backoff`, `_budget`,
+`_intensity`) and carries out what they decide through the backends and the
+clock's timers. Nothing here blocks on a child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import traceback
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pykka
+
+from actors import (
+    AttemptOutcome,
+    AttemptRecord,
+    Backend,
+    Brief,
+    Charge,
+    ChildHandle,
+    ChildSpec,
+    Clock,
+    DelegateRequest,
+    Finished,
+    Heartbeat,
+    Partial,
+    Report,
+    Status,
+    Summary,
+    Timer,
+    ToolCall,
+    Usage,
+)
+from supervisor._backoff import backoff_delay
+from supervisor._budget import budget_overrun
+from supervisor._framing import role_framing
+from supervisor._intensity import RestartWindow
+from supervisor._registry import Registry
+from supervisor._results import shape_result
+from supervisor._settle import Fallback, Retry, Settle, decide_next, resolve_outcome
+from supervisor._stale import ProgressWatch
+from supervisor.errors import DelegationRefused, SupervisorError
+from supervisor.events import EventLog
+from supervisor.handle import Settled
+from supervisor.routing import AgentPolicy
+
+__all__ = ["ZeusActor"]
+
+_TIMED_OUT = (Status.timed_out, Status.partial)
+MAX_PARTIALS = 10_000  # kept per delegation; a child that floods gets the rest counted, not kept
+
+
+# -- messages into the actor (from the host and the timers) -------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    delegation_id: str
+    brief: Brief
+    settled: Settled
+    parent_id: str | None = None
+    group: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    delegation_id: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineDue:
+    attempt_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StaleCheck:
+    attempt_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class GraceOver:
+    attempt_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffOver:
+    delegation_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class StopAll:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ForceSettle:
+    reason: str
+
+
+# -- state --------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Attempt:
+    id: str
+    number: int  # 1-based within the delegation
+    agent: str
+    policy: AgentPolicy
+    started_at: float
+    deadline: float
+    watch: ProgressWatch
+    child: ChildHandle | None = None
+    pid: int | None = None
+    # Why Zeus asked the child to stop, in arrival order; the first starts the grace period.
+    stop_causes: list[AttemptOutcome] = field(default_factory=list)
+    stopping_since: float | None = None
+    side_effects: bool = False
+    timers: list[Timer] = field(default_factory=list)
+    last_logged_beat: float = float("-inf")
+
+
+@dataclass(slots=True)
+class _Delegation:
+    id: str
+    brief: Brief
+    parent_id: str | None
+    depth: int
+    settled: Settled
+    dispatched_at: float
+    agent: str
+    policy: AgentPolicy
+    deadline_cap: float | None = None  # the parent attempt's deadline, for nested delegations
+    state: str = "queued"  # queued | running | backoff | settled
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    current: _Attempt | None = None
+    attempt_count: int = 0
+    visited: list[str] = field(default_factory=list)
+    retries_used: int = 0  # on the current agent
+    partials: list[Any] = field(default_factory=list)
+    partials_dropped: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cancel_requested: bool = False
+    cancel_reason: str | None = None
+    forced: Settle | None = None  # set when the supervisor gives up (restart intensity)
+    children: list[str] = field(default_factory=list)
+    backoff_timer: Timer | None = None
+    last_error: str | None = None
+    last_traceback: str | None = None
+    last_outcome: AttemptOutcome | None = None
+    group: Any = None
+
+
+class ZeusActor(pykka.ThreadingActor):
+    """The root supervisor. All methods run in the actor's own thread."""
+
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        clock: Clock,
+        events: EventLog,
+        backends: dict[str, Backend],
+        rng: random.Random,
+    ) -> None:
+        super().__init__()
+        self._registry = registry
+        self._clock = clock
+        self._events = events
+        self._backends = backends
+        self._rng = rng
+        self._open: dict[str, _Delegation] = {}
+        self._live: dict[str, tuple[_Delegation, _Attempt]] = {}  # attempt id -> owner
+        self._queue: deque[str] = deque()
+        self._running_roots = 0
+        self._tree_usage = Usage()
+        self._windows: dict[str | None, RestartWindow] = {}
+        self._fenced: dict[str, str] = {}  # attempt id -> delegation id, threads still running
+        self._sessions: dict[str, OrderedDict[str, dict[str, Any]]] = {}
+        self._settled_count = 0
+        self._dropped = 0
+        self._accepting = True
+        self._handlers: dict[type, Callable[[Any], Any]] = {
+            Heartbeat: self._on_heartbeat,
+            Partial: self._on_partial,
+            Charge: self._on_charge,
+            ToolCall: self._on_tool_call,
+            Finished: self._on_finished,
+            DelegateRequest: self._on_delegate_request,
+            Dispatch: self._on_dispatch,
+            Cancel: self._on_cancel,
+            DeadlineDue: self._on_deadline,
+            StaleCheck: self._on_stale_check,
+            GraceOver: self._on_grace_over,
+            BackoffOver: self._on_backoff_over,
+            Snapshot: self._on_snapshot,
+            Ping: lambda _msg: None,
+            StopAll: self._on_stop_all,
+            ForceSettle: self._on_force_settle,
+        }
+
+    # -- the mailbox ------------------------------------------------------------------
+
+    def on_receive(self, message: Any) -> Any:
+        """Runs in the actor thread. Nothing may escape: pykka would stop every actor."""
+        handler = self._handlers.get(type(message))
+        if handler is None:
+            self._events.emit("zeus.unknown_message", type=type(message).__name__)
+            return None
+        try:
+            return handler(message)
+        except BaseException as exc:  # noqa: BLE001 - Zeus survives everything
+            self._events.emit(
+                "zeus.internal_error",
+                message=type(message).__name__,
+                error=f"{type(exc).__name__}: {exc}",
+                traceback=traceback.format_exc(),
+            )
+            return exc if isinstance(exc, Exception) else None
+
+    def send(self, message: object) -> None:
+        """What children call (from their own threads) to report; dropped once Zeus is gone."""
+        with contextlib.suppress(pykka.ActorDeadError):
+            self.actor_ref.tell(message)
+
+    def _after(self, delay: float, message: object) -> Timer:
+        return self._clock.call_at(self._clock.now() + delay, lambda: self.send(message))
+
+    # -- dispatch -----------------------------------------------------------------------
+
+    def _on_dispatch(self, msg: Dispatch) -> None:
+        now = self._clock.now()
+        policy = self._registry.policy(msg.brief.agent)
+        parent = self._open.get(msg.parent_id) if msg.parent_id else None
+        d = _Delegation(
+            id=msg.delegation_id,
+            brief=msg.brief,
+            parent_id=msg.parent_id,
+            depth=parent.depth + 1 if parent else 1,
+            settled=msg.settled,
+            dispatched_at=now,
+            agent=msg.brief.agent,
+            policy=policy,
+            visited=[msg.brief.agent],
+            group=msg.group,
+        )
+        if parent is not None:
+            parent.children.append(d.id)
+            if parent.current is not None:
+                d.deadline_cap = parent.current.deadline
+        self._open[d.id] = d
+        self._emit(
+            "delegation.dispatched",
+            d,
+            scope=d.brief.scope,
+            depth=d.depth,
+            timeout_s=self._timeout_s(d),
+            policy=policy.model_dump(mode="json", exclude={"metadata"}, by_alias=True),
+        )
+        if not self._accepting:
+            self._settle(d, Settle(Status.cancelled, reason="zeus is stopping"))
+        elif parent is not None and parent.cancel_requested:
+            d.cancel_requested = True
+            self._settle(d, Settle(Status.cancelled, reason="its parent was cancelled"))
+        elif d.depth > 1 or self._running_roots < self._registry.routing.supervisor.max_concurrent:
+            self._start(d)
+        else:
+            self._queue.append(d.id)
+
+    def _start(self, d: _Delegation) -> None:
+        if d.depth == 1 and d.state == "queued":
+            self._running_roots += 1
+        d.state = "running"
+        self._start_attempt(d)
+
+    def _timeout_s(self, d: _Delegation) -> float:
+        if d.brief.timeout_s is not None and d.agent == d.brief.agent:
+            return d.brief.timeout_s
+        return d.policy.timeout_s
+
+    def _start_attempt(self, d: _Delegation) -> None:
+        now = self._clock.now()
+        d.attempt_count += 1
+        policy = d.policy
+        deadline = now + self._timeout_s(d)
+        if d.deadline_cap is not None:
+            deadline = min(deadline, d.deadline_cap)
+        a = _Attempt(
+            id=f"{d.id}-a{d.attempt_count}",
+            number=d.attempt_count,
+            agent=d.agent,
+            policy=policy,
+            started_at=now,
+            deadline=deadline,
+            watch=ProgressWatch.start(now),
+        )
+        d.current = a
+        self._live[a.id] = (d, a)
+        try:
+            work = None if policy.command else self._registry.work(d.agent)
+            if work is None and not policy.command:
+                raise SupervisorError(
+                    f"agent {d.agent!r} has no work function: zeus.register({d.agent!r}, fn) "
+                    "or give it an `entrypoint:` or `command:` in routing.yml"
+                )
+            isolation = "process" if policy.command else policy.isolation
+            spec = ChildSpec(
+                agent=d.agent,
+                delegation_id=d.id,
+                attempt=a.number,
+                attempt_id=a.id,
+                brief=d.brief if d.agent == d.brief.agent else d.brief.model_copy(
+                    update={"agent": d.agent}
+                ),
+                deadline=deadline,
+                clock=self._clock,
+                work=work,
+                command=policy.command,
+                heartbeat_interval_s=policy.heartbeat.interval_s,
+                term_s=policy.shutdown.term_s,
+                session=self._session(d),
+                session_key=d.brief.session,
+                previous_partials=tuple(d.partials),
+                depth=d.depth,
+                framing=role_framing(d.agent, policy, self._registry.routing, d.depth,
+                                     deadline - now, d.usage),
+            )
+            a.child = self._backend(isolation).start(spec, self.send)
+            a.pid = a.child.pid
+        except Exception as exc:  # noqa: BLE001 - a child that cannot start is a failed attempt
+            self._emit("attempt.started", d, a, attempt=a.number, pid=None,
+                       pid_start_time=None, deadline_s=deadline - now)
+            self._end_attempt(d, a, Finished(a.id, AttemptOutcome.error,
+                                             error=f"{type(exc).__name__}: {exc}",
+                                             error_type=type(exc).__name__))
+            return
+        self._emit(
+            "attempt.started",
+            d,
+            a,
+            attempt=a.number,
+            pid=a.pid,
+            pid_start_time=getattr(a.child, "pid_start_time", None),
+            deadline_s=round(deadline - now, 6),
+        )
+        a.timers.append(self._clock.call_at(deadline, lambda: self.send(DeadlineDue(a.id))))
+        a.timers.append(
+            self._clock.call_at(
+                a.watch.stale_at(policy.heartbeat.stale_after_s),
+                lambda: self.send(StaleCheck(a.id)),
+            )
+        )
+
+    def _backend(self, isolation: str) -> Backend:
+        try:
+            return self._backends[isolation]
+        except KeyError:
+            raise SupervisorError(f"no {isolation!r} backend is available") from None
+
+    def _session(self, d: _Delegation) -> dict[str, Any] | None:
+        """The thread-side session dict a brief names (LRU, at most session_max per agent)."""
+        key = d.brief.session
+        if key is None or d.policy.session_max == 0:
+            return None
+        sessions = self._sessions.setdefault(d.agent, OrderedDict())
+        if key in sessions:
+            sessions.move_to_end(key)
+        else:
+            sessions[key] = {}
+            while len(sessions) > d.policy.session_max:
+                sessions.popitem(last=False)
+        return sessions[key]
+
+    # -- what children report ------------------------------------------------------------
+
+    def _owner(self, message: Any) -> tuple[_Delegation, _Attempt] | None:
+        owner = self._live.get(message.attempt_id)
+        if owner is None:
+            self._drop(message)
+            return None
+        a = owner[1]
+        a.watch = a.watch.observe(message.progress, self._clock.now())
+        return owner
+
+    def _drop(self, message: Any) -> None:
+        """A late message of a settled delegation, a superseded or a fenced attempt."""
+        self._dropped += 1
+        attempt_id = getattr(message, "attempt_id", None)
+        if isinstance(message, Finished) and attempt_id in self._fenced:
+            delegation_id = self._fenced.pop(attempt_id)
+            self._events.emit("attempt.fenced", delegation_id=delegation_id,
+                              attempt_id=attempt_id, reason="the abandoned thread ended late",
+                              exited=True)
+        elif self._events.enabled:
+            self._events.emit("message.dropped", attempt_id=attempt_id,
+                              message=type(message).__name__)
+        if isinstance(message, DelegateRequest):
+            message.reply(DelegationRefused(
+                f"attempt {attempt_id} is no longer running; its delegation was refused"))
+
+    def _on_heartbeat(self, msg: Heartbeat) -> None:
+        owner = self._owner(msg)
+        if owner is None or not self._events.enabled:
+            return
+        d, a = owner
+        now = self._clock.now()
+        if now - a.last_logged_beat >= a.policy.heartbeat.interval_s:
+            a.last_logged_beat = now
+            self._emit("attempt.heartbeat", d, a, progress=msg.progress, note=msg.note)
+
+    def _on_partial(self, msg: Partial) -> None:
+        owner = self._owner(msg)
+        if owner is None:
+            return
+        d, _a = owner
+        if len(d.partials) < MAX_PARTIALS:
+            d.partials.append(msg.item)
+        else:
+            d.partials_dropped += 1
+
+    def _on_tool_call(self, msg: ToolCall) -> None:
+        owner = self._owner(msg)
+        if owner is not None and not msg.read_only:
+            owner[1].side_effects = True
+
+    def _on_charge(self, msg: Charge) -> None:
+        owner = self._owner(msg)
+        if owner is None:
+            return
+        d, a = owner
+        # The charge counts against the delegation, every ancestor, and the whole tree.
+        node: _Delegation | None = d
+        while node is not None:
+            node.usage = node.usage + msg.usage
+            overrun = budget_overrun(node.usage, node.policy.budget)
+            if overrun is not None and node.current is not None:
+                self._request_stop(node, node.current, AttemptOutcome.budget_exceeded,
+                                   detail=overrun)
+            node = self._open.get(node.parent_id) if node.parent_id else None
+        self._tree_usage = self._tree_usage + msg.usage
+        overrun = budget_overrun(self._tree_usage, self._registry.routing.supervisor.budget)
+        if overrun is not None:
+            self._request_stop(d, a, AttemptOutcome.budget_exceeded,
+                               detail=f"tree budget: {overrun}")
+
+    def _on_delegate_request(self, msg: DelegateRequest) -> None:
+        owner = self._live.get(msg.attempt_id)
+        if owner is None:
+            self._drop(msg)
+            return
+        d, a = owner
+        a.watch = a.watch.observe(a.watch.progress + 1, self._clock.now())
+        try:
+            self._check_delegation(d, msg.brief)
+            child_id = self._registry.next_id(msg.brief.agent)
+        except SupervisorError as exc:
+            msg.reply(exc)
+            return
+        settled = Settled()
+        settled.add_callback(msg.reply)
+        self._on_dispatch(Dispatch(child_id, msg.brief, settled, parent_id=d.id))
+
+    def _check_delegation(self, d: _Delegation, brief: Brief) -> None:
+        policy = d.policy
+        if policy.kind != "orchestrator":
+            raise DelegationRefused(
+                f"{d.agent} is a leaf agent and may not delegate; do the work yourself "
+                "(or make it `kind: orchestrator` in routing.yml)"
+            )
+        max_depth = self._registry.routing.supervisor.max_depth
+        if d.depth + 1 > max_depth:
+            raise DelegationRefused(
+                f"delegating from {d.id} (depth {d.depth}) would exceed max_depth {max_depth}; "
+                "do the work yourself"
+            )
+        if policy.can_delegate_to is not None and brief.agent not in policy.can_delegate_to:
+            raise DelegationRefused(
+                f"{d.agent} may delegate only to {list(policy.can_delegate_to)}, "
+                f"not to {brief.agent!r}"
+            )
+        self._registry.policy(brief.agent)  # UnknownAgent, which is a SupervisorError
+
+    # -- stopping an attempt --------------------------------------------------------------
+
+    def _request_stop(
+        self, d: _Delegation, a: _Attempt, cause: AttemptOutcome, *, detail: str | None = None
+    ) -> None:
+        """Record a stop cause; the first one asks the child to stop and starts the grace."""
+        if self._live.get(a.id) is None:
+            return
+        now = self._clock.now()
+        a.stop_causes.append(cause)
+        event = {
+            AttemptOutcome.timeout: "attempt.timed_out",
+            AttemptOutcome.stale: "attempt.stale",
+            AttemptOutcome.budget_exceeded: "attempt.budget_exceeded",
+        }.get(cause)
+        if event is not None:
+            extra: dict[str, Any] = {"elapsed_s": round(now - a.started_at, 6)}
+            if cause is AttemptOutcome.budget_exceeded:
+                extra.update(usage=d.usage.model_dump(), limit=detail)
+            self._emit(event, d, a, **extra)
+        if a.stopping_since is not None:
+            return
+        a.stopping_since = now
+        assert a.child is not None
+        a.child.cancel()
+        grace = a.policy.shutdown.grace_s
+        if grace <= 0:
+            self._on_grace_over(GraceOver(a.id))
+        else:
+            a.timers.append(self._after(grace, GraceOver(a.id)))
+
+    def _on_deadline(self, msg: DeadlineDue) -> None:
+        owner = self._live.get(msg.attempt_id)
+        if owner is not None:
+            self._request_stop(*owner, AttemptOutcome.timeout)
+
+    def _on_stale_check(self, msg: StaleCheck) -> None:
+        owner = self._live.get(msg.attempt_id)
+        if owner is None or owner[1].stopping_since is not None:
+            return
+        d, a = owner
+        stale_after = a.policy.heartbeat.stale_after_s
+        if a.watch.is_stale(self._clock.now(), stale_after):
+            self._request_stop(d, a, AttemptOutcome.stale)
+        else:
+            when = a.watch.stale_at(stale_after)
+            a.timers.append(self._clock.call_at(when, lambda: self.send(StaleCheck(a.id))))
+
+    def _on_grace_over(self, msg: GraceOver) -> None:
+        owner = self._live.get(msg.attempt_id)
+        if owner is None:
+            return
+        d, a = owner
+        assert a.child is not None
+        if a.child.killable:
+            a.child.kill()  # `Finished` follows once the process is reaped
+            return
+        # A thread cannot be killed: fence it. Its late messages are dropped from now on.
+        self._fenced[a.id] = d.id
+        self._emit("attempt.fenced", d, a, reason="did not stop within grace_s",
+                   grace_s=a.policy.shutdown.grace_s)
+        self._end_attempt(d, a, None, fenced=True)
+
+    # -- an attempt ends ------------------------------------------------------------------
+
+    def _on_finished(self, msg: Finished) -> None:
+        owner = self._live.get(msg.attempt_id)
+        if owner is None:
+            self._drop(msg)
+            return
+        self._end_attempt(*owner, msg)
+
+    def _end_attempt(
+        self, d: _Delegation, a: _Attempt, finished: Finished | None, *, fenced: bool = False
+    ) -> None:
+        now = self._clock.now()
+        self._live.pop(a.id, None)
+        for timer in a.timers:
+            timer.cancel()
+        d.current = None
+        outcome = resolve_outcome(
+            finished.outcome if finished else None,
+            a.stop_causes,
+            cancel_requested=d.cancel_requested,
+        )
+        killed = finished.killed if finished else None
+        if finished is not None and a.stopping_since is not None and killed is None:
+            killed = "cooperative"
+        if killed is not None and finished is not None:
+            latency = finished.kill_latency_s
+            if latency is None and a.stopping_since is not None:
+                latency = now - a.stopping_since
+            self._emit("attempt.killed", d, a, how=killed, pid=finished.pid or a.pid,
+                       latency_s=None if latency is None else round(latency, 6))
+        error = _attempt_error(a, outcome, finished)
+        losing = [c.value for c in a.stop_causes if c is not outcome]
+        if finished is not None and finished.outcome is not outcome:
+            losing.append(f"child:{finished.outcome.value}")
+        record = AttemptRecord(
+            id=a.id,
+            agent=a.agent,
+            outcome=outcome,
+            duration_s=round(now - a.started_at, 6),
+            error=error if outcome is not AttemptOutcome.completed else None,
+            pid=(finished.pid if finished and finished.pid else a.pid),
+            losing_causes=losing,
+            fenced=fenced,
+            killed=killed,
+        )
+        d.attempts.append(record)
+        d.last_outcome = outcome
+        if record.error is not None:
+            d.last_error = record.error
+            d.last_traceback = finished.traceback if finished is not None else None
+        if outcome is AttemptOutcome.completed:
+            self._emit("attempt.completed", d, a, duration_s=record.duration_s)
+        else:
+            self._emit("attempt.failed", d, a, outcome=outcome.value, error=record.error,
+                       duration_s=record.duration_s)
+        # An attempt's own children lose their owner with it.
+        for child_id in list(d.children):
+            child = self._open.get(child_id)
+            if child is not None:
+                self._cancel(child, "the attempt that delegated it ended")
+        if d.forced is not None and not d.cancel_requested:
+            self._settle(d, d.forced)
+            return
+        if outcome is AttemptOutcome.completed:
+            self._settle(d, Settle(Status.completed), value=finished.value if finished else None)
+            return
+        partial_ok = d.brief.partial_ok if d.brief.partial_ok is not None else d.policy.partial_ok
+        step = decide_next(
+            outcome,
+            d.policy,
+            retries_used=d.retries_used,
+            has_partials=bool(d.partials),
+            partial_ok=partial_ok,
+            side_effects=a.side_effects,
+            visited=d.visited,
+            fenced_writer=fenced and not a.policy.read_only,
+        )
+        if isinstance(step, Settle):
+            self._settle(d, step)
+        elif not self._restart_allowed(d):
+            return
+        elif isinstance(step, Retry):
+            d.retries_used += 1
+            delay = backoff_delay(d.policy.retry, step.number, self._rng)
+            self._emit("retry.scheduled", d, a, backoff_s=round(delay, 6),
+                       next_attempt_id=f"{d.id}-a{d.attempt_count + 1}",
+                       follow_up=step.follow_up)
+            d.state = "backoff"
+            if delay <= 0:
+                self._on_backoff_over(BackoffOver(d.id))
+            else:
+                d.backoff_timer = self._after(delay, BackoffOver(d.id))
+        elif isinstance(step, Fallback):
+            self._emit("fallback.dispatched", d, a, **{"from": d.agent, "to": step.agent})
+            d.agent = step.agent
+            d.policy = self._registry.policy(step.agent)
+            d.visited.append(step.agent)
+            d.retries_used = 0
+            self._start_attempt(d)
+
+    def _restart_allowed(self, d: _Delegation) -> bool:
+        """Count a restart against the supervisor's intensity; False (and settled) in a storm."""
+        intensity = self._registry.routing.supervisor.intensity
+        window = self._windows.get(d.parent_id, RestartWindow()).record(
+            self._clock.now(), intensity
+        )
+        self._windows[d.parent_id] = window
+        if not window.exceeded(intensity):
+            return True
+        reason = (
+            f"restart intensity exceeded: more than {intensity.max_restarts} restarts "
+            f"within {intensity.within_s:g} s; the supervisor stopped restarting"
+        )
+        self._events.emit("supervisor.intensity_exceeded", delegation_id=d.parent_id,
+                          restarts=len(window.restarts), within_s=intensity.within_s)
+        self._windows[d.parent_id] = RestartWindow()
+        give_up = Settle(Status.failed, reason=reason)
+        self._settle(d, give_up)
+        for other in list(self._open.values()):
+            if other.parent_id == d.parent_id and other.state != "settled":
+                other.forced = give_up
+                if other.current is not None:
+                    self._request_stop(other, other.current, AttemptOutcome.cancelled)
+                else:
+                    self._settle(other, give_up)
+        return False
+
+    def _on_backoff_over(self, msg: BackoffOver) -> None:
+        d = self._open.get(msg.delegation_id)
+        if d is None or d.state != "backoff":
+            return
+        d.backoff_timer = None
+        d.state = "running"
+        self._start_attempt(d)
+
+    # -- cancellation ----------------------------------------------------------------------
+
+    def _on_cancel(self, msg: Cancel) -> None:
+        d = self._open.get(msg.delegation_id)
+        if d is None:
+            return  # unknown or already settled: a no-op
+        self._cancel(d, msg.reason or "cancelled by its owner")
+
+    def _cancel(self, d: _Delegation, reason: str) -> None:
+        if d.cancel_requested or d.state == "settled":
+            return
+        d.cancel_requested = True
+        d.cancel_reason = reason
+        self._emit("delegation.cancel_requested", d, d.current, reason=reason)
+        for child_id in list(d.children):
+            child = self._open.get(child_id)
+            if child is not None:
+                self._cancel(child, f"its parent {d.id} was cancelled")
+        if d.current is not None:
+            self._request_stop(d, d.current, AttemptOutcome.cancelled)
+        else:
+            self._settle(d, Settle(Status.cancelled, reason=reason))
+
+    # -- settlement ------------------------------------------------------------------------
+
+    def _settle(self, d: _Delegation, step: Settle, *, value: Any = None) -> None:
+        """The single, final decision of a delegation."""
+        if d.state == "settled":
+            return
+        if d.backoff_timer is not None:
+            d.backoff_timer.cancel()
+        if d.state == "queued":
+            with contextlib.suppress(ValueError):
+                self._queue.remove(d.id)
+        elif d.depth == 1:
+            self._running_roots -= 1
+        d.state = "settled"
+        status = Status.cancelled if d.cancel_requested else step.status
+        now = self._clock.now()
+        report = value if isinstance(value, Report) else Report(output=value)
+        shaped = shape_result(report.output, d.policy.result, delegation_id=d.id)
+        error = None
+        if status is Status.cancelled:
+            error = d.cancel_reason or step.reason
+        elif status is not Status.completed:
+            error = step.reason or d.last_error
+            if step.reason and d.last_error:
+                error = f"{d.last_error} ({step.reason})"
+            if status is Status.failed and d.last_traceback:
+                error = f"{error}\n{d.last_traceback.rstrip()}"
+        risks = list(report.risks)
+        if d.partials_dropped:
+            risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS})")
+        summary = Summary(
+            id=d.id,
+            agent=d.agent,
+            scope=d.brief.scope,
+            status=status,
+            output=shaped.output,
+            findings=list(report.findings),
+            changes=list(report.changes),
+            validation=list(report.validation),
+            risks=risks,
+            partial_results=list(d.partials),
+            attempts=list(d.attempts),
+            usage=d.usage,
+            error=error,
+            timeout_kind=step.timeout_kind if status in _TIMED_OUT else None,
+            schema_error=shaped.schema_error,
+            truncated_chars=shaped.truncated_chars,
+            artifact=shaped.artifact,
+            duration_s=round(now - d.dispatched_at, 6),
+            session_alias=d.brief.session,
+        )
+        self._open.pop(d.id, None)
+        self._settled_count += 1
+        self._emit("delegation.settled", d, None, status=status.value,
+                   duration_s=summary.duration_s, attempts=len(d.attempts),
+                   timeout_kind=summary.timeout_kind, error=(error or "").split("\n")[0] or None)
+        d.settled.set(summary)
+        for child_id in d.children:
+            child = self._open.get(child_id)
+            if child is not None:
+                self._cancel(child, f"its parent {d.id} settled")
+        self._fill_slots()
+
+    def _fill_slots(self) -> None:
+        limit = self._registry.routing.supervisor.max_concurrent
+        while self._queue and self._running_roots < limit and self._accepting:
+            d = self._open.get(self._queue.popleft())
+            if d is not None and d.state == "queued":
+                self._start(d)
+
+    # -- stop and snapshot ----------------------------------------------------------------
+
+    def _on_stop_all(self, msg: StopAll) -> list[Settled]:
+        self._accepting = False
+        pending = [d.settled for d in self._open.values()]
+        for d in list(self._open.values()):
+            self._cancel(d, msg.reason)
+        return pending
+
+    def _on_force_settle(self, msg: ForceSettle) -> None:
+        """Settle what is still open after the stop wait: kill processes, fence threads."""
+        for d in list(self._open.values()):
+            a = d.current
+            if a is not None and a.child is not None:
+                if a.child.killable:
+                    a.child.kill()  # its `Finished` will arrive late and be dropped
+                else:
+                    self._fenced[a.id] = d.id
+                self._end_attempt(d, a, None, fenced=not a.child.killable)
+            if d.state != "settled":
+                self._settle(d, Settle(Status.cancelled, reason=msg.reason))
+
+    def _on_snapshot(self, _msg: Snapshot) -> dict[str, Any]:
+        now = self._clock.now()
+        nodes: dict[str, dict[str, Any]] = {}
+        for d in self._open.values():
+            a = d.current
+            attempts = [r.model_dump(mode="json") for r in d.attempts]
+            if a is not None:
+                attempts.append({
+                    "id": a.id,
+                    "agent": a.agent,
+                    "state": "stopping" if a.stopping_since is not None else "running",
+                    "pid": a.pid,
+                    "elapsed_s": round(now - a.started_at, 3),
+                    "deadline_in_s": round(a.deadline - now, 3),
+                    "timeout_s": round(a.deadline - a.started_at, 3),
+                    "progress": a.watch.progress,
+                    "last_progress_s_ago": round(now - a.watch.progressed_at, 3),
+                    "last_seen_s_ago": round(now - a.watch.seen_at, 3),
+                })
+            nodes[d.id] = {
+                "id": d.id,
+                "agent": d.agent,
+                "requested_agent": d.brief.agent,
+                "scope": d.brief.scope,
+                "state": d.state,
+                "parent_id": d.parent_id,
+                "depth": d.depth,
+                "elapsed_s": round(now - d.dispatched_at, 3),
+                "partials": len(d.partials),
+                "usage": d.usage.model_dump(),
+                "cancel_requested": d.cancel_requested,
+                "attempts": attempts,
+                "children": [],
+            }
+        roots: list[dict[str, Any]] = []
+        for node in nodes.values():
+            parent = nodes.get(node["parent_id"]) if node["parent_id"] else None
+            (parent["children"] if parent else roots).append(node)
+        return {
+            "delegations": roots,
+            "open": len(self._open),
+            "queued": len(self._queue),
+            "settled": self._settled_count,
+            "abandoned_threads": len(self._fenced),
+            "dropped_messages": self._dropped,
+            "usage": self._tree_usage.model_dump(),
+        }
+
+    # -- events ----------------------------------------------------------------------------
+
+    def _emit(self, event: str, d: _Delegation, a: _Attempt | None = None, **fields: Any) -> None:
+        if self._events.enabled:
+            self._events.emit(
+                event,
+                delegation_id=d.id,
+                attempt_id=a.id if a else None,
+                parent_id=d.parent_id,
+                agent=a.agent if a else d.agent,
+                **fields,
+            )
+
+
+def _attempt_error(a: _Attempt, outcome: AttemptOutcome, finished: Finished | None) -> str | None:
+    """What went wrong in one attempt, in a line (the winning cause, then the child's error)."""
+    if outcome is AttemptOutcome.completed:
+        return None
+    own = finished.error if finished is not None else None
+    stopped = {
+        AttemptOutcome.timeout: f"deadline of {a.deadline - a.started_at:g} s passed",
+        AttemptOutcome.stale: f"no progress for {a.policy.heartbeat.stale_after_s:g} s (stale)",
+        AttemptOutcome.budget_exceeded: "over budget",
+        AttemptOutcome.cancelled: "cancelled",
+    }.get(outcome) if outcome in a.stop_causes else None
+    if stopped and own:
+        return f"{stopped}; the child then reported {own}"
+    return stopped or own or (None if finished else "the child never reported back")

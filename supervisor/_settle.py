@@ -1,0 +1,153 @@
+"""Settlement: how an attempt ended, and what happens next. Pure functions, tested by tables.
+
+Precedence (DESIGN §6): once the owner or an ancestor asked to cancel, the
+delegation settles `cancelled`, whatever raced it, and nothing restarts.
+Among causes that race without a cancel, `budget_exceeded` > `timed_out`
+(deadline or stale) > `failed`. A result processed before any stop cause stays
+`completed`: the delegation settled with it and later causes find nothing open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from actors import AttemptOutcome, Status
+from supervisor.routing import AgentPolicy, RetryOn
+
+__all__ = [
+    "Fallback",
+    "NextStep",
+    "Retry",
+    "Settle",
+    "StopCause",
+    "decide_next",
+    "resolve_outcome",
+]
+
+StopCause = Literal[
+    AttemptOutcome.cancelled,
+    AttemptOutcome.budget_exceeded,
+    AttemptOutcome.timeout,
+    AttemptOutcome.stale,
+]
+
+# Higher wins. Deadline and stale rank equal: the first of them to arrive wins.
+_RANK = {
+    AttemptOutcome.cancelled: 3,
+    AttemptOutcome.budget_exceeded: 2,
+    AttemptOutcome.timeout: 1,
+    AttemptOutcome.stale: 1,
+}
+
+
+def resolve_outcome(
+    exit_outcome: AttemptOutcome | None,
+    stop_causes: Sequence[AttemptOutcome],
+    *,
+    cancel_requested: bool,
+) -> AttemptOutcome:
+    """The outcome of an attempt from what its child reported and why Zeus stopped it.
+
+    `stop_causes` are the reasons Zeus asked the child to stop, in arrival order;
+    `exit_outcome` is what the child itself reported (None if it never did: fenced
+    or killed). A child's own ending only counts when no stop cause came first.
+    """
+    if cancel_requested:
+        return AttemptOutcome.cancelled
+    if stop_causes:
+        best = stop_causes[0]
+        for cause in stop_causes[1:]:
+            if _RANK[cause] > _RANK[best]:
+                best = cause
+        return best
+    if exit_outcome is None:
+        return AttemptOutcome.crash
+    return exit_outcome
+
+
+@dataclass(frozen=True, slots=True)
+class Settle:
+    status: Status
+    timeout_kind: Literal["deadline", "stale"] | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Another attempt on the same agent, after the backoff for retry `number`."""
+
+    number: int  # which retry this is (1-based), for the backoff schedule
+    follow_up: bool = False  # a stateful performer's one follow-up in its session
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    agent: str
+
+
+NextStep = Settle | Retry | Fallback
+
+_TIMEOUT_KIND: dict[AttemptOutcome, Literal["deadline", "stale"]] = {
+    AttemptOutcome.timeout: "deadline",
+    AttemptOutcome.stale: "stale",
+}
+
+
+def decide_next(
+    outcome: AttemptOutcome,
+    policy: AgentPolicy,
+    *,
+    retries_used: int,
+    has_partials: bool,
+    partial_ok: bool,
+    side_effects: bool,
+    visited: Sequence[str],
+    fenced_writer: bool,
+) -> NextStep:
+    """What follows an attempt that ended with `outcome` (never called after a cancel wins).
+
+    `retries_used`: retries already made on the current agent. `side_effects`: the
+    attempt made a tool call that was not read-only. `fenced_writer`: the attempt's
+    thread could not be confirmed stopped and the agent is not `read_only`.
+    """
+    if outcome is AttemptOutcome.completed:
+        return Settle(Status.completed)
+    if outcome is AttemptOutcome.cancelled:
+        return Settle(Status.cancelled)
+    if outcome is AttemptOutcome.budget_exceeded:
+        return Settle(Status.budget_exceeded)
+    kind = _TIMEOUT_KIND.get(outcome)
+    if kind is not None and partial_ok and has_partials:
+        return Settle(Status.partial, timeout_kind=kind)
+    final = Settle(Status.timed_out, timeout_kind=kind) if kind else Settle(Status.failed)
+    if outcome is AttemptOutcome.error:
+        return final  # permanent: no retry, no fallback
+    if side_effects and not policy.retry_after_tool_calls:
+        return _with_reason(final, "the attempt ran tools with side effects; not restarted "
+                            "(set retry_after_tool_calls to allow it)")
+    if fenced_writer:
+        return Settle(
+            Status.blocked,
+            timeout_kind=kind,
+            reason="the previous attempt's thread is still running and the agent is not "
+            "read_only: a new attempt would be a second writer",
+        )
+    if policy.stateful:
+        # A stateful performer is never replaced: one follow-up in its session, then blocked.
+        if retries_used == 0:
+            return Retry(1, follow_up=True)
+        return Settle(Status.blocked, timeout_kind=kind,
+                      reason="the stateful performer failed again after its one follow-up")
+    if RetryOn(outcome.value) in policy.retry.on and retries_used < policy.retry.max_retries:
+        return Retry(retries_used + 1)
+    if policy.fallback == "zeus":
+        return _with_reason(final, "retries spent; fallback is zeus: returned to the owner")
+    if policy.fallback is not None and policy.fallback not in visited:
+        return Fallback(policy.fallback)
+    return final
+
+
+def _with_reason(step: Settle, reason: str) -> Settle:
+    return Settle(step.status, step.timeout_kind, reason)

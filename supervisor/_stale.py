@@ -1,0 +1,37 @@
+"""Stale detection: progress, not liveness. A pure record plus pure functions of `now`.
+
+A child is stale when its progress counter has not advanced for `stale_after_s`.
+The watch starts with `progress = -1` at the attempt's start, so the first report
+(even a bare liveness beat with counter 0) counts as progress: a slow first LLM
+call never looks stale before `stale_after_s` has passed since it began.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ProgressWatch"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressWatch:
+    progress: int  # the highest counter seen; -1 before the first report
+    progressed_at: float  # clock time the counter last advanced (the start, at first)
+    seen_at: float  # clock time of the last message of any kind
+
+    @classmethod
+    def start(cls, now: float) -> ProgressWatch:
+        return cls(progress=-1, progressed_at=now, seen_at=now)
+
+    def observe(self, progress: int, now: float) -> ProgressWatch:
+        """The watch after a message carrying `progress` arrived at `now`."""
+        if progress > self.progress:
+            return ProgressWatch(progress, now, now)
+        return ProgressWatch(self.progress, self.progressed_at, now)
+
+    def stale_at(self, stale_after_s: float) -> float:
+        """When this attempt becomes stale if nothing advances."""
+        return self.progressed_at + stale_after_s
+
+    def is_stale(self, now: float, stale_after_s: float) -> bool:
+        return now >= self.stale_at(stale_after_s)

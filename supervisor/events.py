@@ -1,0 +1,129 @@
+"""The event journal: structlog, one JSON object per line, flushed per event.
+
+Every event carries `ts`, `event`, `delegation_id`, `attempt_id`, `parent_id`
+and `agent`; names are API (DESIGN §7). The library never calls
+`structlog.configure()`: with `log=` a path (or an open text file) Zeus writes
+its own JSON lines through a private structlog pipeline; with `log=` a
+structlog logger (`structlog.get_logger()`), events go through the host's
+configuration instead.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any, Protocol, cast
+
+import structlog
+
+from supervisor.errors import SupervisorError
+
+__all__ = ["EventLog", "LogTarget"]
+
+
+class _LoggerLike(Protocol):
+    def info(self, event: str, **kw: Any) -> Any: ...
+
+
+LogTarget = str | Path | IO[str] | _LoggerLike | Callable[[dict[str, Any]], None] | None
+
+
+class _JournalFile:
+    """A structlog "logger" that appends one line per event and flushes it."""
+
+    def __init__(self, stream: IO[str], *, owned: bool) -> None:
+        self._stream = stream
+        self._owned = owned
+        self._lock = threading.Lock()
+
+    def msg(self, line: str) -> None:
+        with self._lock:
+            self._stream.write(line + "\n")
+            self._stream.flush()
+
+    info = msg
+
+    def close(self) -> None:
+        if self._owned:
+            with self._lock:
+                self._stream.close()
+
+
+class EventLog:
+    """Emits the pinned events; cheap when nobody listens (`enabled` is False)."""
+
+    def __init__(self, target: LogTarget, wall: Callable[[], float]) -> None:
+        self._wall = wall
+        self._journal: _JournalFile | None = None
+        self._host: _LoggerLike | None = None
+        self._sink: Callable[[dict[str, Any]], None] | None = None
+        if target is None:
+            pass
+        elif isinstance(target, str | Path):
+            try:
+                stream = Path(target).open("a", encoding="utf-8")  # noqa: SIM115 - kept open
+            except OSError as exc:
+                raise SupervisorError(
+                    f"cannot write the event log {str(target)!r}: {exc.strerror}; "
+                    "give a writable path or log=None"
+                ) from None
+            self._journal = _JournalFile(stream, owned=True)
+        elif hasattr(target, "write"):
+            self._journal = _JournalFile(cast(IO[str], target), owned=False)
+        elif hasattr(target, "info"):
+            self._host = cast(_LoggerLike, target)
+        elif callable(target):
+            self._sink = target
+        else:
+            raise SupervisorError(
+                f"log= takes a path, an open text file, a structlog logger or a callable, "
+                f"not {type(target).__name__}"
+            )
+        self._logger: Any = None
+        if self._journal is not None:
+            self._logger = structlog.wrap_logger(
+                self._journal,
+                processors=[structlog.processors.JSONRenderer(serializer=_dumps)],
+                wrapper_class=structlog.BoundLogger,
+                context_class=dict,
+                cache_logger_on_first_use=True,
+            )
+        self.enabled = any(x is not None for x in (self._journal, self._host, self._sink))
+
+    def emit(
+        self,
+        event: str,
+        *,
+        delegation_id: str | None = None,
+        attempt_id: str | None = None,
+        parent_id: str | None = None,
+        agent: str | None = None,
+        **fields: Any,
+    ) -> None:
+        if not self.enabled:
+            return
+        record: dict[str, Any] = {
+            "ts": round(self._wall(), 6),
+            "delegation_id": delegation_id,
+            "attempt_id": attempt_id,
+            "parent_id": parent_id,
+            "agent": agent,
+            **fields,
+        }
+        if self._logger is not None:
+            self._logger.info(event, **record)
+        if self._host is not None:
+            self._host.info(event, **record)
+        if self._sink is not None:
+            self._sink({"event": event, **record})
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+
+
+def _dumps(obj: Any, **kw: Any) -> str:
+    kw.setdefault("default", str)
+    return json.dumps(obj, **kw)
