@@ -1,0 +1,194 @@
+"""Many delegations at once settle exactly once each; the journal tells it; results are shaped."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+from pydantic import BaseModel
+
+from actors import Brief, Context, FakeClock, Status, TransientError
+from supervisor import SupervisorError, Zeus
+from supervisor._results import truncate
+from tests.conftest import Recorder, ZeusFactory
+
+KINDS = ("ok", "permanent", "transient_then_ok", "timeout", "cancelled")
+
+
+def mixed(brief: Brief, ctx: Context) -> str:
+    kind = brief.scope.split(":")[0]
+    ctx.partial(brief.scope)
+    if kind == "permanent":
+        raise RuntimeError("permanent failure")
+    if kind == "transient_then_ok" and ctx.attempt == 1:
+        raise TransientError("try again")
+    if kind in ("timeout", "cancelled"):
+        ctx.sleep(600)
+    return brief.scope
+
+
+def test_a_hundred_mixed_delegations_settle_exactly_once_with_the_right_status(
+    make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder
+) -> None:
+    zeus = make_zeus(
+        {"m": {"timeout_s": 30, "heartbeat": {"stale_after_s": 1000},
+               "retry": {"max_retries": 1, "backoff": "none", "on": ["transient"]}}},
+        supervisor={"max_concurrent": 100},
+        works={"m": mixed},
+    )
+    handles = [zeus.dispatch(Brief(agent="m", scope=f"{KINDS[i % 5]}:{i}")) for i in range(100)]
+    for handle in handles[4::5]:
+        handle.cancel("owner cancel")
+    # Everything that can finish by itself has; then the deadline passes for the rest.
+    recorder.wait_for("delegation.settled", count=80)
+    recorder.wait_for("attempt.started", count=120)
+    clock.advance(30)
+    summaries = [h.result(10) for h in handles]
+    expected = {
+        "ok": Status.completed,
+        "permanent": Status.failed,
+        "transient_then_ok": Status.completed,
+        "timeout": Status.timed_out,
+        "cancelled": Status.cancelled,
+    }
+    for summary in summaries:
+        assert summary.status is expected[summary.scope.split(":")[0]], summary
+    settled = recorder.named("delegation.settled")
+    assert sorted(e["delegation_id"] for e in settled) == sorted(h.id for h in handles)
+    assert len(settled) == 100
+
+
+def test_every_event_carries_the_pinned_fields(
+    make_zeus: ZeusFactory, recorder: Recorder
+) -> None:
+    zeus = make_zeus(works={"m": mixed})
+    zeus.dispatch(Brief(agent="m", scope="ok:1")).result(10)
+    zeus.stop()
+    for event in recorder.events:
+        for key in ("ts", "event", "delegation_id", "attempt_id", "parent_id", "agent"):
+            assert key in event, (key, event)
+    dispatched = recorder.named("delegation.dispatched")[0]
+    assert dispatched["policy"]["timeout_s"] == 120.0  # the effective policy
+    assert dispatched["policy"]["retry"]["max_retries"] == 0
+    assert [e["event"] for e in recorder.events] == [
+        "zeus.started",
+        "delegation.dispatched",
+        "attempt.started",
+        "attempt.completed",
+        "delegation.settled",
+        "zeus.stopped",
+    ]
+    settled = recorder.named("delegation.settled")[0]
+    assert {k: settled[k] for k in ("status", "attempts", "agent", "delegation_id")} == {
+        "status": "completed",
+        "attempts": 1,
+        "agent": "m",
+        "delegation_id": "m-1",
+    }
+
+
+def test_the_journal_is_json_lines_flushed_per_event(tmp_path: Path) -> None:
+    journal = tmp_path / "events.jsonl"
+    with Zeus.start(agents={"m": mixed}, log=journal) as zeus:
+        handle = zeus.dispatch(Brief(agent="m", scope="ok:1"))
+        handle.result(10)
+        zeus.sync()
+        lines = journal.read_text().splitlines()  # readable before stop: flushed per event
+        assert [json.loads(line)["event"] for line in lines][-1] == "delegation.settled"
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert events[-1]["event"] == "zeus.stopped"
+    assert events[2]["event"] == "attempt.started" and events[2]["attempt"] == 1
+
+
+def test_a_host_structlog_logger_receives_the_events_without_configure() -> None:
+    with (
+        structlog.testing.capture_logs() as logs,
+        Zeus.start(agents={"m": mixed}, log=structlog.get_logger()) as zeus,
+    ):
+        zeus.dispatch(Brief(agent="m", scope="ok:1")).result(10)
+    names = [e["event"] for e in logs]
+    assert names[0] == "zeus.started" and "delegation.settled" in names
+
+
+def test_a_log_path_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SupervisorError, match="cannot write the event log"):
+        Zeus.start(log=tmp_path / "missing-dir" / "events.jsonl")
+
+
+# -- result policy ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cap", [25, 40, 99])
+def test_truncation_keeps_the_marker_inside_the_cap_and_counts_what_it_omitted(
+    cap: int,
+) -> None:
+    text = "x" * 100
+    cut, omitted = truncate(text, cap)
+    assert len(cut) <= cap
+    assert f"[{omitted} chars truncated]" in cut
+    assert len(cut) - len(cut[cut.index("…"):]) + omitted == len(text)
+
+
+def test_a_cap_too_small_for_the_marker_still_holds() -> None:
+    cut, omitted = truncate("x" * 100, 10)
+    assert len(cut) == 10 and omitted == 100
+
+
+class Finding(BaseModel):
+    path: str
+    line: int
+
+
+def test_result_policy_truncates_writes_an_artifact_and_checks_the_schema(
+    make_zeus: ZeusFactory, tmp_path: Path
+) -> None:
+    def long_output(brief: Brief, ctx: Context) -> Any:
+        return "y" * 500 if brief.scope == "text" else {"path": "a.py", "line": "NaN"}
+
+    zeus = make_zeus(
+        {
+            "t": {"result": {"max_chars": 100}},
+            "a": {"result": {"max_chars": 100, "overflow": "artifact",
+                             "artifact_dir": str(tmp_path)}},
+            "s": {"result": {"schema": "tests.test_mixed_and_events:Finding"}},
+        },
+        works={"t": long_output, "a": long_output, "s": long_output},
+    )
+    truncated = zeus.dispatch(Brief(agent="t", scope="text")).result(10)
+    assert len(truncated.output) <= 100 and truncated.truncated_chars > 400
+    overflowed = zeus.dispatch(Brief(agent="a", scope="text")).result(10)
+    assert overflowed.artifact is not None
+    assert Path(overflowed.artifact).read_text() == "y" * 500
+    checked = zeus.dispatch(Brief(agent="s", scope="json")).result(10)
+    assert checked.status is Status.completed  # a mismatch never fails the run
+    assert checked.schema_error is not None and "line" in checked.schema_error
+
+
+def test_a_child_that_floods_partials_keeps_a_bounded_number(make_zeus: ZeusFactory) -> None:
+    from supervisor._actor import MAX_PARTIALS
+
+    def flood(brief: Brief, ctx: Context) -> str:
+        for i in range(MAX_PARTIALS + 50):
+            ctx.partial(i)
+        return "flooded"
+
+    summary = make_zeus(works={"f": flood}).dispatch(Brief(agent="f", scope="s")).result(30)
+    assert len(summary.partial_results) == MAX_PARTIALS
+    assert any("50 partial results dropped" in r for r in summary.risks)
+
+
+def test_zeus_survives_a_child_whose_result_breaks_the_summary(
+    make_zeus: ZeusFactory,
+) -> None:
+    lock = threading.Lock()
+
+    def odd(brief: Brief, ctx: Context) -> Any:
+        return lock  # not JSON-able; still settles, the output kept as is
+
+    zeus = make_zeus(works={"o": odd, "m": mixed})
+    assert zeus.dispatch(Brief(agent="o", scope="s")).result(10).status is Status.completed
+    assert zeus.dispatch(Brief(agent="m", scope="ok:2")).result(10).status is Status.completed
