@@ -1,0 +1,246 @@
+"""The <subtask_summary> block (references/001): Summary.render and Summary.parse."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from actors import AttemptOutcome, AttemptRecord, Status, Summary, Usage
+
+# Strings that look like the format itself, or that plain text cannot carry on one line.
+TRICKY = [
+    "<subtask_summary>", "</subtask_summary>", "Findings:", "Changes: none", "Status: completed",
+    "- a bullet", "* star", "Risks / Follow-up:", '"quoted"', '"', " leading", "trailing ", "none",
+    "None", "null", "42", "-1.5", "[1, 2]", '{"a": 1}', "NaN", "@apollo", "error: boom",
+    "pid=3", "line\nbreak", "\r\n", "\u2028", "\x85", "\x00", "tab\tinside", "é ü 漢字 🙂",
+]
+texts = st.one_of(
+    st.sampled_from(TRICKY),
+    st.text(),
+    st.lists(st.sampled_from(TRICKY) | st.text(max_size=6), max_size=4).map("".join),
+)
+names = st.one_of(st.from_regex(r"[a-z][a-z0-9_-]{0,8}(-a[0-9])?", fullmatch=True), texts)
+floats = st.floats(allow_nan=False, allow_infinity=False)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | floats | texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=8,
+)
+attempts = st.builds(
+    AttemptRecord,
+    id=names,
+    agent=names,
+    outcome=st.sampled_from(AttemptOutcome),
+    duration_s=floats,
+    error=st.none() | texts,
+    pid=st.none() | st.integers(),
+    losing_causes=st.lists(names, max_size=3),
+    fenced=st.booleans(),
+    killed=st.none() | st.sampled_from(["cooperative", "terminate", "kill"]) | texts,
+)
+usages = st.builds(
+    Usage,
+    calls=st.integers(min_value=0),
+    input_tokens=st.integers(min_value=0),
+    output_tokens=st.integers(min_value=0),
+    cost=st.floats(min_value=0, allow_nan=False, allow_infinity=False),
+)
+summaries = st.builds(
+    Summary,
+    id=names,
+    agent=names,
+    scope=texts,
+    status=st.sampled_from(Status),
+    output=json_values,
+    findings=st.lists(texts, max_size=3),
+    changes=st.lists(texts, max_size=3),
+    validation=st.lists(texts, max_size=3),
+    risks=st.lists(texts, max_size=3),
+    partial_results=st.lists(json_values, max_size=3),
+    attempts=st.lists(attempts, max_size=3),
+    usage=usages,
+    error=st.none() | texts,
+    timeout_kind=st.none() | st.sampled_from(["deadline", "stale"]),
+    schema_error=st.none() | texts,
+    truncated_chars=st.integers(),
+    artifact=st.none() | texts,
+    duration_s=floats,
+    session_alias=st.none() | texts,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(summaries)
+def test_any_summary_survives_render_and_parse(summary: Summary) -> None:
+    assert Summary.parse(summary.render()) == summary
+
+
+@settings(max_examples=50, deadline=None)
+@given(summaries, texts)
+def test_the_last_block_in_a_reply_is_the_one_read(summary: Summary, prose: str) -> None:
+    # Prose that itself opens and closes a block would be a block: not this test's case.
+    assume(not {"<subtask_summary>", "</subtask_summary>"} <= {ln.strip() for ln in
+                                                            prose.split("\n")})
+    earlier = Summary(id="x-1", agent="x", scope="earlier", status=Status.failed)
+    text = f"{earlier.render()}\n{prose}\n{summary.render()}\n{prose}"
+    assert Summary.parse(text) == summary
+
+
+def test_an_ordinary_summary_renders_as_the_protocol_writes_it() -> None:
+    summary = Summary(
+        id="apollo-3",
+        agent="apollo",
+        scope="Scan all route files for auth patterns",
+        status=Status.partial,
+        findings=["auth.py and login.py use JWT"],
+        risks=["3 files not scanned before the deadline"],
+        partial_results=["auth.py", "login.py"],
+        attempts=[
+            AttemptRecord(id="apollo-3-a1", agent="apollo", outcome=AttemptOutcome.timeout,
+                          duration_s=60.0, pid=4242, killed="terminate",
+                          error="deadline of 60s passed"),
+        ],
+        usage=Usage(calls=3, input_tokens=2700, output_tokens=360, cost=0.006),
+        timeout_kind="deadline",
+        duration_s=61.5,
+        session_alias="apollo-1",
+    )
+    assert summary.render() == (
+        "<subtask_summary>\n"
+        "Status: partial\n"
+        "Agent: apollo\n"
+        "Scope: Scan all route files for auth patterns\n"
+        "Id: apollo-3\n"
+        "\n"
+        "Changes: none\n"
+        "\n"
+        "Findings:\n"
+        "- auth.py and login.py use JWT\n"
+        "\n"
+        "Validation: none\n"
+        "\n"
+        "Risks / Follow-up:\n"
+        "- 3 files not scanned before the deadline\n"
+        "\n"
+        "Partial results:\n"
+        "- auth.py\n"
+        "- login.py\n"
+        "\n"
+        "Attempts:\n"
+        "- apollo-3-a1 apollo timeout 60s pid=4242 killed=terminate error: deadline of 60s passed\n"
+        "\n"
+        "Usage: 3 calls, 2700 input tokens, 360 output tokens, cost 0.006\n"
+        "Timeout kind: deadline\n"
+        "Duration: 61.5s\n"
+        "Session alias: apollo-1\n"
+        "</subtask_summary>"
+    )
+
+
+def test_values_that_are_not_plain_text_are_written_as_json_on_one_line() -> None:
+    summary = Summary(
+        id="hermes-1", agent="hermes", scope="two\nlines", status=Status.completed,
+        output={"files": ["a.py"], "ok": True}, partial_results=["42", 42],
+        attempts=[AttemptRecord(id="an id with spaces", agent="hermes",
+                                outcome=AttemptOutcome.completed)],
+        error='"quoted"',
+    )
+    text = summary.render()
+    assert 'Scope: "two\\nlines"' in text
+    assert 'Output: {"files": ["a.py"], "ok": true}' in text
+    assert '- "42"\n- 42\n' in text
+    assert '- {"id": "an id with spaces", "agent": "hermes", "outcome": "completed"}' in text
+    assert 'Error: "\\"quoted\\""' in text
+    assert Summary.parse(text) == summary
+
+
+def test_a_worker_written_summary_from_the_protocol_parses() -> None:
+    text = (
+        "Done. Here is the summary.\n\n"
+        "<subtask_summary>\n"
+        "Status: completed\n"
+        "Agent: hermes\n"
+        "Scope: Add refresh token rotation\n"
+        "\n"
+        "Changes:\n"
+        "- backend/routers/auth.py — rotate the refresh token on use\n"
+        "\n"
+        "Findings:\n"
+        "- the old token was never revoked\n"
+        "\n"
+        "Validation:\n"
+        "- pytest tests/auth: 14 passed\n"
+        "\n"
+        "Risks / Follow-up:\n"
+        "- clients that cache the token must re-read it\n"
+        "\n"
+        "Duration: 42s\n"
+        "Session alias: hermes-1\n"
+        "</subtask_summary>\n"
+    )
+    assert Summary.parse(text) == Summary(
+        id="",
+        agent="hermes",
+        scope="Add refresh token rotation",
+        status=Status.completed,
+        changes=["backend/routers/auth.py — rotate the refresh token on use"],
+        findings=["the old token was never revoked"],
+        validation=["pytest tests/auth: 14 passed"],
+        risks=["clients that cache the token must re-read it"],
+        duration_s=42.0,
+        session_alias="hermes-1",
+    )
+
+
+def test_the_reference_partial_example_keeps_its_partial_results() -> None:
+    text = (
+        "<subtask_summary>\n"
+        "Status: partial\n"
+        "Agent: apollo\n"
+        "Scope: Scan all route files for auth patterns\n"
+        "Partial results: [auth.py, login.py scanned; 3 files pending]\n"
+        "</subtask_summary>"
+    )
+    summary = Summary.parse(text)
+    assert summary.status is Status.partial
+    assert summary.partial_results == ["[auth.py, login.py scanned; 3 files pending]"]
+
+
+@pytest.mark.parametrize(
+    ("word", "status"),
+    [
+        ("completed", Status.completed),
+        ("Complete", Status.completed),
+        ("TIMED_OUT", Status.timed_out),
+        ("timed out", Status.timed_out),
+        ("escalated", Status.blocked),
+        ("budget exceeded", Status.budget_exceeded),
+    ],
+)
+def test_status_words_of_the_protocols_are_understood(word: str, status: Status) -> None:
+    text = f"<subtask_summary>\n**Status:** {word}\nAgent: @apollo\nScope: scan\n</subtask_summary>"
+    summary = Summary.parse(text)
+    assert (summary.status, summary.agent) == (status, "apollo")
+
+
+def test_an_unknown_status_is_refused_listing_the_allowed_ones() -> None:
+    with pytest.raises(ValueError, match=r"Status: 'pending' is not one of completed, partial"):
+        Summary.parse("<subtask_summary>\nStatus: pending\nAgent: a\nScope: s\n</subtask_summary>")
+
+
+def test_a_summary_without_status_and_scope_is_refused_naming_both() -> None:
+    with pytest.raises(ValueError, match=r"has no Status and Scope line"):
+        Summary.parse("<subtask_summary>\nAgent: apollo\n</subtask_summary>")
+
+
+def test_a_bad_duration_is_refused_naming_the_field() -> None:
+    with pytest.raises(ValueError, match=r"Duration: 'a while' is not a duration"):
+        Summary.parse("<subtask_summary>\nStatus: completed\nAgent: a\nScope: s\n"
+                      "Duration: a while\n</subtask_summary>")
+
+
+def test_a_malformed_attempt_line_is_refused_showing_the_expected_shape() -> None:
+    with pytest.raises(ValueError, match=r"is not `<id> <agent> <outcome> <duration>s"):
+        Summary.parse("<subtask_summary>\nStatus: failed\nAgent: a\nScope: s\nAttempts:\n"
+                      "- a-1-a1 crashed badly\n</subtask_summary>")
