@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -401,6 +402,30 @@ def test_hotfix_as_a_command_prints_one_line_per_file_and_the_result_on_stdout(
         "hotfix: a.py: clean",
         "result: clean: 1 file(s) checked, nothing to fix",
     ]
+
+
+@pytest.mark.process
+def test_hotfix_as_a_command_stops_cleanly_on_sigint_the_cooperative_cancel(
+    tmp_path: Path,
+) -> None:
+    for name in "abc":
+        (tmp_path / f"{name}.py").write_text("x = 1\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with subprocess.Popen(
+        [sys.executable, "-m", "supervisor.examples.hotfix", "check .", "--delay", "30"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "hotfix: check .\n"
+        assert proc.stdout.readline() == "hotfix: checking 3 file(s)\n"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130
+    assert "hotfix: interrupted; 0 file(s) needing a fix found so far" in err
 
 
 # -- orchestrator ------------------------------------------------------------------------

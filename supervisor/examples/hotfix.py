@@ -49,6 +49,23 @@ def _targets(scope: str) -> list[Path]:
     return targets
 
 
+def _check(files: list[Path], fixed: list[tuple[Path, str, str]], delay: float) -> None:
+    """A progress line per file; the files that need a fix go to `fixed` as they are found."""
+    for path in files:
+        if delay:
+            time.sleep(delay)
+        try:
+            before = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"hotfix: {path}: skipped ({exc})", flush=True)
+            continue
+        after = fix_text(before)
+        state = "needs a fix" if after != before else "clean"
+        print(f"hotfix: {path}: {state}", flush=True)
+        if after != before:
+            fixed.append((path, before, after))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m supervisor.examples.hotfix",
@@ -77,22 +94,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hotfix: {exc}; name files that exist (relative to {Path.cwd()})", file=sys.stderr)
         return 2
     files = [f for root in roots for f in walk_files(root, _SUFFIXES)]
-    print(f"hotfix: {scope}", flush=True)
-    print(f"hotfix: checking {len(files)} file(s)", flush=True)
     fixed: list[tuple[Path, str, str]] = []
-    for path in files:
-        if args.delay:
-            time.sleep(args.delay)
-        try:
-            before = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            print(f"hotfix: {path}: skipped ({exc})", flush=True)
-            continue
-        after = fix_text(before)
-        state = "needs a fix" if after != before else "clean"
-        print(f"hotfix: {path}: {state}", flush=True)
-        if after != before:
-            fixed.append((path, before, after))
+    try:
+        print(f"hotfix: {scope}", flush=True)
+        print(f"hotfix: checking {len(files)} file(s)", flush=True)
+        _check(files, fixed, args.delay)
+    except KeyboardInterrupt:  # Zeus's cooperative cancel of a command is SIGINT
+        print(
+            f"hotfix: interrupted; {len(fixed)} file(s) needing a fix found so far, "
+            "nothing written",
+            file=sys.stderr,
+        )
+        return 130
     for path, before, after in fixed:
         sys.stdout.writelines(
             difflib.unified_diff(
