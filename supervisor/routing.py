@@ -196,8 +196,8 @@ class Routing(_Frozen):
         except UnicodeDecodeError as exc:
             raise RoutingError(f"{path}: not UTF-8 text ({exc.reason})") from None
         try:
-            root = yaml.compose(text, Loader=yaml.SafeLoader)
-            data = yaml.safe_load(text)
+            root = yaml.compose(text, Loader=_Loader)
+            data = yaml.load(text, Loader=_Loader)  # a SafeLoader: no arbitrary objects
         except yaml.MarkedYAMLError as exc:
             raise RoutingError(_yaml_problem(str(path), exc)) from None
         except yaml.YAMLError as exc:
@@ -284,6 +284,21 @@ class Routing(_Frozen):
 
 KeyPath = tuple[str | int, ...]
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_BOOL_TAG, _STR_TAG = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:str"
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader, except that a key spelled like a YAML 1.1 boolean stays a string.
+
+    YAML 1.1 reads `on`, `off`, `yes` and `no` as booleans, which would turn
+    `retry: {on: [timeout]}` into a key `True`. Values are left as YAML reads them.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _BOOL_TAG:
+                key_node.tag = _STR_TAG
+        return super().construct_mapping(node, deep)
 
 
 def _dotted(path: Sequence[str | int]) -> str:
