@@ -1,0 +1,89 @@
+"""The `zeus` commands: one module each, listed in `supervisor.cli.COMMANDS`.
+
+A command module exposes two functions:
+
+- `add_parser(subparsers)`: add `zeus <name>` with its arguments (and help) to
+  the argparse sub-parsers it is given;
+- `run(args) -> int`: do the work and return the exit code: `EXIT_OK` (0),
+  `EXIT_INCOMPLETE` (1, some delegation did not complete), `EXIT_BAD_INPUT` (2).
+
+Output goes through `console()`: colours and boxes on a terminal, plain text
+(no escape codes, no box drawing, no wrapping) on a pipe or a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INCOMPLETE",
+    "EXIT_OK",
+    "Command",
+    "console",
+    "print_table",
+]
+
+EXIT_OK = 0
+EXIT_INCOMPLETE = 1
+EXIT_BAD_INPUT = 2
+
+
+class Command(Protocol):
+    """What `supervisor.cli` needs of a command module."""
+
+    def add_parser(self, subparsers: Any) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A console on stdout (or stderr), plain when that stream is not a terminal.
+
+    Made per call, so that it writes to whatever `sys.stdout` is at that moment.
+    """
+    stream = sys.stderr if stderr else sys.stdout
+    terminal = stream.isatty()
+    return Console(
+        file=stream,
+        highlight=False,
+        emoji=False,
+        soft_wrap=not terminal,
+        width=None if terminal else 10_000,
+    )
+
+
+def print_table(
+    out: Console,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    title: str | None = None,
+) -> None:
+    """A table: boxed on a terminal; columns padded with spaces otherwise.
+
+    Cells are text, never rich markup, so names with brackets print as they are.
+    """
+    if not out.is_terminal:
+        widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=False)]
+        lines = [title] if title else []
+        lines += [
+            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False)).rstrip()
+            for line in (headers, *rows)
+        ]
+        out.print(Text("\n".join(lines)))
+        return
+    table = Table(title=title, box=box.SIMPLE_HEAD, header_style="bold", title_justify="left")
+    for header in headers:
+        table.add_column(Text(header), overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
+    out.print(table)

@@ -1,0 +1,144 @@
+"""`zeus validate`, `zeus schema`, `zeus --version`: through `main([...])`, output captured."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from supervisor import __version__
+from supervisor.cli import COMMANDS, build_parser, main
+from supervisor.commands import EXIT_BAD_INPUT, EXIT_OK
+
+ROOT = Path(__file__).resolve().parent.parent
+PANTHEON = ROOT / "tests" / "fixtures" / "pantheon_routing.yml"
+
+
+def rows(out: str) -> dict[str, list[str]]:
+    """The agent table of plain output: agent name -> its cells."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["agent", "role"])
+    table: dict[str, list[str]] = {}
+    for line in lines[start + 1:]:
+        if line.startswith("supervisor:"):
+            break
+        cells = [cell for cell in line.split("  ") if cell.strip()]
+        table[cells[0].strip()] = [cell.strip() for cell in cells]
+    return table
+
+
+def test_validate_reads_routing_yml_in_the_current_directory_by_default(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    assert main(["validate"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "routing.yml: valid, 9 agents, native dialect"
+    table = rows(out)
+    assert table["apollo"] == [
+        "apollo", "explorer", "leaf", "60s", "2", "exponential", "athena", "yes", "low",
+        "thread", "2",
+    ]
+    assert table["talos"][3:9] == ["30s", "1", "none", "hermes", "yes", "low"]
+    assert table["themis"][6] == "zeus (owner)"
+    assert "supervisor: max_depth 2, max_concurrent 64, at most 20 restarts within 60s, " \
+           "tree budget: max_cost 5" in out
+
+
+def test_validate_output_on_a_pipe_has_no_colours_or_boxes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["validate", str(ROOT / "routing.yml")]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "\x1b[" not in out
+    assert not set(out) & set("─│┌┐└┘├┤┬┴┼━┃╭╮╰╯")
+    assert all(len(line) < 200 for line in out.splitlines())
+
+
+def test_validate_says_what_a_pantheon_file_mapped_and_ignored(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["validate", str(PANTHEON)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].endswith("valid, 10 agents, Pantheon dialect")
+    assert rows(out)["talos"][3:7] == ["30s", "1", "fixed", "hermes"]
+    mapped = out.index("mapped:\n")
+    ignored = out.index("ignored:\n")
+    assert mapped < out.index("  - delegation.*[].timeout (ms) -> timeout_s") < ignored
+    assert ignored < out.index("  - handoffs, platforms, artifacts, routing_matrix")
+
+
+def test_validate_prints_every_problem_on_stderr_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "routing.yml"
+    path.write_text("agents:\n  apollo:\n    timeout_s: -1\n    fallback: hades\n", "utf-8")
+    assert main(["validate", str(path)]) == EXIT_BAD_INPUT
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines()[1:] == [
+        f"{path}:3: agents.apollo.timeout_s: found -1; allowed: a number of seconds > 0",
+        f"{path}:4: agents.apollo.fallback: unknown agent 'hades'; allowed: apollo, or zeus "
+        "(give the failure back to the owner)",
+    ]
+
+
+def test_validate_without_a_routing_file_says_how_to_name_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["validate"]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("routing.yml: cannot read it: No such file or directory")
+    assert "zeus validate PATH" in err
+
+
+def test_validate_imports_entrypoints_from_the_current_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "zeus_cli_probe_agents.py").write_text("def run(brief, ctx):\n    return 1\n")
+    (tmp_path / "routing.yml").write_text(
+        "agents:\n  probe: {entrypoint: 'zeus_cli_probe_agents:run'}\n", "utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    monkeypatch.delitem(sys.modules, "zeus_cli_probe_agents", raising=False)
+    assert main(["validate"]) == EXIT_OK
+    assert str(tmp_path) not in sys.path
+    assert "no entrypoint or command" not in capsys.readouterr().out
+
+
+def test_schema_prints_a_json_schema_of_the_native_dialect(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["schema"]) == EXIT_OK
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["$schema"].startswith("https://json-schema.org/")
+    assert set(schema["properties"]) == {"version", "defaults", "supervisor", "agents"}
+    assert "timeout_s" in schema["$defs"]["AgentPolicy"]["properties"]
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == EXIT_OK
+    assert capsys.readouterr().out.strip() == f"zeus {__version__}"
+
+
+def test_no_command_is_a_usage_error_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == EXIT_BAD_INPUT
+    assert "usage: zeus" in capsys.readouterr().err
+
+
+def test_an_unknown_command_is_a_usage_error_with_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["summon", "hades"]) == EXIT_BAD_INPUT
+    assert "invalid choice: 'summon'" in capsys.readouterr().err
+
+
+def test_every_listed_command_module_adds_a_command_with_help() -> None:
+    parser, by_name = build_parser()
+    assert {"validate", "schema"} <= set(by_name)
+    assert set(by_name.values()) == set(COMMANDS)
+    assert "validate" in parser.format_help()
