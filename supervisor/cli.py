@@ -14,11 +14,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 
 from supervisor import __version__
-from supervisor.commands import EXIT_BAD_INPUT, Command, schema, validate
+from supervisor.commands import EXIT_BAD_INPUT, Command, schema, sweep, timeouts, tree, validate
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS: tuple[Command, ...] = (validate, schema)
+COMMANDS: tuple[Command, ...] = (validate, schema, tree, timeouts, sweep)
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:

@@ -3,7 +3,6 @@ and the `zeus tree` / `zeus timeouts` / `zeus sweep` commands."""
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -20,8 +19,7 @@ import pytest
 from rich.console import Console
 
 from supervisor import journal as jr
-from supervisor.commands import sweep as sweep_cmd
-from supervisor.commands import timeouts as timeouts_cmd
+from supervisor.cli import main
 from supervisor.commands import tree as tree_cmd
 
 T0 = 1_700_000_000.0
@@ -623,12 +621,7 @@ def test_sweep_kills_a_child_that_ignores_sigterm_and_what_it_left_in_its_group(
 
 # -- the commands ------------------------------------------------------------------------
 def zeus(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="zeus")
-    sub = parser.add_subparsers(required=True)
-    for module in (tree_cmd, timeouts_cmd, sweep_cmd):
-        module.add_parser(sub)
-    args = parser.parse_args(argv)
-    return int(args.run(args))
+    return main(list(argv))
 
 
 def test_zeus_tree_prints_plain_text_off_a_terminal_and_exits_1_when_one_did_not_complete(
@@ -769,6 +762,7 @@ def test_zeus_sweep_dry_run_lists_a_live_orphan_and_leaves_it_running(
     assert zeus("sweep", "--dry-run", str(path)) == 0
 
     out = capsys.readouterr().out.splitlines()
-    assert out[1].split()[:4] == [str(orphan.pid), "talos-1-a1", "talos", "would"]
+    assert out[0] == f"Child processes named by {path}"
+    assert out[2].split()[:4] == [str(orphan.pid), "talos-1-a1", "talos", "would"]
     assert out[-1] == "1 would stop"
     assert orphan.poll() is None

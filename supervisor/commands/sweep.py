@@ -19,22 +19,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from supervisor import journal as jr
-from supervisor.commands.tree import load_or_fail, plain_table
+from supervisor.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console, print_table
+from supervisor.commands.tree import load_or_fail
 
 __all__ = ["add_parser", "run"]
 
 _HEADERS = ("PID", "Attempts", "Agent", "Result", "Detail")
-_STYLE = {
-    jr.SweepAction.stopped: "green",
-    jr.SweepAction.killed: "green",
-    jr.SweepAction.would_stop: "yellow",
-    jr.SweepAction.failed: "bold red",
-    jr.SweepAction.supervisor_running: "yellow",
-}
 _LEFT_RUNNING = {jr.SweepAction.failed, jr.SweepAction.supervisor_running}
 
 
@@ -61,14 +52,14 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.grace < 0:
         print(f"zeus sweep: --grace must be 0 or more, not {args.grace}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     journal = load_or_fail(args.journal, "sweep")
     if journal is None:
-        return 2
+        return EXIT_BAD_INPUT
     results = jr.sweep(journal, dry_run=args.dry_run, grace_s=args.grace)
     if not results:
         print("The journal names no child processes (thread children have none); nothing to do.")
-        return 0
+        return EXIT_OK
     rows = [
         [
             str(r.target.pid),
@@ -79,16 +70,8 @@ def run(args: argparse.Namespace) -> int:
         ]
         for r in results
     ]
-    console = Console()
-    if console.is_terminal:
-        table = Table(title=f"Child processes named by {args.journal}", title_justify="left")
-        for header in _HEADERS:
-            table.add_column(header)
-        for cells, result in zip(rows, results, strict=True):
-            table.add_row(*cells, style=_STYLE.get(result.action, "dim"))
-        console.print(table)
-    else:
-        print(plain_table(_HEADERS, rows))
+    out = console()
+    print_table(out, _HEADERS, rows, title=f"Child processes named by {args.journal}")
     counts = Counter(str(r.action) for r in results)
-    print(", ".join(f"{n} {action}" for action, n in counts.items()))
-    return 1 if any(r.action in _LEFT_RUNNING for r in results) else 0
+    out.print(", ".join(f"{n} {action}" for action, n in counts.items()))
+    return EXIT_INCOMPLETE if any(r.action in _LEFT_RUNNING for r in results) else EXIT_OK

@@ -16,18 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from supervisor import journal as jr
-from supervisor.commands.tree import (
-    exit_code,
-    load_or_fail,
-    plain_table,
-    seconds,
-    shown_runs,
-    status_mark,
-)
+from supervisor.commands import EXIT_BAD_INPUT, console, print_table
+from supervisor.commands.tree import exit_code, load_or_fail, seconds, shown_runs, status_mark
 
 __all__ = ["add_parser", "log_rows", "run", "tracking_table_rows"]
 
@@ -114,9 +107,9 @@ def _markdown(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def run(args: argparse.Namespace) -> int:
     journal = load_or_fail(args.journal, "timeouts")
     if journal is None:
-        return 2
+        return EXIT_BAD_INPUT
     runs = shown_runs(journal, args.all)
-    console = Console()
+    out = console()
     for r in runs:
         title = f" (run {r.index} of {len(journal.runs)})" if len(journal.runs) > 1 else ""
         tracking = tracking_table_rows(r, markdown=args.markdown)
@@ -125,25 +118,25 @@ def run(args: argparse.Namespace) -> int:
             print(f"## Timeout tracking{title}\n\n{_markdown(_TRACKING, tracking)}\n")
             body = _markdown(_LOG, log) if log else "No timeouts."
             print(f"## Timeout log{title}\n\n{body}\n")
-        elif console.is_terminal:
+        elif out.is_terminal:
             table = Table(title=f"Timeout tracking{title}", title_justify="left")
             for header in _TRACKING:
                 table.add_column(header, justify="right" if header == "Attempts" else "left")
             for cells, row in zip(tracking, jr.tracking_rows(r), strict=True):
                 table.add_row(*cells, style=status_mark(row.status)[1])
-            console.print(table)
+            out.print(table)
             if log:
-                table = Table(title=f"Timeout log{title}", title_justify="left")
-                for header in _LOG:
-                    table.add_column(header)
-                for cells in log:
-                    table.add_row(*cells)
-                console.print(table)
+                print_table(out, _LOG, log, title=f"Timeout log{title}")
             else:
-                console.print("[dim]No timeouts.[/]")
+                out.print("[dim]No timeouts.[/]")
         else:
-            print(f"Timeout tracking{title}")
-            print(plain_table(_TRACKING, tracking) if tracking else "(no delegations)")
-            print(f"\nTimeout log{title}")
-            print(plain_table(_LOG, log) if log else "No timeouts.")
+            if tracking:
+                print_table(out, _TRACKING, tracking, title=f"Timeout tracking{title}")
+            else:
+                out.print(f"Timeout tracking{title}\n(no delegations)")
+            out.print()
+            if log:
+                print_table(out, _LOG, log, title=f"Timeout log{title}")
+            else:
+                out.print(f"Timeout log{title}\nNo timeouts.")
     return exit_code(runs)

@@ -25,8 +25,9 @@ from rich.text import Text
 from rich.tree import Tree
 
 from supervisor import journal as jr
+from supervisor.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console
 
-__all__ = ["add_parser", "load_or_fail", "plain_table", "run", "status_mark"]
+__all__ = ["add_parser", "load_or_fail", "run", "status_mark"]
 
 # status -> (mark, rich style)
 _STATUS = {
@@ -88,16 +89,6 @@ def load_or_fail(path: Path, command: str) -> jr.Journal | None:
     return journal
 
 
-def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Columns padded with spaces, for output that is not a terminal."""
-    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=False)]
-    lines = [headers, *rows]
-    return "\n".join(
-        "  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=False)).rstrip()
-        for line in lines
-    )
-
-
 def seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}s"
 
@@ -107,7 +98,7 @@ def shown_runs(journal: jr.Journal, all_runs: bool) -> list[jr.Run]:
 
 
 def exit_code(runs: Sequence[jr.Run]) -> int:
-    return 1 if any(r.incomplete() for r in runs) else 0
+    return EXIT_INCOMPLETE if any(r.incomplete() for r in runs) else EXIT_OK
 
 
 # -- labels ---------------------------------------------------------------------------------
@@ -244,17 +235,17 @@ def event_line(event: jr.Event) -> str:
 # -- the command ----------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
     path: Path = args.journal
-    console = Console()
+    out = console()
     if args.follow:
-        return _follow(path, console, args.all)
+        return _follow(path, out, args.all)
     journal = load_or_fail(path, "tree")
     if journal is None:
-        return 2
+        return EXIT_BAD_INPUT
     runs = shown_runs(journal, args.all)
-    if console.is_terminal:
-        console.print(render_rich(journal, runs))
+    if out.is_terminal:
+        out.print(render_rich(journal, runs))
         if not args.all and len(journal.runs) > 1:
-            console.print(f"[dim]{len(journal.runs) - 1} earlier run(s) in the file: --all[/]")
+            out.print(f"[dim]{len(journal.runs) - 1} earlier run(s) in the file: --all[/]")
     else:
         print(render_plain(journal, runs))
     return exit_code(runs)
@@ -264,7 +255,7 @@ def _follow(path: Path, console: Console, all_runs: bool) -> int:
     if not path.is_file():
         why = "is a directory" if path.is_dir() else "does not exist"
         print(f"zeus tree: {path} {why}; give the journal file", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     journal = jr.Journal()
     live = Live(console=console, refresh_per_second=8) if console.is_terminal else None
 
