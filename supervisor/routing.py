@@ -301,6 +301,14 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+# YAML 1.1 wants a dot in a float, so `timeout_s: 1e3` would be the text "1e3"; read it as 1000.0.
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
 def _dotted(path: Sequence[str | int]) -> str:
     """`agents.apollo.retry.max_retries`, `delegation.zeus[2].timeout`."""
     out = ""
@@ -1010,6 +1018,12 @@ def _put(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
 def _build(data: Any, *, source: str | None, lines: _Lines | None) -> Routing:
     label = source or "routing"
     problems = _Problems(label, lines)
+    try:
+        _json(data)
+    except ValueError:  # json's "Circular reference detected"
+        problems.add((), "a value contains itself (an alias used inside its own anchor); "
+                     "allowed: aliases that do not loop")
+        problems.raise_if_any()
     if not isinstance(data, dict):
         problems.add((), f"found {_found(data)} at the top level; allowed: a mapping with "
                      f"{', '.join(_FILE_KEYS)}")

@@ -118,6 +118,12 @@ def test_the_designs_example_loads_and_retry_on_is_not_read_as_a_boolean(tmp_pat
     assert routing.agent("talos").command == ("python", "-m", "myagents.hotfix", "{scope}")
 
 
+def test_a_duration_in_exponent_notation_is_a_number(tmp_path: Path) -> None:
+    path, _ = write(tmp_path, "agents:\n  apollo: {timeout_s: 1e3, heartbeat: {interval_s: 5E-1}}")
+    apollo = Routing.load(path).agent("apollo")
+    assert (apollo.timeout_s, apollo.heartbeat.interval_s) == (1000.0, 0.5)
+
+
 def test_an_empty_file_is_a_routing_without_agents(tmp_path: Path) -> None:
     path, _ = write(tmp_path, "# nothing yet\n")
     assert Routing.load(path).agents == {}
@@ -459,6 +465,11 @@ def test_a_duplicate_key_is_refused_naming_both_lines(tmp_path: Path) -> None:
 def test_an_agent_called_zeus_is_refused_because_zeus_is_the_owner(tmp_path: Path) -> None:
     message, path, _ = problems(tmp_path, "agents:\n  zeus: {}\n")
     assert_names(message, path, 2, "agents.zeus", "`zeus` is reserved")
+
+
+def test_an_alias_used_inside_its_own_anchor_is_refused(tmp_path: Path) -> None:
+    message, path, _ = problems(tmp_path, "agents: &loop\n  apollo: *loop\n")
+    assert message.splitlines()[1].startswith(f"{path}:1: a value contains itself")
 
 
 def test_a_top_level_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
