@@ -63,11 +63,21 @@ def test_validate_says_what_a_pantheon_file_mapped_and_ignored(
     assert main(["validate", str(PANTHEON)]) == EXIT_OK
     out = capsys.readouterr().out
     assert out.splitlines()[0].endswith("valid, 10 agents, Pantheon dialect")
-    assert rows(out)["talos"][3:7] == ["30s", "1", "fixed", "hermes"]
+    assert rows(out)["talos"][1:7] == ["Hotfix express lane", "leaf", "30s", "1", "fixed", "hermes"]
+    assert rows(out)["athena"][1] == "Strategic planner and archi…"
     mapped = out.index("mapped:\n")
     ignored = out.index("ignored:\n")
     assert mapped < out.index("  - delegation.*[].timeout (ms) -> timeout_s") < ignored
     assert ignored < out.index("  - handoffs, platforms, artifacts, routing_matrix")
+
+
+def test_validate_prints_names_with_brackets_as_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "routing.yml"
+    path.write_text("agents:\n  scout:\n    role: '[bold]lead[/bold]'\n", "utf-8")
+    assert main(["validate", str(path)]) == EXIT_OK
+    assert rows(capsys.readouterr().out)["scout"][1] == "[bold]lead[/bold]"
 
 
 def test_validate_prints_every_problem_on_stderr_and_exits_2(

@@ -7,8 +7,8 @@ A command module exposes two functions:
 - `run(args) -> int`: do the work and return the exit code: `EXIT_OK` (0),
   `EXIT_INCOMPLETE` (1, some delegation did not complete), `EXIT_BAD_INPUT` (2).
 
-Output goes through `console()`: colours and boxes on a terminal, plain text
-(no escape codes, no box drawing, no wrapping) on a pipe or a file.
+Output goes through `console()`: styles on a terminal, plain text (no escape
+codes, no box drawing, no wrapping) on a pipe or a file.
 """
 
 from __future__ import annotations
@@ -18,9 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 __all__ = [
@@ -68,22 +66,22 @@ def print_table(
     *,
     title: str | None = None,
 ) -> None:
-    """A table: boxed on a terminal; columns padded with spaces otherwise.
+    """Columns padded with spaces; on a terminal the header is bold and underlined by a rule.
 
-    Cells are text, never rich markup, so names with brackets print as they are.
+    Rows are never wrapped or squeezed by the console (a narrow terminal folds whole
+    lines), and cells are text, never rich markup, so names with brackets print as is.
     """
-    if not out.is_terminal:
-        widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=False)]
-        lines = [title] if title else []
-        lines += [
-            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False)).rstrip()
-            for line in (headers, *rows)
-        ]
-        out.print(Text("\n".join(lines)))
-        return
-    table = Table(title=title, box=box.SIMPLE_HEAD, header_style="bold", title_justify="left")
-    for header in headers:
-        table.add_column(Text(header), overflow="fold")
+    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=False)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=False))
+
+    if title:
+        out.print(Text(title, style="bold" if out.is_terminal else ""), soft_wrap=True)
+    if out.is_terminal:
+        out.print(Text(line(headers).rstrip(), style="bold"), soft_wrap=True)
+        out.print(Text("  ".join("─" * width for width in widths), style="dim"), soft_wrap=True)
+    else:
+        out.print(Text(line(headers).rstrip()), soft_wrap=True)
     for row in rows:
-        table.add_row(*(Text(cell) for cell in row))
-    out.print(table)
+        out.print(Text(line(row).rstrip()), soft_wrap=True)

@@ -10,6 +10,7 @@ what is allowed) on stderr and exits 2.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,17 @@ from supervisor.routing import OWNER, AgentPolicy, Routing
 __all__ = ["add_parser", "agent_rows", "run"]
 
 HEADERS = (
-    "agent", "role", "kind", "timeout", "retries", "backoff", "fallback", "partial OK",
-    "effort", "isolation", "sessions",
+    "agent",
+    "role",
+    "kind",
+    "timeout",
+    "retries",
+    "backoff",
+    "fallback",
+    "partial OK",
+    "effort",
+    "isolation",
+    "sessions",
 )
 
 
@@ -35,7 +45,10 @@ def add_parser(subparsers: Any) -> None:
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     parser.add_argument(
-        "path", metavar="PATH", nargs="?", default="routing.yml",
+        "path",
+        metavar="PATH",
+        nargs="?",
+        default="routing.yml",
         help="the routing file (default: routing.yml)",
     )
     parser.set_defaults(run=run)
@@ -45,6 +58,14 @@ def _seconds(value: float) -> str:
     return f"{value:g}s"
 
 
+def _short(role: str | None, width: int = 28) -> str:
+    """A role as a column: Pantheon's are sentences, so keep the part before the explanation."""
+    if not role:
+        return "-"
+    role = re.split(r":|\s[\u2014\u2013-]\s|,", role, maxsplit=1)[0].strip() or role
+    return role if len(role) <= width else role[: width - 1].rstrip() + "…"
+
+
 def _row(name: str, policy: AgentPolicy) -> list[str]:
     retry = policy.retry
     fallback = policy.fallback or "-"
@@ -52,7 +73,7 @@ def _row(name: str, policy: AgentPolicy) -> list[str]:
         fallback = "zeus (owner)"
     return [
         name,
-        policy.role or "-",
+        _short(policy.role),
         policy.kind,
         _seconds(policy.timeout_s),
         str(retry.max_retries),
@@ -89,16 +110,20 @@ def run(args: argparse.Namespace) -> int:
     caps = ", ".join(
         f"{name} {value:g}" for name, value in sup.budget.model_dump().items() if value is not None
     )
-    out.print(Text(
-        f"supervisor: max_depth {sup.max_depth}, max_concurrent {sup.max_concurrent}, "
-        f"at most {sup.intensity.max_restarts} restarts within "
-        f"{_seconds(sup.intensity.within_s)}, tree budget: {caps or 'none'}"
-    ))
+    out.print(
+        Text(
+            f"supervisor: max_depth {sup.max_depth}, max_concurrent {sup.max_concurrent}, "
+            f"at most {sup.intensity.max_restarts} restarts within "
+            f"{_seconds(sup.intensity.within_s)}, tree budget: {caps or 'none'}"
+        )
+    )
     unwired = [name for name, p in routing.agents.items() if not (p.entrypoint or p.command)]
     if unwired:
-        out.print(Text(
-            f"no entrypoint or command (register them with zeus.register): {', '.join(unwired)}"
-        ))
+        out.print(
+            Text(
+                f"no entrypoint or command (register them with zeus.register): {', '.join(unwired)}"
+            )
+        )
     for heading, lines in (("mapped", routing.mapped), ("ignored", routing.ignored)):
         if lines:
             out.print(Text(f"{heading}:"))
