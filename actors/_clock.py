@@ -75,6 +75,7 @@ class SystemClock:
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._wake_at = float("-inf")  # when the timer thread wakes by itself; -inf: awake
 
     def now(self) -> float:
         return time.monotonic()
@@ -90,11 +91,12 @@ class SystemClock:
                 return timer
             self._heap.push(timer)
             if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="zeus-timers", daemon=True
-                )
+                self._thread = threading.Thread(target=self._run, name="zeus-timers", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif when < self._wake_at:
+                # Wake the timer thread only when its next wake-up moves earlier: most
+                # timers (deadlines) are cancelled long before they fall due.
+                self._cond.notify()
         return timer
 
     def close(self) -> None:
@@ -115,7 +117,9 @@ class SystemClock:
                 timer = self._heap.pop_due(now)
                 if timer is None:
                     when = self._heap.next_when()
+                    self._wake_at = float("inf") if when is None else when
                     self._cond.wait(None if when is None else max(0.0, when - now))
+                    self._wake_at = float("-inf")  # awake: it looks at the heap again anyway
                     continue
             if not timer.cancelled:
                 # A timer callback must never kill the service.

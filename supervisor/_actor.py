@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import time
 import traceback
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -76,12 +77,9 @@ class Cancel:
 
 
 @dataclass(frozen=True, slots=True)
-class DeadlineDue:
-    attempt_id: str
+class AttemptDue:
+    """The attempt's timer: check its deadline and whether it went stale."""
 
-
-@dataclass(frozen=True, slots=True)
-class StaleCheck:
     attempt_id: str
 
 
@@ -206,8 +204,7 @@ class ZeusActor(pykka.ThreadingActor):
             DelegateRequest: self._on_delegate_request,
             Dispatch: self._on_dispatch,
             Cancel: self._on_cancel,
-            DeadlineDue: self._on_deadline,
-            StaleCheck: self._on_stale_check,
+            AttemptDue: self._on_attempt_due,
             GraceOver: self._on_grace_over,
             BackoffOver: self._on_backoff_over,
             Snapshot: self._on_snapshot,
@@ -266,14 +263,15 @@ class ZeusActor(pykka.ThreadingActor):
             if parent.current is not None:
                 d.deadline_cap = parent.current.deadline
         self._open[d.id] = d
-        self._emit(
-            "delegation.dispatched",
-            d,
-            scope=d.brief.scope,
-            depth=d.depth,
-            timeout_s=self._timeout_s(d),
-            policy=policy.model_dump(mode="json", exclude={"metadata"}, by_alias=True),
-        )
+        if self._events.enabled:
+            self._emit(
+                "delegation.dispatched",
+                d,
+                scope=d.brief.scope,
+                depth=d.depth,
+                timeout_s=self._timeout_s(d),
+                policy=policy.model_dump(mode="json", exclude={"metadata"}, by_alias=True),
+            )
         if not self._accepting:
             self._settle(d, Settle(Status.cancelled, reason="zeus is stopping"))
         elif parent is not None and parent.cancel_requested:
@@ -351,6 +349,7 @@ class ZeusActor(pykka.ThreadingActor):
                                              error=f"{type(exc).__name__}: {exc}",
                                              error_type=type(exc).__name__))
             return
+        self._arm(a)
         self._emit(
             "attempt.started",
             d,
@@ -360,13 +359,11 @@ class ZeusActor(pykka.ThreadingActor):
             pid_start_time=getattr(a.child, "pid_start_time", None),
             deadline_s=round(deadline - now, 6),
         )
-        a.timers.append(self._clock.call_at(deadline, lambda: self.send(DeadlineDue(a.id))))
-        a.timers.append(
-            self._clock.call_at(
-                a.watch.stale_at(policy.heartbeat.stale_after_s),
-                lambda: self.send(StaleCheck(a.id)),
-            )
-        )
+
+    def _arm(self, a: _Attempt) -> None:
+        """One timer per attempt, at its deadline or the moment it would go stale."""
+        when = min(a.deadline, a.watch.stale_at(a.policy.heartbeat.stale_after_s))
+        a.timers.append(self._clock.call_at(when, lambda: self.send(AttemptDue(a.id))))
 
     def _backend(self, isolation: str) -> Backend:
         try:
@@ -528,22 +525,20 @@ class ZeusActor(pykka.ThreadingActor):
         else:
             a.timers.append(self._after(grace, GraceOver(a.id)))
 
-    def _on_deadline(self, msg: DeadlineDue) -> None:
+    def _on_attempt_due(self, msg: AttemptDue) -> None:
         owner = self._live.get(msg.attempt_id)
-        if owner is not None:
-            self._request_stop(*owner, AttemptOutcome.timeout)
-
-    def _on_stale_check(self, msg: StaleCheck) -> None:
-        owner = self._live.get(msg.attempt_id)
-        if owner is None or owner[1].stopping_since is not None:
+        if owner is None:
             return
         d, a = owner
-        stale_after = a.policy.heartbeat.stale_after_s
-        if a.watch.is_stale(self._clock.now(), stale_after):
+        now = self._clock.now()
+        if now >= a.deadline:
+            self._request_stop(d, a, AttemptOutcome.timeout)  # kept as a losing cause if late
+        elif a.stopping_since is not None:
+            return
+        elif a.watch.is_stale(now, a.policy.heartbeat.stale_after_s):
             self._request_stop(d, a, AttemptOutcome.stale)
         else:
-            when = a.watch.stale_at(stale_after)
-            a.timers.append(self._clock.call_at(when, lambda: self.send(StaleCheck(a.id))))
+            self._arm(a)  # progress moved the stale moment on
 
     def _on_grace_over(self, msg: GraceOver) -> None:
         owner = self._live.get(msg.attempt_id)
@@ -857,6 +852,7 @@ class ZeusActor(pykka.ThreadingActor):
             "abandoned_threads": len(self._fenced),
             "dropped_messages": self._dropped,
             "usage": self._tree_usage.model_dump(),
+            "actor_cpu_s": time.thread_time(),  # CPU the supervisor's own thread has used
         }
 
     # -- events ----------------------------------------------------------------------------

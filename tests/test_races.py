@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from actors import AttemptOutcome, Brief, Charge, Finished, Status, Usage
-from supervisor._actor import DeadlineDue
+from actors import AttemptOutcome, Brief, Charge, FakeClock, Finished, Status, Usage
 from tests.conftest import Recorder, ZeusFactory
 
 RACER = {"timeout_s": 10, "budget": {"max_cost": 1.0}, "shutdown": {"grace_s": 5}}
@@ -53,7 +52,9 @@ def expected_status(order: tuple[str, ...]) -> Status:
     raise AssertionError("the order must stop the attempt somehow")
 
 
-def run_race(make_zeus: ZeusFactory, order: tuple[str, ...]) -> tuple[Any, GatedRecorder]:
+def run_race(
+    make_zeus: ZeusFactory, clock: FakeClock, order: tuple[str, ...]
+) -> tuple[Any, GatedRecorder]:
     release = threading.Event()
 
     def racer(brief: Brief, ctx: Any) -> str:
@@ -69,7 +70,7 @@ def run_race(make_zeus: ZeusFactory, order: tuple[str, ...]) -> tuple[Any, Gated
     send = {
         "cancel": lambda: zeus.cancel(handle.id, "owner changed their mind"),
         "budget": lambda: zeus._tell(Charge(attempt_id, 1, Usage(cost=2.0))),
-        "deadline": lambda: zeus._tell(DeadlineDue(attempt_id)),
+        "deadline": lambda: clock.advance(10),  # the attempt's timer fires into the mailbox
         "result": lambda: zeus._tell(
             Finished(attempt_id, AttemptOutcome.completed, value="done", progress=2)
         ),
@@ -87,9 +88,9 @@ ALL_FOUR = list(permutations(["cancel", "budget", "deadline", "result"]))
 
 @pytest.mark.parametrize("order", ALL_FOUR, ids="-".join)
 def test_racing_cancel_budget_deadline_and_result_settle_by_rule(
-    make_zeus: ZeusFactory, order: tuple[str, ...]
+    make_zeus: ZeusFactory, clock: FakeClock, order: tuple[str, ...]
 ) -> None:
-    summary, gated = run_race(make_zeus, order)
+    summary, gated = run_race(make_zeus, clock, order)
     assert summary.status is expected_status(order)
     assert len(gated.named("delegation.settled")) == 1
     if summary.status is Status.completed:
@@ -104,9 +105,9 @@ STOP_ORDERS = [
 
 @pytest.mark.parametrize("order", STOP_ORDERS, ids="-".join)
 def test_stop_causes_without_a_result_settle_by_precedence(
-    make_zeus: ZeusFactory, order: tuple[str, ...]
+    make_zeus: ZeusFactory, clock: FakeClock, order: tuple[str, ...]
 ) -> None:
-    summary, _ = run_race(make_zeus, order)
+    summary, _ = run_race(make_zeus, clock, order)
     assert summary.status is expected_status(order)
     attempt = summary.attempts[0]
     # The losing causes are kept in the attempt record, in arrival order.
@@ -121,7 +122,9 @@ def _cause(message: str) -> str:
     return {"cancel": "cancelled", "budget": "budget_exceeded", "deadline": "timeout"}[message]
 
 
-def test_a_result_processed_before_the_cancel_stays_completed(make_zeus: ZeusFactory) -> None:
-    summary, gated = run_race(make_zeus, ("result", "cancel"))
+def test_a_result_processed_before_the_cancel_stays_completed(
+    make_zeus: ZeusFactory, clock: FakeClock
+) -> None:
+    summary, gated = run_race(make_zeus, clock, ("result", "cancel"))
     assert summary.status is Status.completed
     assert gated.named("delegation.cancel_requested") == []
