@@ -39,6 +39,9 @@ class ChildSpec:
     previous_partials: tuple[Any, ...] = ()
     depth: int = 1
     framing: str = ""
+    # Process isolation: how many idle warm workers of this agent to keep (None:
+    # the backend's default; 0: none, every attempt starts a fresh process).
+    session_max: int | None = None
 
 
 class ChildHandle(Protocol):

@@ -73,6 +73,8 @@ class Finished:
     killed: str | None = None  # cooperative | terminate | kill, when the backend stopped it
     kill_latency_s: float | None = None
     progress: int = 0
+    # The child process's exit code when it ended with the attempt (negative: the signal).
+    exit_code: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
