@@ -6,9 +6,11 @@ message protocol, and the isolation backends that run attempts.
 
 from actors._backend import Backend, ChildHandle, ChildSpec, Send
 from actors._clock import Clock, FakeClock, SystemClock, Timer
+from actors._command import CommandChild
 from actors._context import Context
 from actors._errors import Cancelled, DelegationRefused, TransientError
 from actors._models import AttemptOutcome, AttemptRecord, Brief, Report, Status, Summary, Usage
+from actors._process import ProcessBackend, ProcessChild
 from actors._protocol import (
     Charge,
     ChildMessage,
@@ -32,6 +34,7 @@ __all__ = [
     "ChildMessage",
     "ChildSpec",
     "Clock",
+    "CommandChild",
     "Context",
     "DelegateRequest",
     "DelegationRefused",
@@ -39,6 +42,8 @@ __all__ = [
     "Finished",
     "Heartbeat",
     "Partial",
+    "ProcessBackend",
+    "ProcessChild",
     "Report",
     "Send",
     "Status",
