@@ -1,0 +1,586 @@
+"""The process backend on its own: real worker processes, driven through `start` and a `send`.
+
+Work functions here are defined inside the tests (or in `_works()`), not at
+module level: they then travel by value (dill), and a worker never imports
+this module (and pytest with it, ~0.3 s per worker).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import multiprocess.forkserver
+import multiprocess.resource_tracker
+import psutil
+import pytest
+
+from actors import (
+    AttemptOutcome,
+    Brief,
+    ChildSpec,
+    Context,
+    DelegateRequest,
+    DelegationRefused,
+    FakeClock,
+    Finished,
+    Heartbeat,
+    Partial,
+    ProcessBackend,
+    ProcessChild,
+    Status,
+    Summary,
+    SystemClock,
+)
+
+pytestmark = pytest.mark.process
+
+WAIT_S = 20.0  # a safety bound on waits, never the thing asserted
+
+
+class Inbox:
+    """A collecting `send`: every message in order, and an event when `Finished` arrives."""
+
+    def __init__(self) -> None:
+        self.messages: list[object] = []
+        self.finished_event = threading.Event()
+        self._cond = threading.Condition()
+        self.on_message: Callable[[object], None] | None = None
+
+    def __call__(self, message: object) -> None:
+        with self._cond:
+            self.messages.append(message)
+            self._cond.notify_all()
+        if self.on_message is not None:
+            self.on_message(message)
+        if isinstance(message, Finished):
+            self.finished_event.set()
+
+    def finished(self, timeout: float = WAIT_S) -> Finished:
+        assert self.finished_event.wait(timeout), f"no Finished within {timeout}s: {self.messages}"
+        return next(m for m in self.messages if isinstance(m, Finished))
+
+    def wait_for(self, kind: type, timeout: float = WAIT_S) -> Any:
+        with self._cond:
+            ok = self._cond.wait_for(
+                lambda: any(isinstance(m, kind) for m in self.messages), timeout
+            )
+            assert ok, f"no {kind.__name__} within {timeout}s: {self.messages}"
+            return next(m for m in self.messages if isinstance(m, kind))
+
+    def of(self, kind: type) -> list[Any]:
+        with self._cond:
+            return [m for m in self.messages if isinstance(m, kind)]
+
+
+class Harness:
+    """One backend, the inboxes of its attempts, and a spec factory."""
+
+    def __init__(self, backend: ProcessBackend) -> None:
+        self.backend = backend
+        self.inboxes: list[Inbox] = []
+        self._n = 0
+
+    def spec(self, work: Callable[..., Any], agent: str = "apollo", **overrides: Any) -> ChildSpec:
+        self._n += 1
+        clock = overrides.pop("clock", None) or SystemClock()
+        fields: dict[str, Any] = {
+            "agent": agent,
+            "delegation_id": f"{agent}-{self._n}",
+            "attempt": 1,
+            "attempt_id": f"{agent}-{self._n}-a1",
+            "brief": Brief(agent=agent, scope=f"scope {self._n}"),
+            "deadline": clock.now() + 60.0,
+            "clock": clock,
+            "work": work,
+            "heartbeat_interval_s": 5.0,
+            "term_s": 0.5,
+        }
+        fields.update(overrides)
+        return ChildSpec(**fields)
+
+    def start(
+        self, work: Callable[..., Any], agent: str = "apollo", **overrides: Any
+    ) -> tuple[ProcessChild, Inbox]:
+        inbox = Inbox()
+        self.inboxes.append(inbox)
+        handle = self.backend.start(self.spec(work, agent, **overrides), inbox)
+        assert isinstance(handle, ProcessChild)
+        return handle, inbox
+
+    def run(self, work: Callable[..., Any], agent: str = "apollo", **overrides: Any) -> Finished:
+        return self.start(work, agent, **overrides)[1].finished()
+
+
+@pytest.fixture
+def harness() -> Iterator[Harness]:
+    h = Harness(ProcessBackend())
+    yield h
+    h.backend.close()
+    for inbox in h.inboxes:  # exactly one Finished per attempt, even after close()
+        assert len(inbox.of(Finished)) == 1, inbox.messages
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def eventually(condition: Callable[[], bool], timeout: float = WAIT_S) -> bool:
+    """Poll `condition` until it holds (a bound, not a sleep asserted on)."""
+    end = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def infrastructure() -> set[int]:
+    """The fork server and the resource tracker: shared by every multiprocess user here."""
+    pids = {
+        multiprocess.forkserver._forkserver._forkserver_pid,
+        multiprocess.resource_tracker._resource_tracker._pid,
+    }
+    return {p for p in pids if p is not None}
+
+
+def descendants() -> set[int]:
+    return {p.pid for p in psutil.Process().children(recursive=True) if alive(p.pid)}
+
+
+def _works() -> Any:
+    """Work functions shared by several tests (nested, so they travel by value)."""
+
+    def hang_with_grandchild(brief: Brief, ctx: Context) -> None:
+        import subprocess
+        import time
+
+        grandchild = subprocess.Popen(["sleep", "1000"])
+        ctx.partial(grandchild.pid)
+        time.sleep(1000)
+
+    def pid(brief: Brief, ctx: Context) -> int:
+        import os
+
+        return os.getpid()
+
+    return SimpleNamespace(hang_with_grandchild=hang_with_grandchild, pid=pid)
+
+
+W = _works()
+
+
+# -- results and errors -----------------------------------------------------------------
+
+
+def test_a_lambda_runs_in_another_process_and_its_result_comes_back(harness: Harness) -> None:
+    finished = harness.run(lambda brief, ctx: (brief.scope.upper(), os.getpid()))
+    assert finished.outcome is AttemptOutcome.completed
+    value, pid = finished.value
+    assert value == "SCOPE 1"
+    assert pid != os.getpid() and finished.pid == pid
+
+
+def test_a_closure_carries_its_captured_values(harness: Harness) -> None:
+    factor = 7
+    seen = {"words": ["a", "b"]}
+
+    def work(brief: Brief, ctx: Context) -> list[str]:
+        for word in seen["words"]:
+            ctx.partial(word * factor)
+        return [w.upper() for w in seen["words"]]
+
+    handle, inbox = harness.start(work)
+    finished = inbox.finished()
+    assert finished.outcome is AttemptOutcome.completed and finished.value == ["A", "B"]
+    partials = inbox.of(Partial)
+    assert [(p.progress, p.item) for p in partials] == [(1, "aaaaaaa"), (2, "bbbbbbb")]
+    assert finished.progress == 2
+    assert handle.pid == finished.pid
+
+
+def test_an_async_work_function_is_awaited_in_the_child(harness: Harness) -> None:
+    async def work(brief: Brief, ctx: Context) -> int:
+        import asyncio
+
+        await asyncio.sleep(0)
+        ctx.charge(calls=1, input_tokens=10)
+        return 42
+
+    finished = harness.run(work)
+    assert finished.outcome is AttemptOutcome.completed and finished.value == 42
+
+
+def test_exceptions_are_classified_as_on_a_thread(harness: Harness) -> None:
+    def permanent(brief: Brief, ctx: Context) -> None:
+        raise ValueError("bad input")
+
+    def transient(brief: Brief, ctx: Context) -> None:
+        raise ConnectionResetError("peer went away")
+
+    error = harness.run(permanent)
+    assert error.outcome is AttemptOutcome.error
+    assert error.error == "ValueError: bad input" and error.error_type == "ValueError"
+    assert error.traceback is not None and "bad input" in error.traceback
+    assert harness.run(transient).outcome is AttemptOutcome.transient
+
+
+@pytest.mark.parametrize("exc", [SystemExit(3), KeyboardInterrupt()])
+def test_a_base_exception_in_agent_code_fails_that_attempt_only(
+    harness: Harness, exc: BaseException
+) -> None:
+    def work(brief: Brief, ctx: Context) -> None:
+        raise exc
+
+    first = harness.run(work)
+    assert first.outcome is AttemptOutcome.error
+    assert first.error_type == type(exc).__name__
+    # The worker survived it and takes the agent's next attempt.
+    assert harness.run(W.pid).value == first.pid
+
+
+def test_a_work_function_that_cannot_cross_fails_before_any_process_starts(
+    harness: Harness,
+) -> None:
+    pending = (n for n in range(3))  # even dill cannot pickle a generator
+
+    def work(brief: Brief, ctx: Context) -> int:
+        return next(pending)
+
+    handle, inbox = harness.start(work)
+    finished = inbox.finished()
+    assert finished.outcome is AttemptOutcome.error
+    assert finished.error_type == "CrossingError"
+    assert (finished.error or "").startswith("the work function ")
+    assert "cannot cross the process boundary" in (finished.error or "")
+    assert "'generator'" in (finished.error or "")
+    assert handle.pid is None and not handle.killable
+
+
+def test_a_result_that_cannot_cross_fails_the_attempt_with_its_type(harness: Harness) -> None:
+    def work(brief: Brief, ctx: Context) -> object:
+        return (n for n in range(3))
+
+    finished = harness.run(work)
+    assert finished.outcome is AttemptOutcome.error
+    assert finished.error_type == "CrossingError"
+    assert (finished.error or "").startswith("the result (a generator) cannot cross")
+    # The worker is fine: it takes the next attempt.
+    assert harness.run(W.pid).value == finished.pid
+
+
+def test_a_partial_that_cannot_cross_fails_the_attempt_even_if_agent_code_swallows_it(
+    harness: Harness,
+) -> None:
+    def work(brief: Brief, ctx: Context) -> str:
+        ctx.partial("fine")
+        with contextlib.suppress(TypeError):
+            ctx.partial(n for n in range(3))
+        return "done anyway"
+
+    _, inbox = harness.start(work)
+    finished = inbox.finished()
+    assert finished.outcome is AttemptOutcome.error
+    assert "a partial result (a generator) cannot cross" in (finished.error or "")
+    assert [p.item for p in inbox.of(Partial)] == ["fine"]
+
+
+def test_the_child_deadline_follows_the_specs_clock_even_a_fake_one(harness: Harness) -> None:
+    clock = FakeClock(start=5_000.0)
+    finished = harness.run(
+        lambda brief, ctx: ctx.remaining(), clock=clock, deadline=clock.now() + 30.0
+    )
+    assert 20.0 < finished.value <= 30.0
+
+
+# -- heartbeats, cancel, delegation ------------------------------------------------------
+
+
+@pytest.mark.realtime
+def test_the_child_sends_liveness_heartbeats_with_its_progress(harness: Harness) -> None:
+    release = threading.Event()
+
+    def work(brief: Brief, ctx: Context) -> None:
+        ctx.partial("one")
+        ctx.tool_call("grep", read_only=True)
+        while not ctx.cancelled:
+            ctx.cancelled  # noqa: B018 - busy until cancelled, reporting nothing
+            import time
+
+            time.sleep(0.01)
+
+    handle, inbox = harness.start(work, heartbeat_interval_s=0.05)
+    inbox.on_message = lambda m: release.set() if isinstance(m, Heartbeat) else None
+    assert release.wait(WAIT_S)
+    beat = inbox.of(Heartbeat)[0]
+    assert beat.liveness and beat.progress == 2 and beat.attempt_id == handle.attempt_id
+    handle.cancel()
+    assert inbox.finished().outcome is AttemptOutcome.completed
+
+
+def test_cancel_sets_the_child_contexts_cancel_event(harness: Harness) -> None:
+    def work(brief: Brief, ctx: Context) -> None:
+        ctx.partial("waiting")
+        ctx.sleep(1000)
+
+    handle, inbox = harness.start(work)
+    inbox.wait_for(Partial)
+    handle.cancel()
+    finished = inbox.finished()
+    assert finished.outcome is AttemptOutcome.cancelled
+    assert finished.killed == "cooperative" and finished.kill_latency_s is not None
+    assert finished.error_type == "Cancelled"
+
+
+def test_a_cancel_sent_right_after_start_is_never_lost(harness: Harness) -> None:
+    # The cancel may reach the worker before or after it picked up the job; the
+    # work waits for it either way. (Workers are warm after the first round, and
+    # a cancelled worker is retired, so each round starts a fresh one too.)
+    def work(brief: Brief, ctx: Context) -> None:
+        ctx.sleep(1000)
+
+    for _ in range(5):
+        harness.run(W.pid)
+        handle, inbox = harness.start(work)
+        handle.cancel()
+        assert inbox.finished().outcome is AttemptOutcome.cancelled
+
+
+def test_delegate_from_a_child_goes_through_send_and_the_reply_comes_back(
+    harness: Harness,
+) -> None:
+    def work(brief: Brief, ctx: Context) -> str:
+        summary = ctx.delegate(Brief(agent="hermes", scope="look up X"))
+        return f"{summary.status}: {summary.output}"
+
+    handle, inbox = harness.start(work)
+    request = inbox.wait_for(DelegateRequest)
+    assert request.attempt_id == handle.attempt_id
+    assert request.brief == Brief(agent="hermes", scope="look up X")
+    request.reply(
+        Summary(
+            id="hermes-1",
+            agent="hermes",
+            scope="look up X",
+            status=Status.completed,
+            output="found",
+        )
+    )
+    assert inbox.finished().value == "completed: found"
+
+
+def test_a_refused_delegation_raises_in_the_child(harness: Harness) -> None:
+    def work(brief: Brief, ctx: Context) -> None:
+        ctx.delegate(Brief(agent="hermes", scope="too deep"))
+
+    _, inbox = harness.start(work)
+    inbox.wait_for(DelegateRequest).reply(DelegationRefused("max_depth 1: delegate less"))
+    finished = inbox.finished()
+    assert finished.outcome is AttemptOutcome.error
+    assert finished.error == "DelegationRefused: max_depth 1: delegate less"
+
+
+# -- kill and crash ----------------------------------------------------------------------
+
+
+@pytest.mark.realtime
+def test_kill_stops_a_child_blocked_in_sleep_and_the_grandchild_it_started(
+    harness: Harness,
+) -> None:
+    handle, inbox = harness.start(W.hang_with_grandchild)
+    grandchild = inbox.wait_for(Partial).item
+    pid = handle.pid
+    assert pid is not None and alive(pid) and alive(grandchild)
+    assert os.getpgid(grandchild) == pid  # the worker leads its own group
+    handle.kill()
+    finished = inbox.finished()
+    assert finished.outcome is AttemptOutcome.cancelled
+    assert finished.killed == "terminate" and finished.pid == pid
+    assert finished.kill_latency_s is not None and finished.kill_latency_s < 0.5
+    assert finished.exit_code == -signal.SIGTERM
+    assert not alive(pid)  # reaped before Finished was sent
+    assert eventually(lambda: not alive(grandchild))
+
+
+@pytest.mark.realtime
+def test_a_child_that_ignores_sigterm_is_sigkilled_after_term_s(harness: Harness) -> None:
+    def stubborn(brief: Brief, ctx: Context) -> None:
+        import signal
+        import time
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        ctx.partial("ignoring SIGTERM")
+        time.sleep(1000)
+
+    handle, inbox = harness.start(stubborn, term_s=0.2)
+    inbox.wait_for(Partial)
+    handle.kill()
+    finished = inbox.finished()
+    assert finished.killed == "kill" and finished.exit_code == -signal.SIGKILL
+    assert finished.kill_latency_s is not None and 0.2 <= finished.kill_latency_s < 5.0
+
+
+def test_a_segfault_is_a_crash_that_names_the_signal(harness: Harness) -> None:
+    def segfault(brief: Brief, ctx: Context) -> None:
+        import ctypes
+
+        ctx.partial("about to crash")
+        ctypes.string_at(0)
+
+    _, inbox = harness.start(segfault)
+    finished = inbox.finished()
+    assert finished.outcome is AttemptOutcome.crash
+    assert "child process died of SIGSEGV (exit code -11)" in (finished.error or "")
+    assert finished.exit_code == -11 and finished.progress == 1
+    assert finished.killed is None
+
+
+def test_os_exit_is_a_crash_that_names_the_exit_code(harness: Harness) -> None:
+    finished = harness.run(lambda brief, ctx: os._exit(3))
+    assert finished.outcome is AttemptOutcome.crash
+    assert "child process exited with exit code 3" in (finished.error or "")
+    assert finished.exit_code == 3
+
+
+def test_a_crashed_childs_grandchildren_are_swept_with_its_group(harness: Harness) -> None:
+    def crash_leaving_a_grandchild(brief: Brief, ctx: Context) -> None:
+        import os
+        import subprocess
+
+        ctx.partial(subprocess.Popen(["sleep", "1000"]).pid)
+        os._exit(1)
+
+    _, inbox = harness.start(crash_leaving_a_grandchild)
+    assert inbox.finished().outcome is AttemptOutcome.crash
+    assert eventually(lambda: not alive(inbox.of(Partial)[0].item))
+
+
+def test_kill_after_the_attempt_finished_leaves_the_warm_worker_alone(harness: Harness) -> None:
+    handle, inbox = harness.start(W.pid)
+    first = inbox.finished()
+    handle.kill()
+    handle.cancel()
+    assert harness.run(W.pid).value == first.value
+    assert alive(first.value)
+
+
+# -- warm workers ------------------------------------------------------------------------
+
+
+def test_a_warm_worker_takes_the_agents_next_attempt(harness: Harness) -> None:
+    pids = {harness.run(W.pid).value for _ in range(3)}
+    assert len(pids) == 1
+    # Another agent gets a worker of its own.
+    assert harness.run(W.pid, agent="hermes").value not in pids
+
+
+def test_killed_crashed_and_cancelled_workers_are_never_reused(harness: Harness) -> None:
+    handle, inbox = harness.start(W.hang_with_grandchild)
+    inbox.wait_for(Partial)
+    handle.kill()
+    killed = inbox.finished().pid
+
+    crashed = harness.run(lambda brief, ctx: os._exit(9)).pid
+
+    def wait_for_cancel(brief: Brief, ctx: Context) -> None:
+        ctx.partial("go")
+        ctx.sleep(1000)
+
+    handle, inbox = harness.start(wait_for_cancel)
+    inbox.wait_for(Partial)
+    handle.cancel()
+    cancelled = inbox.finished().pid
+
+    fresh = harness.run(W.pid).value
+    assert fresh not in {killed, crashed, cancelled}
+    assert eventually(lambda: not alive(cancelled))  # retired, not kept
+
+
+def test_pid_start_time_names_the_worker_as_psutil_does(harness: Harness) -> None:
+    handle, inbox = harness.start(W.pid)
+    pid = inbox.finished().value
+    assert handle.pid_start_time == pytest.approx(psutil.Process(pid).create_time(), abs=0.05)
+
+
+def test_fifty_children_at_once_all_complete(harness: Harness) -> None:
+    def work(brief: Brief, ctx: Context) -> str:
+        ctx.partial(brief.scope)
+        return brief.scope
+
+    started = [harness.start(work, agent=f"agent{i % 5}") for i in range(50)]
+    results = [inbox.finished() for _, inbox in started]
+    assert all(f.outcome is AttemptOutcome.completed for f in results), results
+    assert [f.value for f in results] == [h.spec.brief.scope for h, _ in started]
+
+
+# -- close -------------------------------------------------------------------------------
+
+
+def test_close_leaves_no_process_behind() -> None:
+    before = descendants()
+    h = Harness(ProcessBackend())
+    idle_pid = h.run(W.pid).value
+    busy, inbox = h.start(W.hang_with_grandchild, agent="hermes")
+    grandchild = inbox.wait_for(Partial).item
+    assert alive(idle_pid) and alive(grandchild)
+    h.backend.close()
+    finished = inbox.finished(timeout=0)  # close() returned only after the Finished
+    assert finished.killed in {"terminate", "kill"}
+    assert not alive(idle_pid) and not alive(busy.pid or 0)  # workers: reaped
+    assert eventually(lambda: not alive(grandchild))  # SIGTERM to its group: dies at once
+    assert eventually(lambda: not (descendants() - before - infrastructure()))
+
+
+ORPHAN_HOST = """
+import os, threading
+from actors import Brief, ChildSpec, Partial, ProcessBackend, SystemClock
+
+got, pids = threading.Event(), []
+def send(message):
+    if isinstance(message, Partial):
+        pids.append(message.item)
+        got.set()
+
+def work(brief, ctx):
+    import subprocess, time
+    ctx.partial(subprocess.Popen(["sleep", "1000"]).pid)
+    time.sleep(1000)
+
+clock = SystemClock()
+handle = ProcessBackend().start(ChildSpec(
+    agent="apollo", delegation_id="apollo-1", attempt=1, attempt_id="apollo-1-a1",
+    brief=Brief(agent="apollo", scope="s"), deadline=clock.now() + 60, clock=clock, work=work,
+), send)
+assert got.wait(30)
+print(handle.pid, pids[0], flush=True)
+os._exit(0)  # the supervisor process dies: no close(), no atexit
+"""
+
+
+def test_a_worker_whose_supervisor_process_died_kills_its_group() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", ORPHAN_HOST], capture_output=True, text=True, timeout=WAIT_S
+    )
+    assert out.returncode == 0, out.stderr
+    worker, grandchild = map(int, out.stdout.split())
+    assert eventually(lambda: not alive(worker) and not alive(grandchild))
+
+
+def test_start_after_close_fails_the_attempt() -> None:
+    h = Harness(ProcessBackend())
+    h.backend.close()
+    finished = h.run(W.pid)
+    assert finished.outcome is AttemptOutcome.error
+    assert finished.error == "the process backend is closed"
