@@ -123,7 +123,8 @@ class _Child:
                 Finished(
                     attempt_id,
                     AttemptOutcome.error,
-                    error=f"the work function could not be loaded in the child process: "
+                    error="the attempt (its work function, brief, previous partial results or "
+                    f"session) could not be unpickled in the child process: "
                     f"{type(exc).__name__}: {exc}",
                     error_type=type(exc).__name__,
                     traceback="".join(tb.format_exception(exc)),
