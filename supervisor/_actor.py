@@ -42,6 +42,7 @@ from actors import (
 from supervisor._backoff import backoff_delay
 from supervisor._budget import budget_overrun
 from supervisor._framing import role_framing
+from supervisor._groups import Group, review_verdict, siblings_to_restart
 from supervisor._intensity import RestartWindow
 from supervisor._registry import Registry
 from supervisor._results import shape_result
@@ -67,7 +68,7 @@ class Dispatch:
     brief: Brief
     settled: Settled
     parent_id: str | None = None
-    group: Any = None
+    group: Group | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,14 @@ class GraceOver:
 @dataclass(frozen=True, slots=True)
 class BackoffOver:
     delegation_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewDone:
+    """A task's review settled (sent by the review delegation's settle callback)."""
+
+    delegation_id: str
+    review: Summary
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +172,10 @@ class _Delegation:
     last_error: str | None = None
     last_traceback: str | None = None
     last_outcome: AttemptOutcome | None = None
-    group: Any = None
+    group: Group | None = None
+    restart_pending: str | None = None  # why a group restart stops the current attempt
+    performed: Any = None  # a task's performer result, while its review runs
+    review: Summary | None = None
 
 
 class ZeusActor(pykka.ThreadingActor):
@@ -207,6 +219,7 @@ class ZeusActor(pykka.ThreadingActor):
             AttemptDue: self._on_attempt_due,
             GraceOver: self._on_grace_over,
             BackoffOver: self._on_backoff_over,
+            ReviewDone: self._on_review_done,
             Snapshot: self._on_snapshot,
             Ping: lambda _msg: None,
             StopAll: self._on_stop_all,
@@ -263,6 +276,8 @@ class ZeusActor(pykka.ThreadingActor):
             if parent.current is not None:
                 d.deadline_cap = parent.current.deadline
         self._open[d.id] = d
+        if d.group is not None:
+            d.group.members.append(d.id)
         if self._events.enabled:
             self._emit(
                 "delegation.dispatched",
@@ -517,6 +532,12 @@ class ZeusActor(pykka.ThreadingActor):
         if a.stopping_since is not None:
             return
         a.stopping_since = now
+        # What this attempt delegated has lost its purpose: cancel it now, so that a
+        # parent blocked in `ctx.delegate()` gets its answer and can stop.
+        for child_id in list(d.children):
+            child = self._open.get(child_id)
+            if child is not None:
+                self._cancel(child, f"the attempt that delegated it ({a.id}) is stopping")
         assert a.child is not None
         a.child.cancel()
         grace = a.policy.shutdown.grace_s
@@ -587,6 +608,8 @@ class ZeusActor(pykka.ThreadingActor):
             self._emit("attempt.killed", d, a, how=killed, pid=finished.pid or a.pid,
                        latency_s=None if latency is None else round(latency, 6))
         error = _attempt_error(a, outcome, finished)
+        if d.restart_pending is not None and outcome is AttemptOutcome.cancelled:
+            error = f"restarted: {d.restart_pending}"
         losing = [c.value for c in a.stop_causes if c is not outcome]
         if finished is not None and finished.outcome is not outcome:
             losing.append(f"child:{finished.outcome.value}")
@@ -619,9 +642,23 @@ class ZeusActor(pykka.ThreadingActor):
         if d.forced is not None and not d.cancel_requested:
             self._settle(d, d.forced)
             return
+        if d.restart_pending is not None and not d.cancel_requested:
+            reason, d.restart_pending = d.restart_pending, None
+            if outcome is not AttemptOutcome.completed:
+                if self._restart_allowed(d):
+                    self._emit("group.restarted", d, a, reason=reason)
+                    self._start_attempt(d)
+                return
         if outcome is AttemptOutcome.completed:
-            self._settle(d, Settle(Status.completed), value=finished.value if finished else None)
+            value = finished.value if finished else None
+            reviewer = d.policy.review_by
+            if d.brief.mode == "task" and reviewer is not None:
+                self._start_review(d, reviewer, value)
+            else:
+                self._settle(d, Settle(Status.completed), value=value)
             return
+        if d.group is not None and outcome is not AttemptOutcome.cancelled:
+            self._restart_siblings(d, outcome)
         partial_ok = d.brief.partial_ok if d.brief.partial_ok is not None else d.policy.partial_ok
         step = decide_next(
             outcome,
@@ -655,6 +692,52 @@ class ZeusActor(pykka.ThreadingActor):
             d.visited.append(step.agent)
             d.retries_used = 0
             self._start_attempt(d)
+
+    def _restart_siblings(self, d: _Delegation, outcome: AttemptOutcome) -> None:
+        """one_for_all / rest_for_one: stop the siblings still running, then restart them."""
+        group = d.group
+        assert group is not None
+        running = {m for m in group.members
+                   if m in self._open and self._open[m].current is not None}
+        for sibling_id in siblings_to_restart(group.strategy, group.members, d.id, running):
+            sibling = self._open[sibling_id]
+            assert sibling.current is not None
+            sibling.restart_pending = (
+                f"{group.strategy}: sibling {d.id} failed ({outcome.value})"
+            )
+            self._request_stop(sibling, sibling.current, AttemptOutcome.cancelled)
+
+    def _start_review(self, d: _Delegation, reviewer: str, value: Any) -> None:
+        """A task's second stage: the reviewer gets the performer's summary."""
+        d.performed = value
+        report = value if isinstance(value, Report) else Report(output=value)
+        review_brief = Brief(
+            agent=reviewer,
+            scope=f"Review the work of {d.id}: {d.brief.scope}",
+            inputs={
+                "performer": d.agent,
+                "output": report.output,
+                "changes": report.changes,
+                "findings": report.findings,
+                "partial_results": d.partials[:100],
+            },
+            expected_output="a verdict (approve or reject) and findings",
+        )
+        review_id = self._registry.next_id(reviewer)
+        settled = Settled()
+        settled.add_callback(lambda summary: self.send(ReviewDone(d.id, summary)))
+        self._on_dispatch(Dispatch(review_id, review_brief, settled, parent_id=d.id))
+
+    def _on_review_done(self, msg: ReviewDone) -> None:
+        d = self._open.get(msg.delegation_id)
+        if d is None:
+            return
+        d.review = msg.review
+        approved, why = review_verdict(msg.review)
+        if approved:
+            self._settle(d, Settle(Status.completed), value=d.performed)
+        else:
+            self._settle(d, Settle(Status.blocked, reason=why), value=d.performed)
 
     def _restart_allowed(self, d: _Delegation) -> bool:
         """Count a restart against the supervisor's intensity; False (and settled) in a storm."""
@@ -742,6 +825,13 @@ class ZeusActor(pykka.ThreadingActor):
             if status is Status.failed and d.last_traceback:
                 error = f"{error}\n{d.last_traceback.rstrip()}"
         risks = list(report.risks)
+        findings = list(report.findings)
+        validation = list(report.validation)
+        if d.review is not None:
+            _, why = review_verdict(d.review)
+            validation.append(f"review {d.review.id}: {why}")
+            findings += [f"review: {f}" for f in d.review.findings]
+            risks += [f"review: {r}" for r in d.review.risks]
         if d.partials_dropped:
             risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS})")
         summary = Summary(
@@ -750,9 +840,9 @@ class ZeusActor(pykka.ThreadingActor):
             scope=d.brief.scope,
             status=status,
             output=shaped.output,
-            findings=list(report.findings),
+            findings=findings,
             changes=list(report.changes),
-            validation=list(report.validation),
+            validation=validation,
             risks=risks,
             partial_results=list(d.partials),
             attempts=list(d.attempts),

@@ -15,6 +15,7 @@ import pykka
 
 from actors import Backend, Brief, Clock, SystemClock, ThreadBackend
 from supervisor._actor import Cancel, Dispatch, ForceSettle, Ping, Snapshot, StopAll, ZeusActor
+from supervisor._groups import STRATEGIES, Group, Strategy
 from supervisor._registry import Registry
 from supervisor.errors import SupervisorError, ZeusStopped
 from supervisor.events import EventLog, LogTarget
@@ -97,28 +98,41 @@ class Zeus:
     def routing(self) -> Routing:
         return self._registry.routing
 
-    def dispatch(self, brief: Brief | Mapping[str, Any], *, group: Any = None) -> Handle:
+    def dispatch(self, brief: Brief | Mapping[str, Any]) -> Handle:
         """Dispatch one brief; returns at once. `UnknownAgent` if nobody defines the agent."""
+        return self._dispatch(self._check(brief), None)
+
+    def dispatch_group(
+        self, briefs: Iterable[Brief | Mapping[str, Any]], strategy: Strategy = "one_for_one"
+    ) -> GroupHandle:
+        """Dispatch briefs together under a restart strategy.
+
+        `one_for_one`: a member's failure restarts nothing else; `one_for_all`: it
+        restarts every sibling still running; `rest_for_one`: it restarts the siblings
+        after it. `.results()` gives the summaries in brief order.
+        """
+        if strategy not in STRATEGIES:
+            raise SupervisorError(
+                f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}"
+            )
+        checked = [self._check(b) for b in briefs]  # all or nothing: refuse before dispatching
+        group = Group(self._registry.next_id("group"), strategy)
+        handles = [self._dispatch(b, group) for b in checked]
+        return GroupHandle(group.id, handles, self)
+
+    def _check(self, brief: Brief | Mapping[str, Any]) -> Brief:
         if not isinstance(brief, Brief):
             brief = Brief.model_validate(brief)
         self._registry.policy(brief.agent)
         if self._stopped.is_set():
             raise ZeusStopped("Zeus is stopped; start a new one to dispatch")
+        return brief
+
+    def _dispatch(self, brief: Brief, group: Group | None) -> Handle:
         delegation_id = self._registry.next_id(brief.agent)
         settled = Settled()
         self._tell(Dispatch(delegation_id, brief, settled, group=group))
         return Handle(delegation_id, self, settled)
-
-    def dispatch_group(
-        self, briefs: Iterable[Brief | Mapping[str, Any]], strategy: str = "one_for_one"
-    ) -> GroupHandle:
-        """Dispatch briefs together; `.results()` gives their summaries in brief order."""
-        if strategy != "one_for_one":
-            raise SupervisorError(
-                f"strategy {strategy!r} is not available yet; use 'one_for_one'"
-            )
-        handles = [self.dispatch(b) for b in briefs]
-        return GroupHandle("group-" + "+".join(h.id for h in handles), handles, self)
 
     def cancel(self, delegation_id: str, reason: str | None = None) -> None:
         """Owner cancellation: wins over any cause racing it; a no-op once settled."""
