@@ -13,7 +13,7 @@ from typing import Any
 
 import pykka
 
-from actors import Backend, Brief, Clock, SystemClock, ThreadBackend
+from actors import Backend, Brief, Clock, ProcessBackend, SystemClock, ThreadBackend
 from supervisor._actor import Cancel, Dispatch, ForceSettle, Ping, Snapshot, StopAll, ZeusActor
 from supervisor._groups import STRATEGIES, Group, Strategy
 from supervisor._registry import Registry
@@ -198,10 +198,5 @@ class Zeus:
 
 
 def _process_backends() -> dict[str, Backend]:
-    """The process backend, when this installation has it."""
-    try:
-        from actors import ProcessBackend  # type: ignore[attr-defined]
-    except ImportError:
-        return {}
-    backend: Backend = ProcessBackend()
-    return {"process": backend}
+    """The process backend (started lazily: no process exists until the first attempt)."""
+    return {"process": ProcessBackend()}
