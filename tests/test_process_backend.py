@@ -51,14 +51,11 @@ class Inbox:
         self.messages: list[object] = []
         self.finished_event = threading.Event()
         self._cond = threading.Condition()
-        self.on_message: Callable[[object], None] | None = None
 
     def __call__(self, message: object) -> None:
         with self._cond:
             self.messages.append(message)
             self._cond.notify_all()
-        if self.on_message is not None:
-            self.on_message(message)
         if isinstance(message, Finished):
             self.finished_event.set()
 
@@ -307,24 +304,21 @@ def test_the_child_deadline_follows_the_specs_clock_even_a_fake_one(harness: Har
 
 @pytest.mark.realtime
 def test_the_child_sends_liveness_heartbeats_with_its_progress(harness: Harness) -> None:
-    release = threading.Event()
+    def work(brief: Brief, ctx: Context) -> str:
+        import time
 
-    def work(brief: Brief, ctx: Context) -> None:
         ctx.partial("one")
         ctx.tool_call("grep", read_only=True)
-        while not ctx.cancelled:
-            ctx.cancelled  # noqa: B018 - busy until cancelled, reporting nothing
-            import time
-
+        while not ctx.cancelled:  # busy, reporting nothing, until cancelled
             time.sleep(0.01)
+        return "stopped"
 
     handle, inbox = harness.start(work, heartbeat_interval_s=0.05)
-    inbox.on_message = lambda m: release.set() if isinstance(m, Heartbeat) else None
-    assert release.wait(WAIT_S)
-    beat = inbox.of(Heartbeat)[0]
+    beat = inbox.wait_for(Heartbeat)
     assert beat.liveness and beat.progress == 2 and beat.attempt_id == handle.attempt_id
     handle.cancel()
-    assert inbox.finished().outcome is AttemptOutcome.completed
+    finished = inbox.finished()
+    assert finished.outcome is AttemptOutcome.completed and finished.value == "stopped"
 
 
 def test_cancel_sets_the_child_contexts_cancel_event(harness: Harness) -> None:
