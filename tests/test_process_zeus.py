@@ -1,0 +1,210 @@
+"""Real processes under Zeus: a timeout that really stops the child and its grandchild,
+crashes named, no overlapping writers, sessions, command agents, and a clean stop.
+
+These use the real clock and real processes, with loose bounds.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from actors import Brief, Context, Status, TransientError
+from supervisor import Routing, Zeus
+
+pytestmark = [pytest.mark.process, pytest.mark.realtime]
+
+FAST_STOP = {"shutdown": {"grace_s": 0.2, "term_s": 0.5}}
+
+
+def routing(**agents: dict[str, Any]) -> Routing:
+    return Routing.from_dict({
+        "version": 1,
+        "supervisor": {"max_concurrent": 100},
+        "agents": {name: {"isolation": "process", **FAST_STOP, **p} for name, p in agents.items()},
+    })
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_gone(pid: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def hang_with_grandchild(brief: Brief, ctx: Context) -> None:
+    grandchild = subprocess.Popen(["sleep", "1000"])
+    Path(brief.scope).write_text(str(grandchild.pid))
+    ctx.partial(f"grandchild {grandchild.pid}")
+    time.sleep(1000)  # really hung: never looks at cancellation
+
+
+def test_a_hung_child_is_killed_at_its_deadline_with_its_grandchild(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    r = routing(hang={"timeout_s": 1.0})
+    events: list[dict[str, Any]] = []
+    with Zeus.start(r, agents={"hang": hang_with_grandchild}, log=events.append) as zeus:
+        started = time.monotonic()
+        summary = zeus.dispatch(Brief(agent="hang", scope=str(pidfile))).result(15)
+        elapsed = time.monotonic() - started
+    assert summary.status is Status.timed_out
+    attempt = summary.attempts[0]
+    assert attempt.killed in ("terminate", "kill")
+    assert attempt.pid is not None and wait_gone(attempt.pid)
+    assert wait_gone(int(pidfile.read_text()))  # the grandchild died with its group
+    assert 1.0 <= elapsed < 6.0
+    killed = [e for e in events if e["event"] == "attempt.killed"]
+    assert killed and killed[0]["how"] == attempt.killed and killed[0]["latency_s"] < 2.0
+
+
+def segfault(brief: Brief, ctx: Context) -> None:
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+def exits_hard(brief: Brief, ctx: Context) -> None:
+    os._exit(3)
+
+
+def fine(brief: Brief, ctx: Context) -> int:
+    return os.getpid()
+
+
+def test_a_segfaulting_child_fails_with_sigsegv_named_and_zeus_goes_on() -> None:
+    r = routing(segv={}, exit={}, fine={})
+    with Zeus.start(r, agents={"segv": segfault, "exit": exits_hard, "fine": fine}) as zeus:
+        crashed = zeus.dispatch(Brief(agent="segv", scope="s")).result(15)
+        exited = zeus.dispatch(Brief(agent="exit", scope="s")).result(15)
+        after = zeus.dispatch(Brief(agent="fine", scope="s")).result(15)
+    assert crashed.status is Status.failed
+    assert crashed.attempts[0].outcome == "crash"
+    assert crashed.error is not None and "SIGSEGV" in crashed.error
+    assert exited.error is not None and "exit code 3" in exited.error
+    assert after.status is Status.completed and after.output != os.getpid()
+
+
+def crash_then_note(brief: Brief, ctx: Context) -> int:
+    log = Path(brief.scope)
+    with log.open("a") as f:
+        f.write(f"start {ctx.attempt} {os.getpid()}\n")
+    if ctx.attempt == 1:
+        time.sleep(1000)
+    return os.getpid()
+
+
+def test_a_retry_never_starts_while_its_previous_process_lives(tmp_path: Path) -> None:
+    log = tmp_path / "starts.log"
+    r = routing(w={"timeout_s": 1.0, "retry": {"max_retries": 1, "backoff": "none"},
+                   "shutdown": {"grace_s": 0.3, "term_s": 0.3}})
+    with Zeus.start(r, agents={"w": crash_then_note}) as zeus:
+        summary = zeus.dispatch(Brief(agent="w", scope=str(log))).result(20)
+    assert summary.status is Status.completed
+    (first_pid, second_pid) = [int(line.split()[2]) for line in log.read_text().splitlines()]
+    assert first_pid != second_pid
+    assert not alive(first_pid)
+    first, second = summary.attempts
+    assert first.outcome == "timeout" and first.killed in ("terminate", "kill")
+
+
+def test_fifty_process_children_run_at_once() -> None:
+    def nap(brief: Brief, ctx: Context) -> int:
+        time.sleep(0.5)
+        return os.getpid()
+
+    r = routing(nap={"timeout_s": 60, "session_max": 0})
+    with Zeus.start(r, agents={"nap": nap}) as zeus:
+        handles = [zeus.dispatch(Brief(agent="nap", scope=str(i))) for i in range(50)]
+        summaries = [h.result(60) for h in handles]
+    assert {s.status for s in summaries} == {Status.completed}
+    assert len({s.output for s in summaries}) >= 40  # really separate processes
+
+
+def counter(brief: Brief, ctx: Context) -> tuple[int, int]:
+    ctx.session["count"] = ctx.session.get("count", 0) + 1
+    return os.getpid(), ctx.session["count"]
+
+
+def test_a_session_keeps_its_process_and_state() -> None:
+    r = routing(hermes={"session_max": 2})
+    with Zeus.start(r, agents={"hermes": counter}) as zeus:
+        outputs = [
+            zeus.dispatch(Brief(agent="hermes", scope="s", session="hermes-1")).result(15).output
+            for _ in range(3)
+        ]
+    pids = {tuple(o)[0] for o in outputs}
+    assert len(pids) == 1
+    assert [tuple(o)[1] for o in outputs] == [1, 2, 3]
+
+
+def test_a_hung_command_agent_is_killed_with_its_group() -> None:
+    r = Routing.from_dict({"version": 1, "agents": {"talos": {
+        "command": [sys.executable, "-c", "import time,sys; print('working', flush=True); "
+                    "time.sleep(1000)", "{scope}"],
+        "timeout_s": 1.0, **FAST_STOP}}})
+    with Zeus.start(r) as zeus:
+        summary = zeus.dispatch(Brief(agent="talos", scope="hotfix")).result(15)
+    assert summary.status is Status.timed_out
+    assert summary.partial_results  # its output line counted as progress
+    pid = summary.attempts[0].pid
+    assert pid is not None and wait_gone(pid)
+
+
+def test_a_command_agent_gets_brief_fields_as_single_arguments() -> None:
+    r = Routing.from_dict({"version": 1, "agents": {"echo": {
+        "command": [sys.executable, "-c", "import sys; print(sys.argv[1])", "{scope}"]}}})
+    with Zeus.start(r) as zeus:
+        tricky = "a; rm -rf / $(whoami) 'quoted'"
+        summary = zeus.dispatch(Brief(agent="echo", scope=tricky)).result(15)
+    assert summary.status is Status.completed
+    assert str(summary.output).strip() == tricky
+
+
+def test_stop_leaves_no_child_process_behind() -> None:
+    def sleeper(brief: Brief, ctx: Context) -> None:
+        time.sleep(1000)
+
+    me = psutil.Process()
+    r = routing(s={"timeout_s": 60, "session_max": 2})
+    zeus = Zeus.start(r, agents={"s": sleeper})
+    handles = [zeus.dispatch(Brief(agent="s", scope=str(i))) for i in range(4)]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and zeus.tree()["open"] and not all(
+        a.get("pid") for n in zeus.tree()["delegations"] for a in n["attempts"]
+    ):
+        time.sleep(0.05)
+    pids = [a["pid"] for n in zeus.tree()["delegations"] for a in n["attempts"] if a.get("pid")]
+    assert len(pids) == 4
+    zeus.stop(timeout=5)
+    assert {h.result(0).status for h in handles} == {Status.cancelled}
+    assert all(wait_gone(pid) for pid in pids)
+    workers = [p for p in me.children(recursive=True) if p.pid in pids]
+    assert workers == []
+
+
+def test_a_transient_error_in_a_process_child_is_retried() -> None:
+    def flaky(brief: Brief, ctx: Context) -> str:
+        if ctx.attempt == 1:
+            raise TransientError("503")
+        return "ok"
+
+    r = routing(f={"retry": {"max_retries": 1, "backoff": "none"}})
+    with Zeus.start(r, agents={"f": flaky}) as zeus:
+        summary = zeus.dispatch(Brief(agent="f", scope="s")).result(15)
+    assert summary.status is Status.completed and len(summary.attempts) == 2
