@@ -2,7 +2,9 @@
 
 The command is a tuple of arguments; `{scope}`, `{agent}`, `{inputs}` ... in
 them are replaced by the brief's fields, each substitution staying inside its
-own argument (no shell ever parses them). The program runs in a process group
+own argument (no shell ever parses them). A command that starts with
+`python` (or `python3`, or `{python}`) runs on the interpreter Zeus runs on,
+so a command agent sees the same virtual environment. The program runs in a process group
 of its own (`start_new_session=True`). Each line on its standard output is a
 `Partial` (the line, without its newline) and counts as progress; each chunk on
 standard error that ends lines counts as progress too (a `Heartbeat`). Its whole
@@ -28,6 +30,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -58,6 +61,9 @@ def _text(value: Any) -> str:
     return json.dumps(value, default=str, ensure_ascii=False)
 
 
+_PYTHON_NAMES = ("python", "python3")
+
+
 def command_argv(spec: ChildSpec) -> list[str]:
     """`spec.command` with its placeholders replaced, each within its own argument.
 
@@ -79,6 +85,7 @@ def command_argv(spec: ChildSpec) -> list[str]:
         "delegation_id": spec.delegation_id,
         "depth": str(spec.depth),
         "framing": spec.framing,
+        "python": sys.executable,
     }
 
     def substitute(match: re.Match[str]) -> str:
@@ -90,7 +97,10 @@ def command_argv(spec: ChildSpec) -> list[str]:
             )
         return values[name]
 
-    return [_PLACEHOLDER.sub(substitute, arg) for arg in spec.command]
+    argv = [_PLACEHOLDER.sub(substitute, arg) for arg in spec.command]
+    if argv and argv[0] in _PYTHON_NAMES:
+        argv[0] = sys.executable  # "python" means the interpreter Zeus runs on, venv and all
+    return argv
 
 
 class CommandChild:

@@ -350,6 +350,8 @@ class ZeusActor(pykka.ThreadingActor):
                 term_s=policy.shutdown.term_s,
                 session=self._session(d),
                 session_key=d.brief.session,
+                # Process agents keep at least one warm worker: no spawn per delegation.
+                session_max=max(1, policy.session_max),
                 previous_partials=tuple(d.partials),
                 depth=d.depth,
                 framing=role_framing(d.agent, policy, self._registry.routing, d.depth,

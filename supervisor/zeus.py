@@ -47,7 +47,7 @@ class Zeus:
         if backends:
             self._backends.update(backends)
         else:
-            self._backends.update(_process_backends())
+            self._backends.update(_process_backends(routing))
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
         self._ref = ZeusActor.start(
@@ -197,6 +197,10 @@ class Zeus:
             raise ZeusStopped("Zeus is stopped; start a new one") from None
 
 
-def _process_backends() -> dict[str, Backend]:
-    """The process backend (started lazily: no process exists until the first attempt)."""
-    return {"process": ProcessBackend()}
+def _process_backends(routing: Routing) -> dict[str, Backend]:
+    """The process backend. Its fork server starts now when an agent will need it,
+    so that the first process attempt does not stall Zeus's mailbox on imports."""
+    backend = ProcessBackend()
+    if any(p.isolation == "process" or p.command for p in routing.agents.values()):
+        backend.prestart()
+    return {"process": backend}
