@@ -1,4 +1,6 @@
-"""The messages a child sends to Zeus. Plain slotted dataclasses: they are the hot path.
+"""The messages a child sends to Zeus. Plain slotted dataclasses: they are the hot path
+(not frozen: a frozen dataclass costs three times as much to build; treat them as
+immutable all the same).
 
 Every message names its attempt, so Zeus can drop the late messages of a
 superseded or fenced attempt. `progress` is the child's progress counter,
@@ -24,7 +26,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Heartbeat:
     attempt_id: str
     progress: int
@@ -33,21 +35,21 @@ class Heartbeat:
     liveness: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Partial:
     attempt_id: str
     progress: int
     item: Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Charge:
     attempt_id: str
     progress: int
     usage: Usage
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolCall:
     attempt_id: str
     progress: int
@@ -55,7 +57,7 @@ class ToolCall:
     read_only: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Finished:
     """The attempt's code no longer runs: it returned, raised, or its process died.
 
@@ -77,7 +79,7 @@ class Finished:
     exit_code: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DelegateRequest:
     """`Context.delegate()`: the child asks Zeus for a nested delegation and waits."""
 

@@ -8,13 +8,12 @@ call never looks stale before `stale_after_s` has passed since it began.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["ProgressWatch"]
 
 
-@dataclass(frozen=True, slots=True)
-class ProgressWatch:
+class ProgressWatch(NamedTuple):  # a tuple: built on every message, so it must be cheap
     progress: int  # the highest counter seen; -1 before the first report
     progressed_at: float  # clock time the counter last advanced (the start, at first)
     seen_at: float  # clock time of the last message of any kind

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -14,7 +15,16 @@ from typing import Any
 import pykka
 
 from actors import Backend, Brief, Clock, ProcessBackend, SystemClock, ThreadBackend
-from supervisor._actor import Cancel, Dispatch, ForceSettle, Ping, Snapshot, StopAll, ZeusActor
+from supervisor._actor import (
+    Cancel,
+    Dispatch,
+    ForceSettle,
+    Hold,
+    Ping,
+    Snapshot,
+    StopAll,
+    ZeusActor,
+)
 from supervisor._groups import STRATEGIES, Group, Strategy
 from supervisor._registry import Registry
 from supervisor.errors import SupervisorError, ZeusStopped
@@ -150,6 +160,20 @@ class Zeus:
         """Wait until Zeus has handled every message sent before this call (for tests)."""
         if not self._stopped.is_set():
             self._ask(Ping())
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold Zeus's mailbox for the duration of the block (for tests and benchmarks).
+
+        Messages sent meanwhile queue up in order and are handled once the block ends.
+        """
+        release, is_held = threading.Event(), threading.Event()
+        self._tell(Hold(release, is_held))
+        is_held.wait()
+        try:
+            yield
+        finally:
+            release.set()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Cancel and settle everything still open, kill what does not stop, leak nothing.

@@ -1,7 +1,7 @@
 """Races settled by rule, not timing: messages queued in Zeus's mailbox in every order.
 
-Zeus is held at a gate (its event sink blocks on `attempt.started`), the racing
-messages are queued in a known order, then the gate opens: the mailbox handles
+Once the attempt runs, Zeus's mailbox is held (`zeus.held()`), the racing
+messages are queued in a known order, then the hold ends: the mailbox handles
 them one at a time, exactly in that order.
 """
 
@@ -17,21 +17,6 @@ from actors import AttemptOutcome, Brief, Charge, FakeClock, Finished, Status, U
 from tests.conftest import Recorder, ZeusFactory
 
 RACER = {"timeout_s": 10, "budget": {"max_cost": 1.0}, "shutdown": {"grace_s": 5}}
-
-
-class GatedRecorder(Recorder):
-    """Blocks Zeus's thread inside the first `attempt.started` until `gate` is set."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = threading.Event()
-        self.at_gate = threading.Event()
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        super().__call__(event)
-        if event["event"] == "attempt.started" and not self.gate.is_set():
-            self.at_gate.set()
-            self.gate.wait(10)
 
 
 def expected_status(order: tuple[str, ...]) -> Status:
@@ -54,7 +39,7 @@ def expected_status(order: tuple[str, ...]) -> Status:
 
 def run_race(
     make_zeus: ZeusFactory, clock: FakeClock, order: tuple[str, ...]
-) -> tuple[Any, GatedRecorder]:
+) -> tuple[Any, Recorder]:
     release = threading.Event()
 
     def racer(brief: Brief, ctx: Any) -> str:
@@ -62,10 +47,10 @@ def run_race(
             ctx.sleep(0.01)  # raises Cancelled once Zeus asks it to stop
         return "late"
 
-    gated = GatedRecorder()
-    zeus = make_zeus({"racer": RACER}, works={"racer": racer}, log=gated)
+    recorder = Recorder()
+    zeus = make_zeus({"racer": RACER}, works={"racer": racer}, log=recorder)
     handle = zeus.dispatch(Brief(agent="racer", scope="race"))
-    assert gated.at_gate.wait(10)
+    recorder.wait_for("attempt.started")
     attempt_id = f"{handle.id}-a1"
     send = {
         "cancel": lambda: zeus.cancel(handle.id, "owner changed their mind"),
@@ -75,12 +60,12 @@ def run_race(
             Finished(attempt_id, AttemptOutcome.completed, value="done", progress=2)
         ),
     }
-    for message in order:
-        send[message]()
-    gated.gate.set()
+    with zeus.held():
+        for message in order:
+            send[message]()
     summary = handle.result(10)
     release.set()
-    return summary, gated
+    return summary, recorder
 
 
 ALL_FOUR = list(permutations(["cancel", "budget", "deadline", "result"]))
@@ -90,9 +75,9 @@ ALL_FOUR = list(permutations(["cancel", "budget", "deadline", "result"]))
 def test_racing_cancel_budget_deadline_and_result_settle_by_rule(
     make_zeus: ZeusFactory, clock: FakeClock, order: tuple[str, ...]
 ) -> None:
-    summary, gated = run_race(make_zeus, clock, order)
+    summary, recorder = run_race(make_zeus, clock, order)
     assert summary.status is expected_status(order)
-    assert len(gated.named("delegation.settled")) == 1
+    assert len(recorder.named("delegation.settled")) == 1
     if summary.status is Status.completed:
         assert summary.output == "done"
     assert summary.output != "late"
@@ -125,6 +110,6 @@ def _cause(message: str) -> str:
 def test_a_result_processed_before_the_cancel_stays_completed(
     make_zeus: ZeusFactory, clock: FakeClock
 ) -> None:
-    summary, gated = run_race(make_zeus, clock, ("result", "cancel"))
+    summary, recorder = run_race(make_zeus, clock, ("result", "cancel"))
     assert summary.status is Status.completed
-    assert gated.named("delegation.cancel_requested") == []
+    assert recorder.named("delegation.cancel_requested") == []
