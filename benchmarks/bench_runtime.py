@@ -240,9 +240,56 @@ def bench_memory(rows: list[Row]) -> None:
                     max(1.0, (during_raw - before_raw) / n / 1024), "KiB", "a raw waiting thread"))
 
 
+def hung(brief: Brief, ctx: Context) -> None:
+    time.sleep(1000)
+
+
+def dies(brief: Brief, ctx: Context) -> None:
+    import os
+
+    print(time.time(), file=open(brief.scope, "w"), flush=True)  # noqa: SIM115
+    os._exit(1)
+
+
+def bench_process_through_zeus(rows: list[Row]) -> None:
+    """Kill and crash latency end to end: timer, mailbox, kill ladder, reaping, settlement."""
+    import statistics
+    import tempfile
+
+    r = Routing.from_dict({"version": 1, "agents": {
+        "hung": {"isolation": "process", "timeout_s": 0.2, "shutdown": {"grace_s": 0}},
+        "dies": {"isolation": "process"},
+    }})
+    events: list[dict[str, Any]] = []
+    kill, crash = [], []
+    with tempfile.TemporaryDirectory() as tmp, Zeus.start(
+        r, agents={"hung": hung, "dies": dies}, log=events.append
+    ) as zeus:
+        for i in range(15):
+            handle = zeus.dispatch(Brief(agent="hung", scope=str(i)))
+            handle.result(10)
+            mine = [e for e in events if e["delegation_id"] == handle.id]
+            due = next(e["ts"] for e in mine if e["event"] == "attempt.timed_out")
+            settled = next(e["ts"] for e in mine if e["event"] == "delegation.settled")
+            kill.append(settled - due)
+        for i in range(15):
+            stamp = f"{tmp}/{i}"
+            handle = zeus.dispatch(Brief(agent="dies", scope=stamp))
+            handle.result(10)
+            settled = next(e["ts"] for e in events if e["event"] == "delegation.settled"
+                           and e["delegation_id"] == handle.id)
+            crash.append(settled - float(open(stamp).read()))  # noqa: SIM115
+    rows.append(Row("Zeus: hung process child, deadline to settled (p50)",
+                    statistics.median(kill) * 1e3, None, "ms", target="value<=20",
+                    note="grace_s 0: SIGTERM at once"))
+    rows.append(Row("Zeus: process child death to settled (p50)",
+                    statistics.median(crash) * 1e3, None, "ms", target="value<=10"))
+
+
 def main() -> None:
     rows: list[Row] = []
-    for bench in (bench_dispatch, bench_concurrent, bench_heartbeats, bench_stale, bench_memory):
+    for bench in (bench_dispatch, bench_concurrent, bench_heartbeats, bench_stale, bench_memory,
+                  bench_process_through_zeus):
         bench(rows)
     report("runtime", rows)
 
