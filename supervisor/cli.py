@@ -14,11 +14,22 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 
 from supervisor import __version__
-from supervisor.commands import EXIT_BAD_INPUT, Command, schema, sweep, timeouts, tree, validate
+from supervisor.commands import (
+    EXIT_BAD_INPUT,
+    Command,
+    demo,
+    dispatch,
+    run,
+    schema,
+    sweep,
+    timeouts,
+    tree,
+    validate,
+)
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS: tuple[Command, ...] = (validate, schema, tree, timeouts, sweep)
+COMMANDS: tuple[Command, ...] = (demo, dispatch, run, validate, schema, tree, timeouts, sweep)
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
