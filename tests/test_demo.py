@@ -1,0 +1,125 @@
+"""`zeus demo`: every scenario settles as designed, for real, and its journal reads back."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from supervisor import Routing
+from supervisor import journal as jr
+from supervisor.cli import main
+from supervisor.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK
+from supervisor.commands.demo import DEMO_AGENTS, demo_routing, scenarios
+from supervisor.zeus import DEFAULT_ROUTING
+
+BOXES = set("─│┌┐└┘├┤┬┴┼━┃╭╮╰╯█░")
+
+
+def table(out: str) -> dict[str, list[str]]:
+    """The "What the demo showed" table: scenario -> delegation, expected, got, ok."""
+    lines = out.splitlines()
+    start = lines.index("What the demo showed") + 2
+    rows: dict[str, list[str]] = {}
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        cells = [cell.strip() for cell in line.split("  ") if cell.strip()]
+        rows[cells[0]] = cells[1:5]
+    return rows
+
+
+@pytest.mark.process
+def test_demo_settles_every_scenario_as_designed_and_its_journal_reads_back(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    log = tmp_path / "demo.jsonl"
+    started = time.monotonic()
+    code = main(["demo", "--log", str(log)])
+    took = time.monotonic() - started
+    out = capsys.readouterr().out
+
+    assert code == EXIT_OK, out
+    assert took < 20
+    assert "\x1b[" not in out
+    assert not set(out) & BOXES
+    assert table(out) == {
+        "retry": ["flaky-1", "completed", "completed", "yes"],
+        "fallback": ["talos-1", "completed", "completed", "yes"],
+        "kill": ["hang-1", "timed_out", "timed_out", "yes"],
+        "partial": ["apollo-1", "partial", "partial", "yes"],
+        "budget": ["spendthrift-1", "budget_exceeded", "budget_exceeded", "yes"],
+        "cancel race": ["spendthrift-2", "cancelled", "cancelled", "yes"],
+        "tree": ["athena-1", "completed", "completed", "yes"],
+    }
+    assert out.count("<subtask_summary>") == len(scenarios(tmp_path))
+    assert f"journal: {log.resolve()}" in out
+    # The implementer's workdir is gone. (multiprocess keeps its own pymp-* directory for
+    # the fork server until this process exits, and removes it then.)
+    assert [p.name for p in scratch.iterdir() if not p.name.startswith("pymp-")] == []
+
+    run = jr.load(log).run
+    d = run.delegations
+    assert run.stopped
+    assert [a.outcome for a in d["flaky-1"].attempts] == ["transient", "completed"]
+    assert d["talos-1"].agents == ["talos", "hermes"]
+    assert [a.then for a in d["talos-1"].attempts][-2] == "fallback talos -> hermes"
+    hung = d["hang-1"].attempts[0]
+    assert (hung.outcome, hung.killed) == ("timeout", "terminate")
+    assert hung.pid is not None
+    assert d["apollo-1"].timeout_kind == "deadline"
+    assert d["spendthrift-2"].attempts[0].budget_exceeded  # the race: both stops in flight
+    assert d["spendthrift-2"].status == "cancelled"
+    assert {c.id for c in d["athena-1"].children} and all(
+        c.status == "completed" for c in d["athena-1"].children
+    )
+
+    assert main(["tree", str(log)]) == EXIT_INCOMPLETE  # some delegations did not complete
+    tree_out = capsys.readouterr().out
+    assert "hang-1 hang: timed_out" in tree_out
+    assert "stopped: terminate" in tree_out
+    assert main(["timeouts", str(log)]) == EXIT_INCOMPLETE
+    timeouts_out = capsys.readouterr().out
+    assert "Timeout log" in timeouts_out
+    for attempt in ("talos-1-a1", "talos-1-a2", "hang-1-a1", "apollo-1-a1"):
+        assert attempt in timeouts_out
+
+
+def test_demo_routing_adds_the_faulty_agents_and_slows_talos_down() -> None:
+    base = Routing.load(DEFAULT_ROUTING)
+    routing = demo_routing(base)
+    assert set(DEMO_AGENTS) <= set(routing.agents)
+    assert routing.agent("hang").isolation == "process"
+    assert routing.agent("spendthrift").budget.max_calls == 12
+    assert routing.agent("flaky").heartbeat == base.agent("apollo").heartbeat  # defaults kept
+    talos = routing.agent("talos")
+    assert talos.command is not None and "--delay" in talos.command
+    assert talos.fallback == base.agent("talos").fallback == "hermes"
+    assert routing.agent("apollo") == base.agent("apollo")
+
+
+def test_demo_refuses_a_routing_without_the_agents_it_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    routing = tmp_path / "routing.yml"
+    routing.write_text(
+        "version: 1\nagents:\n  apollo:\n    entrypoint: supervisor.examples.explorer:explore\n",
+        encoding="utf-8",
+    )
+    code = main(["demo", "--routing", str(routing), "--log", str(tmp_path / "e.jsonl")])
+    assert code == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "lacks athena, talos, hermes" in err
+
+
+def test_demo_refuses_a_journal_it_cannot_write(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code = main(["demo", "--log", str(tmp_path)])  # a directory
+    assert code == EXIT_BAD_INPUT
+    assert "cannot write the journal" in capsys.readouterr().err
