@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import random
-import threading
 import time
 import traceback
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pykka
@@ -26,7 +24,6 @@ from actors import (
     Backend,
     Brief,
     Charge,
-    ChildHandle,
     ChildSpec,
     Clock,
     DelegateRequest,
@@ -35,7 +32,6 @@ from actors import (
     Partial,
     Report,
     Status,
-    Summary,
     Timer,
     ToolCall,
     Usage,
@@ -43,148 +39,38 @@ from actors import (
 from supervisor._backoff import backoff_delay
 from supervisor._budget import budget_overrun
 from supervisor._framing import role_framing
-from supervisor._groups import Group, review_verdict, siblings_to_restart
+from supervisor._groups import review_verdict, siblings_to_restart
 from supervisor._intensity import RestartWindow
+from supervisor._messages import (
+    AttemptDue,
+    BackoffOver,
+    Cancel,
+    Dispatch,
+    ForceSettle,
+    GraceOver,
+    Hold,
+    Ping,
+    ReviewDone,
+    Snapshot,
+    StopAll,
+)
 from supervisor._registry import Registry
-from supervisor._results import shape_result
 from supervisor._settle import Fallback, Retry, Settle, decide_next, resolve_outcome
 from supervisor._stale import ProgressWatch
+from supervisor._state import (
+    MAX_PARTIALS,
+    Attempt,
+    Delegation,
+    attempt_error,
+    build_summary,
+    snapshot_node,
+)
 from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.events import EventLog
 from supervisor.handle import Settled
-from supervisor.routing import AgentPolicy
 
 __all__ = ["ZeusActor"]
 
-_TIMED_OUT = (Status.timed_out, Status.partial)
-MAX_PARTIALS = 10_000  # kept per delegation; a child that floods gets the rest counted, not kept
-
-
-# -- messages into the actor (from the host and the timers) -------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Dispatch:
-    delegation_id: str
-    brief: Brief
-    settled: Settled
-    parent_id: str | None = None
-    group: Group | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Cancel:
-    delegation_id: str
-    reason: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptDue:
-    """The attempt's timer: check its deadline and whether it went stale."""
-
-    attempt_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class GraceOver:
-    attempt_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class BackoffOver:
-    delegation_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReviewDone:
-    """A task's review settled (sent by the review delegation's settle callback)."""
-
-    delegation_id: str
-    review: Summary
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class Ping:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class Hold:
-    """Hold the mailbox until `release` is set (tests and benchmarks queue messages behind it)."""
-
-    release: threading.Event
-    held: threading.Event
-
-
-@dataclass(frozen=True, slots=True)
-class StopAll:
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class ForceSettle:
-    reason: str
-
-
-# -- state --------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Attempt:
-    id: str
-    number: int  # 1-based within the delegation
-    agent: str
-    policy: AgentPolicy
-    started_at: float
-    deadline: float
-    watch: ProgressWatch
-    child: ChildHandle | None = None
-    pid: int | None = None
-    # Why Zeus asked the child to stop, in arrival order; the first starts the grace period.
-    stop_causes: list[AttemptOutcome] = field(default_factory=list)
-    stopping_since: float | None = None
-    side_effects: bool = False
-    timers: list[Timer] = field(default_factory=list)
-    last_logged_beat: float = float("-inf")
-
-
-@dataclass(slots=True)
-class _Delegation:
-    id: str
-    brief: Brief
-    parent_id: str | None
-    depth: int
-    settled: Settled
-    dispatched_at: float
-    agent: str
-    policy: AgentPolicy
-    deadline_cap: float | None = None  # the parent attempt's deadline, for nested delegations
-    state: str = "queued"  # queued | running | backoff | settled
-    attempts: list[AttemptRecord] = field(default_factory=list)
-    current: _Attempt | None = None
-    attempt_count: int = 0
-    visited: list[str] = field(default_factory=list)
-    retries_used: int = 0  # on the current agent
-    partials: list[Any] = field(default_factory=list)
-    partials_dropped: int = 0
-    usage: Usage = field(default_factory=Usage)
-    cancel_requested: bool = False
-    cancel_reason: str | None = None
-    forced: Settle | None = None  # set when the supervisor gives up (restart intensity)
-    children: list[str] = field(default_factory=list)
-    backoff_timer: Timer | None = None
-    last_error: str | None = None
-    last_traceback: str | None = None
-    last_outcome: AttemptOutcome | None = None
-    group: Group | None = None
-    restart_pending: str | None = None  # why a group restart stops the current attempt
-    performed: Any = None  # a task's performer result, while its review runs
-    review: Summary | None = None
 
 
 class ZeusActor(pykka.ThreadingActor):
@@ -205,8 +91,8 @@ class ZeusActor(pykka.ThreadingActor):
         self._events = events
         self._backends = backends
         self._rng = rng
-        self._open: dict[str, _Delegation] = {}
-        self._live: dict[str, tuple[_Delegation, _Attempt]] = {}  # attempt id -> owner
+        self._open: dict[str, Delegation] = {}
+        self._live: dict[str, tuple[Delegation, Attempt]] = {}  # attempt id -> owner
         self._queue: deque[str] = deque()
         self._running_roots = 0
         self._tree_usage = Usage()
@@ -271,7 +157,7 @@ class ZeusActor(pykka.ThreadingActor):
         now = self._clock.now()
         policy = self._registry.policy(msg.brief.agent)
         parent = self._open.get(msg.parent_id) if msg.parent_id else None
-        d = _Delegation(
+        d = Delegation(
             id=msg.delegation_id,
             brief=msg.brief,
             parent_id=msg.parent_id,
@@ -309,25 +195,25 @@ class ZeusActor(pykka.ThreadingActor):
         else:
             self._queue.append(d.id)
 
-    def _start(self, d: _Delegation) -> None:
+    def _start(self, d: Delegation) -> None:
         if d.depth == 1 and d.state == "queued":
             self._running_roots += 1
         d.state = "running"
         self._start_attempt(d)
 
-    def _timeout_s(self, d: _Delegation) -> float:
+    def _timeout_s(self, d: Delegation) -> float:
         if d.brief.timeout_s is not None and d.agent == d.brief.agent:
             return d.brief.timeout_s
         return d.policy.timeout_s
 
-    def _start_attempt(self, d: _Delegation) -> None:
+    def _start_attempt(self, d: Delegation) -> None:
         now = self._clock.now()
         d.attempt_count += 1
         policy = d.policy
         deadline = now + self._timeout_s(d)
         if d.deadline_cap is not None:
             deadline = min(deadline, d.deadline_cap)
-        a = _Attempt(
+        a = Attempt(
             id=f"{d.id}-a{d.attempt_count}",
             number=d.attempt_count,
             agent=d.agent,
@@ -389,7 +275,7 @@ class ZeusActor(pykka.ThreadingActor):
             deadline_s=round(deadline - now, 6),
         )
 
-    def _arm(self, a: _Attempt) -> None:
+    def _arm(self, a: Attempt) -> None:
         """One timer per attempt, at its deadline or the moment it would go stale."""
         when = min(a.deadline, a.watch.stale_at(a.policy.heartbeat.stale_after_s))
         a.timers.append(self._clock.call_at(when, lambda: self.send(AttemptDue(a.id))))
@@ -400,7 +286,7 @@ class ZeusActor(pykka.ThreadingActor):
         except KeyError:
             raise SupervisorError(f"no {isolation!r} backend is available") from None
 
-    def _session(self, d: _Delegation) -> dict[str, Any] | None:
+    def _session(self, d: Delegation) -> dict[str, Any] | None:
         """The thread-side session dict a brief names (LRU, at most session_max per agent)."""
         key = d.brief.session
         if key is None or d.policy.session_max == 0:
@@ -416,7 +302,7 @@ class ZeusActor(pykka.ThreadingActor):
 
     # -- what children report ------------------------------------------------------------
 
-    def _owner(self, message: Any) -> tuple[_Delegation, _Attempt] | None:
+    def _owner(self, message: Any) -> tuple[Delegation, Attempt] | None:
         owner = self._live.get(message.attempt_id)
         if owner is None:
             self._drop(message)
@@ -472,7 +358,7 @@ class ZeusActor(pykka.ThreadingActor):
             return
         d, a = owner
         # The charge counts against the delegation, every ancestor, and the whole tree.
-        node: _Delegation | None = d
+        node: Delegation | None = d
         while node is not None:
             node.usage = node.usage + msg.usage
             overrun = budget_overrun(node.usage, node.policy.budget)
@@ -503,7 +389,7 @@ class ZeusActor(pykka.ThreadingActor):
         settled.add_callback(msg.reply)
         self._on_dispatch(Dispatch(child_id, msg.brief, settled, parent_id=d.id))
 
-    def _check_delegation(self, d: _Delegation, brief: Brief) -> None:
+    def _check_delegation(self, d: Delegation, brief: Brief) -> None:
         policy = d.policy
         if policy.kind != "orchestrator":
             raise DelegationRefused(
@@ -526,7 +412,7 @@ class ZeusActor(pykka.ThreadingActor):
     # -- stopping an attempt --------------------------------------------------------------
 
     def _request_stop(
-        self, d: _Delegation, a: _Attempt, cause: AttemptOutcome, *, detail: str | None = None
+        self, d: Delegation, a: Attempt, cause: AttemptOutcome, *, detail: str | None = None
     ) -> None:
         """Record a stop cause; the first one asks the child to stop and starts the grace."""
         if self._live.get(a.id) is None:
@@ -600,7 +486,7 @@ class ZeusActor(pykka.ThreadingActor):
         self._end_attempt(*owner, msg)
 
     def _end_attempt(
-        self, d: _Delegation, a: _Attempt, finished: Finished | None, *, fenced: bool = False
+        self, d: Delegation, a: Attempt, finished: Finished | None, *, fenced: bool = False
     ) -> None:
         now = self._clock.now()
         self._live.pop(a.id, None)
@@ -621,7 +507,7 @@ class ZeusActor(pykka.ThreadingActor):
                 latency = now - a.stopping_since
             self._emit("attempt.killed", d, a, how=killed, pid=finished.pid or a.pid,
                        latency_s=None if latency is None else round(latency, 6))
-        error = _attempt_error(a, outcome, finished)
+        error = attempt_error(a, outcome, finished)
         if d.restart_pending is not None and outcome is AttemptOutcome.cancelled:
             error = f"restarted: {d.restart_pending}"
         losing = [c.value for c in a.stop_causes if c is not outcome]
@@ -707,7 +593,7 @@ class ZeusActor(pykka.ThreadingActor):
             d.retries_used = 0
             self._start_attempt(d)
 
-    def _restart_siblings(self, d: _Delegation, outcome: AttemptOutcome) -> None:
+    def _restart_siblings(self, d: Delegation, outcome: AttemptOutcome) -> None:
         """one_for_all / rest_for_one: stop the siblings still running, then restart them."""
         group = d.group
         assert group is not None
@@ -721,7 +607,7 @@ class ZeusActor(pykka.ThreadingActor):
             )
             self._request_stop(sibling, sibling.current, AttemptOutcome.cancelled)
 
-    def _start_review(self, d: _Delegation, reviewer: str, value: Any) -> None:
+    def _start_review(self, d: Delegation, reviewer: str, value: Any) -> None:
         """A task's second stage: the reviewer gets the performer's summary."""
         d.performed = value
         report = value if isinstance(value, Report) else Report(output=value)
@@ -753,7 +639,7 @@ class ZeusActor(pykka.ThreadingActor):
         else:
             self._settle(d, Settle(Status.blocked, reason=why), value=d.performed)
 
-    def _restart_allowed(self, d: _Delegation) -> bool:
+    def _restart_allowed(self, d: Delegation) -> bool:
         """Count a restart against the supervisor's intensity; False (and settled) in a storm."""
         intensity = self._registry.routing.supervisor.intensity
         window = self._windows.get(d.parent_id, RestartWindow()).record(
@@ -796,7 +682,7 @@ class ZeusActor(pykka.ThreadingActor):
             return  # unknown or already settled: a no-op
         self._cancel(d, msg.reason or "cancelled by its owner")
 
-    def _cancel(self, d: _Delegation, reason: str) -> None:
+    def _cancel(self, d: Delegation, reason: str) -> None:
         if d.cancel_requested or d.state == "settled":
             return
         d.cancel_requested = True
@@ -813,7 +699,7 @@ class ZeusActor(pykka.ThreadingActor):
 
     # -- settlement ------------------------------------------------------------------------
 
-    def _settle(self, d: _Delegation, step: Settle, *, value: Any = None) -> None:
+    def _settle(self, d: Delegation, step: Settle, *, value: Any = None) -> None:
         """The single, final decision of a delegation."""
         if d.state == "settled":
             return
@@ -825,55 +711,13 @@ class ZeusActor(pykka.ThreadingActor):
         elif d.depth == 1:
             self._running_roots -= 1
         d.state = "settled"
-        status = Status.cancelled if d.cancel_requested else step.status
-        now = self._clock.now()
-        report = value if isinstance(value, Report) else Report(output=value)
-        shaped = shape_result(report.output, d.policy.result, delegation_id=d.id)
-        error = None
-        if status is Status.cancelled:
-            error = d.cancel_reason or step.reason
-        elif status is not Status.completed:
-            error = step.reason or d.last_error
-            if step.reason and d.last_error:
-                error = f"{d.last_error} ({step.reason})"
-            if status is Status.failed and d.last_traceback:
-                error = f"{error}\n{d.last_traceback.rstrip()}"
-        risks = list(report.risks)
-        findings = list(report.findings)
-        validation = list(report.validation)
-        if d.review is not None:
-            _, why = review_verdict(d.review)
-            validation.append(f"review {d.review.id}: {why}")
-            findings += [f"review: {f}" for f in d.review.findings]
-            risks += [f"review: {r}" for r in d.review.risks]
-        if d.partials_dropped:
-            risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS})")
-        summary = Summary(
-            id=d.id,
-            agent=d.agent,
-            scope=d.brief.scope,
-            status=status,
-            output=shaped.output,
-            findings=findings,
-            changes=list(report.changes),
-            validation=validation,
-            risks=risks,
-            partial_results=list(d.partials),
-            attempts=list(d.attempts),
-            usage=d.usage,
-            error=error,
-            timeout_kind=step.timeout_kind if status in _TIMED_OUT else None,
-            schema_error=shaped.schema_error,
-            truncated_chars=shaped.truncated_chars,
-            artifact=shaped.artifact,
-            duration_s=round(now - d.dispatched_at, 6),
-            session_alias=d.brief.session,
-        )
+        summary = build_summary(d, step, value, self._clock.now())
         self._open.pop(d.id, None)
         self._settled_count += 1
-        self._emit("delegation.settled", d, None, status=status.value,
+        self._emit("delegation.settled", d, None, status=summary.status.value,
                    duration_s=summary.duration_s, attempts=len(d.attempts),
-                   timeout_kind=summary.timeout_kind, error=(error or "").split("\n")[0] or None)
+                   timeout_kind=summary.timeout_kind,
+                   error=(summary.error or "").split("\n")[0] or None)
         d.settled.set(summary)
         for child_id in d.children:
             child = self._open.get(child_id)
@@ -916,38 +760,7 @@ class ZeusActor(pykka.ThreadingActor):
 
     def _on_snapshot(self, _msg: Snapshot) -> dict[str, Any]:
         now = self._clock.now()
-        nodes: dict[str, dict[str, Any]] = {}
-        for d in self._open.values():
-            a = d.current
-            attempts = [r.model_dump(mode="json") for r in d.attempts]
-            if a is not None:
-                attempts.append({
-                    "id": a.id,
-                    "agent": a.agent,
-                    "state": "stopping" if a.stopping_since is not None else "running",
-                    "pid": a.pid,
-                    "elapsed_s": round(now - a.started_at, 3),
-                    "deadline_in_s": round(a.deadline - now, 3),
-                    "timeout_s": round(a.deadline - a.started_at, 3),
-                    "progress": a.watch.progress,
-                    "last_progress_s_ago": round(now - a.watch.progressed_at, 3),
-                    "last_seen_s_ago": round(now - a.watch.seen_at, 3),
-                })
-            nodes[d.id] = {
-                "id": d.id,
-                "agent": d.agent,
-                "requested_agent": d.brief.agent,
-                "scope": d.brief.scope,
-                "state": d.state,
-                "parent_id": d.parent_id,
-                "depth": d.depth,
-                "elapsed_s": round(now - d.dispatched_at, 3),
-                "partials": len(d.partials),
-                "usage": d.usage.model_dump(),
-                "cancel_requested": d.cancel_requested,
-                "attempts": attempts,
-                "children": [],
-            }
+        nodes = {d.id: snapshot_node(d, now) for d in self._open.values()}
         roots: list[dict[str, Any]] = []
         for node in nodes.values():
             parent = nodes.get(node["parent_id"]) if node["parent_id"] else None
@@ -965,7 +778,7 @@ class ZeusActor(pykka.ThreadingActor):
 
     # -- events ----------------------------------------------------------------------------
 
-    def _emit(self, event: str, d: _Delegation, a: _Attempt | None = None, **fields: Any) -> None:
+    def _emit(self, event: str, d: Delegation, a: Attempt | None = None, **fields: Any) -> None:
         if self._events.enabled:
             self._events.emit(
                 event,
@@ -977,17 +790,3 @@ class ZeusActor(pykka.ThreadingActor):
             )
 
 
-def _attempt_error(a: _Attempt, outcome: AttemptOutcome, finished: Finished | None) -> str | None:
-    """What went wrong in one attempt, in a line (the winning cause, then the child's error)."""
-    if outcome is AttemptOutcome.completed:
-        return None
-    own = finished.error if finished is not None else None
-    stopped = {
-        AttemptOutcome.timeout: f"deadline of {a.deadline - a.started_at:g} s passed",
-        AttemptOutcome.stale: f"no progress for {a.policy.heartbeat.stale_after_s:g} s (stale)",
-        AttemptOutcome.budget_exceeded: "over budget",
-        AttemptOutcome.cancelled: "cancelled",
-    }.get(outcome) if outcome in a.stop_causes else None
-    if stopped and own:
-        return f"{stopped}; the child then reported {own}"
-    return stopped or own or (None if finished else "the child never reported back")

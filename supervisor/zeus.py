@@ -15,7 +15,9 @@ from typing import Any
 import pykka
 
 from actors import Backend, Brief, Clock, ProcessBackend, SystemClock, ThreadBackend
-from supervisor._actor import (
+from supervisor._actor import ZeusActor
+from supervisor._groups import STRATEGIES, Group, Strategy
+from supervisor._messages import (
     Cancel,
     Dispatch,
     ForceSettle,
@@ -23,9 +25,7 @@ from supervisor._actor import (
     Ping,
     Snapshot,
     StopAll,
-    ZeusActor,
 )
-from supervisor._groups import STRATEGIES, Group, Strategy
 from supervisor._registry import Registry
 from supervisor.errors import SupervisorError, ZeusStopped
 from supervisor.events import EventLog, LogTarget

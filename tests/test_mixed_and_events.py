@@ -169,7 +169,7 @@ def test_result_policy_truncates_writes_an_artifact_and_checks_the_schema(
 
 
 def test_a_child_that_floods_partials_keeps_a_bounded_number(make_zeus: ZeusFactory) -> None:
-    from supervisor._actor import MAX_PARTIALS
+    from supervisor._state import MAX_PARTIALS
 
     def flood(brief: Brief, ctx: Context) -> str:
         for i in range(MAX_PARTIALS + 50):
