@@ -68,6 +68,7 @@ from supervisor._state import (
 from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.events import EventLog
 from supervisor.handle import Settled
+from supervisor.routing import AgentPolicy
 
 __all__ = ["ZeusActor"]
 
@@ -183,7 +184,7 @@ class ZeusActor(pykka.ThreadingActor):
                 scope=d.brief.scope,
                 depth=d.depth,
                 timeout_s=self._timeout_s(d),
-                policy=policy.model_dump(mode="json", exclude={"metadata"}, by_alias=True),
+                policy=_effective(policy, d.brief),
             )
         if not self._accepting:
             self._settle(d, Settle(Status.cancelled, reason="zeus is stopping"))
@@ -790,3 +791,12 @@ class ZeusActor(pykka.ThreadingActor):
             )
 
 
+def _effective(policy: AgentPolicy, brief: Brief) -> dict[str, Any]:
+    """The policy a delegation runs under: the agent's, with the brief's overrides applied."""
+    overrides = {
+        key: value
+        for key, value in (("timeout_s", brief.timeout_s), ("partial_ok", brief.partial_ok))
+        if value is not None
+    }
+    effective = policy.model_copy(update=overrides) if overrides else policy
+    return effective.model_dump(mode="json", exclude={"metadata"}, by_alias=True)

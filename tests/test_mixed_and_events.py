@@ -192,3 +192,13 @@ def test_zeus_survives_a_child_whose_result_breaks_the_summary(
     zeus = make_zeus(works={"o": odd, "m": mixed})
     assert zeus.dispatch(Brief(agent="o", scope="s")).result(10).status is Status.completed
     assert zeus.dispatch(Brief(agent="m", scope="ok:2")).result(10).status is Status.completed
+
+
+def test_the_dispatched_event_carries_the_briefs_overrides(
+    make_zeus: ZeusFactory, recorder: Recorder
+) -> None:
+    zeus = make_zeus({"m": {"timeout_s": 60, "partial_ok": True}}, works={"m": mixed})
+    zeus.dispatch(Brief(agent="m", scope="ok:1", timeout_s=5, partial_ok=False)).result(10)
+    (dispatched,) = recorder.named("delegation.dispatched")
+    assert dispatched["timeout_s"] == 5
+    assert (dispatched["policy"]["timeout_s"], dispatched["policy"]["partial_ok"]) == (5, False)
