@@ -8,6 +8,11 @@ and passed to `send`; exactly one `Finished` per attempt, sent once the
 attempt's code no longer runs: after it returned or raised, or after its
 process was reaped.
 
+A warm attempt costs one message each way. The work function is pickled once
+per function object and sent in full once per worker, then named by a token
+(`_wire.WorkCache`); the brief goes as its pickling state; messages are framed
+on the pipes' fds directly (`_wire.write_frame`).
+
 Isolation guarantees:
 
 - `kill()` returns at once; the hub then runs the ladder: SIGTERM to the
@@ -68,6 +73,12 @@ _CTX = multiprocess.get_context(_START_METHOD)
 # both go under this lock so two threads never read one sentinel.
 _MP_LOCK = threading.Lock()
 _preload_set = False
+
+# Work functions, pickled once each (see `_wire.WorkCache`), and how many a
+# worker keeps before it is told to forget them.
+_WORKS = _wire.WorkCache()
+_WORKS_KEPT = 64
+_WORK_HEADER = _worker.WORK_HEADER
 
 
 def _prepare_fork_server() -> None:
@@ -136,8 +147,11 @@ class _Worker:
     def __init__(self, agent: str, process: Any, conn: Any, outbox: Any) -> None:
         self.agent = agent
         self.process = process
-        self.conn = conn  # what the worker sends (read here, by the hub)
+        # The Connections own the pipes' fds; only the fds are used (see `_wire.write_frame`).
+        self.conn = conn  # what the worker sends (read here, by the hub; non-blocking)
         self.outbox = outbox  # what is sent to the worker
+        self.reader = _wire.FrameReader(conn.fileno())
+        self.out_fd: int = outbox.fileno()
         self.pid: int = process.pid
         self.sentinel: int = process.sentinel
         self.start_time = process_start_time(self.pid)
@@ -147,13 +161,36 @@ class _Worker:
         self.retiring = False  # told to stop, or being killed: never takes another attempt
         self.dead = False
         self.sigkill_sent = False
+        # Tokens of the work functions sent to it in full (it keeps them): touched
+        # only by the start() that bound an attempt to it, one attempt at a time.
+        self.works: set[int] = set()
+
+    def work_header(self, token: int | None, work: bytes) -> bytes:
+        """The work function's part of a job: its token, and its bytes unless the worker has them.
+
+        Beyond `_WORKS_KEPT` functions the worker is told to forget them all
+        (`flush`) and they are sent again as needed.
+        """
+        flush = False
+        if token is None:
+            token = 0
+        elif token in self.works:
+            work = b""
+        else:
+            if len(self.works) >= _WORKS_KEPT:
+                self.works.clear()
+                flush = True
+            self.works.add(token)
+        return _WORK_HEADER.pack(flush, token, len(work)) + work
 
     def post(self, data: bytes) -> bool:
         """Send to the worker; False when it is gone."""
         with self.send_lock:
+            if self.outbox.closed:
+                return False
             try:
-                self.outbox.send_bytes(data)
-            except (OSError, ValueError):
+                _wire.write_frame(self.out_fd, data)
+            except OSError:
                 return False
             return True
 
@@ -247,6 +284,7 @@ class ProcessBackend:
             raise ValueError(f"agent {spec.agent!r} has neither a work function nor a command")
         child = ProcessChild(self, spec, send)
         try:
+            token, work = _WORKS.get(spec.work, _WorkName(spec.work))
             job = self._job(spec)
         except _wire.CrossingError as exc:
             return self._refuse(child, str(exc), AttemptOutcome.error, "CrossingError")
@@ -278,7 +316,7 @@ class ProcessBackend:
             if closed:  # close() ran while this worker was starting
                 child.kill()
         # If the worker died meanwhile, the post fails and its sentinel reports a crash.
-        worker.post(b"J" + spec.attempt_id.encode() + b"\0" + job)
+        worker.post(b"J" + spec.attempt_id.encode() + b"\0" + worker.work_header(token, work) + job)
         return child
 
     def close(self) -> None:
@@ -316,23 +354,21 @@ class ProcessBackend:
 
     # -- attempts --------------------------------------------------------------------
     def _job(self, spec: ChildSpec) -> bytes:
-        """The attempt, pickled for the child; `CrossingError` if any of it cannot cross."""
-        work = spec.work
-        job = {
-            "work": _wire.dumps_work(work, _WorkName(work)),
-            "brief": spec.brief,
-            "agent": spec.agent,
-            "delegation_id": spec.delegation_id,
-            "attempt": spec.attempt,
+        """The attempt but its work function, pickled; `CrossingError` if it cannot cross."""
+        job = (
+            _wire.brief_to_wire(spec.brief),
+            spec.agent,
+            spec.delegation_id,
+            spec.attempt,
             # The spec's clock may be a fake one; the child lives on the real one.
-            "deadline": time.monotonic() + (spec.deadline - spec.clock.now()),
-            "heartbeat_interval_s": spec.heartbeat_interval_s,
-            "previous_partials": list(spec.previous_partials),
-            "depth": spec.depth,
-            "framing": spec.framing,
-            "session_key": spec.session_key,
-            "session": spec.session,
-        }
+            time.monotonic() + (spec.deadline - spec.clock.now()),
+            spec.heartbeat_interval_s,
+            list(spec.previous_partials),
+            spec.depth,
+            spec.framing,
+            spec.session_key,
+            spec.session,
+        )
         return _wire.dumps(job, "the attempt's brief, previous partial results or session")
 
     def _refuse(
@@ -376,6 +412,7 @@ class ProcessBackend:
         finally:
             child_in.close()
             child_out.close()
+        os.set_blocking(from_child.fileno(), False)  # the hub reads what is there, never waits
         return _Worker(agent, process, from_child, to_child)
 
     def _session_limit(self, spec: ChildSpec) -> int:
@@ -441,22 +478,31 @@ class ProcessBackend:
 
     # -- the hub thread --------------------------------------------------------------
     def _on_readable(self, worker: _Worker) -> None:
-        """Read one message; the hub comes back for the next after the other ready children."""
+        """Read what the worker sent (one read) and handle the messages it completes."""
         try:
-            data = worker.conn.recv_bytes()
-        except (EOFError, OSError):
+            messages = worker.reader.read()
+        except BlockingIOError:
+            return
+        except OSError:
+            messages = None
+        if messages is None:
             # The child's end closed: its sentinel follows.
             self._hub.unwatch(worker.conn)
             return
-        self._on_message(worker, data)
+        for data in messages:
+            self._on_message(worker, data)
 
     def _drain(self, worker: _Worker) -> None:
         """Everything the worker sent before it ended (it is dead: nothing more comes)."""
-        try:
-            while worker.conn.poll():
-                self._on_message(worker, worker.conn.recv_bytes())
-        except (EOFError, OSError):
-            pass
+        while True:
+            try:
+                messages = worker.reader.read()
+            except OSError:  # BlockingIOError: a process it left behind holds the pipe
+                return
+            if messages is None:
+                return
+            for data in messages:
+                self._on_message(worker, data)
 
     def _on_message(self, worker: _Worker, data: bytes) -> None:
         with self._lock:

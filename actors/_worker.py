@@ -10,11 +10,20 @@ threads: the main thread runs the work function; a receiver thread reads the
 pipe (jobs, cancel, delegation replies, stop); a heartbeat thread sends
 `Heartbeat(liveness=True)` with the current progress every
 `heartbeat_interval_s` while an attempt runs (the first one an interval after
-it starts).
+it starts). The receiver thread hands jobs to the main thread; the heartbeat
+thread is woken only when an attempt's first beat is due before it would look
+anyway, not for each attempt.
 
-The wire, one message per `send_bytes`, first byte for the kind:
+A work function arrives in full once per worker, with a token; later jobs
+carry the token alone and the worker runs the function it unpickled then (see
+`_wire.WorkCache`). Like a module function's globals, what such a function keeps
+lives on across this worker's attempts.
 
-    parent -> child   J + attempt_id + NUL + job       run an attempt (job: `_wire` bytes)
+The wire, one message per `_wire.write_frame`, first byte for the kind:
+
+    parent -> child   J + attempt_id + NUL + job       run an attempt: `WORK_HEADER`, the
+                                                       work function's bytes (or none: a
+                                                       token it has), the rest (`_wire`)
                       C + attempt_id                   cooperative cancel of that attempt
                       R + request id (8 bytes) + reply a `ctx.delegate()` answer
                       S                                stop (sent only to an idle worker)
@@ -30,6 +39,7 @@ import math
 import os
 import queue
 import signal
+import struct
 import sys
 import threading
 import time
@@ -44,7 +54,11 @@ from actors._models import AttemptOutcome
 from actors._protocol import DelegateRequest, Finished, Heartbeat, Partial
 from actors._run import run_work
 
-__all__ = ["main"]
+__all__ = ["WORK_HEADER", "main"]
+
+# The work function's part of a job: forget the functions kept, token (0: do
+# not keep), size of its bytes (0: the one kept under that token); then the bytes.
+WORK_HEADER = struct.Struct("!?QI")
 
 # The child only reads this clock (`now()`), so it never starts a timer thread.
 _CLOCK = SystemClock()
@@ -81,8 +95,10 @@ class _Attempt:
 
 class _Child:
     def __init__(self, inbox: Any, outbox: Any) -> None:
-        self._inbox = inbox
+        self._inbox = inbox  # the Connections own the fds; only their fds are used
         self._outbox = outbox
+        self._reader = _wire.FrameReader(inbox.fileno())
+        self._out_fd: int = outbox.fileno()
         self._pid = os.getpid()
         self._send_lock = threading.Lock()  # one writer on the pipe at a time
         # Guards the fields below; never held while doing I/O. `_current` is
@@ -97,6 +113,11 @@ class _Child:
         self._beat_wake_at = math.inf  # when the heartbeat thread wakes up by itself
         self._session_key: str | None = None
         self._session: dict[str, Any] = {}
+        # Work functions received, by token (see `_wire.WorkCache`): the function,
+        # or its bytes until they unpickle.
+        self._works: dict[int, Any] = {}
+        self._started = 0  # attempts started (the heartbeat thread watches it)
+        self._last_interval = math.inf  # the heartbeat interval of the last attempt started
 
     # -- main thread -----------------------------------------------------------------
     def serve(self) -> NoReturn:
@@ -112,11 +133,16 @@ class _Child:
         with self._send_lock, self._state_lock:
             self._current = att
             if attempt_id in self._cancel_early:
-                self._cancel_early.discard(attempt_id)
                 att.cancel.set()
+            # The others came too late for attempts already over: the next job is
+            # sent only after this one's Finished.
+            self._cancel_early.clear()
         try:
-            job = _wire.loads(payload)
-            work = _wire.loads(job["work"])
+            flush, token, size = WORK_HEADER.unpack_from(payload)
+            start = WORK_HEADER.size
+            work = self._work(flush, token, payload[start : start + size])
+            job = _wire.loads(memoryview(payload)[start + size :])
+            brief = _wire.brief_from_wire(job[0])
         except BaseException as exc:  # noqa: BLE001 - e.g. the work's module fails to import here
             self._finish(
                 att,
@@ -132,29 +158,33 @@ class _Child:
                 ),
             )
             return
+        (_, agent, delegation_id, attempt, deadline, interval, previous_partials, depth, framing,
+         session_key, session) = job  # fmt: skip
         ctx = Context(
-            brief=job["brief"],
-            agent=job["agent"],
-            delegation_id=job["delegation_id"],
-            attempt=job["attempt"],
+            brief=brief,
+            agent=agent,
+            delegation_id=delegation_id,
+            attempt=attempt,
             attempt_id=attempt_id,
-            deadline=job["deadline"],
+            deadline=deadline,
             clock=_CLOCK,
             send=self._sender(att),
             cancel_event=att.cancel,
-            heartbeat_interval_s=job["heartbeat_interval_s"],
-            session=self._session_for(job["session_key"], job["session"]),
-            previous_partials=job["previous_partials"],
-            depth=job["depth"],
-            framing=job["framing"],
+            heartbeat_interval_s=interval,
+            session=self._session_for(session_key, session),
+            previous_partials=previous_partials,
+            depth=depth,
+            framing=framing,
         )
         with self._state_lock:
             att.ctx = ctx
-            att.interval = job["heartbeat_interval_s"]
-            att.next_beat = time.monotonic() + att.interval
+            att.interval = interval
+            att.next_beat = time.monotonic() + interval
+            self._started += 1
+            self._last_interval = interval
             if att.next_beat < self._beat_wake_at:
                 self._beat_event.set()
-        finished = run_work(work, job["brief"], ctx, pid=self._pid)
+        finished = run_work(work, brief, ctx, pid=self._pid)
         if att.crossing_error is not None and finished.outcome is not AttemptOutcome.cancelled:
             finished = Finished(
                 attempt_id,
@@ -165,6 +195,26 @@ class _Child:
                 progress=finished.progress,
             )
         self._finish(att, finished)
+
+    def _work(self, flush: bool, token: int, data: bytes) -> Any:
+        """The work function: `data` unpickled, or the one kept under `token` if `data` is empty.
+
+        Token 0: not to be kept. A function is kept once it has been unpickled;
+        bytes that failed to unpickle are kept as bytes and tried again next time.
+        """
+        if flush:
+            self._works.clear()
+        if not token:
+            return _wire.loads(data)
+        if data:
+            self._works[token] = data
+        work = self._works.get(token)
+        if work is None:
+            raise LookupError(f"work function {token} was never sent to this worker")
+        if isinstance(work, bytes):
+            work = _wire.loads(work)
+            self._works[token] = work
+        return work
 
     def _session_for(self, key: str | None, initial: dict[str, Any] | None) -> dict[str, Any]:
         """The worker's session dict for `key` (kept across attempts), or a fresh dict."""
@@ -179,7 +229,7 @@ class _Child:
         """Send the attempt's one `Finished`; a result that cannot cross fails the attempt."""
         try:
             data = _wire.dumps(
-                _wire.pack(finished), f"the result (a {_wire.type_name(finished.value)})"
+                _wire.pack(finished), _wire.TypeNamed("the result (a {})", finished.value)
             )
         except _wire.CrossingError as exc:
             data = _wire.dumps(
@@ -208,7 +258,7 @@ class _Child:
             # Otherwise one of the messages `_wire.pack` knows (Context sends nothing else).
             what = None
             if isinstance(message, Partial):
-                what = f"a partial result (a {_wire.type_name(message.item)})"
+                what = _wire.TypeNamed("a partial result (a {})", message.item)
             try:
                 data = _wire.dumps(_wire.pack(message), what)  # type: ignore[arg-type]
             except _wire.CrossingError as exc:
@@ -243,7 +293,7 @@ class _Child:
     def _write(self, data: bytes) -> None:
         """Called with the send lock held."""
         with contextlib.suppress(OSError):  # the supervisor is gone; the receiver ends us
-            self._outbox.send_bytes(data)
+            _wire.write_frame(self._out_fd, data)
 
     # -- heartbeat thread ------------------------------------------------------------
     def _beat(self) -> None:
@@ -252,13 +302,23 @@ class _Child:
         It sleeps until then and looks again; it is not woken when an attempt
         ends or the next one begins (back-to-back attempts cost it nothing), only
         when a new attempt's first beat is due before it would wake up by itself.
+        Finding the worker idle after an attempt, it sleeps one more interval
+        (the next attempt's first beat is due no sooner, at the same interval),
+        then, still idle, until woken.
         """
+        seen = 0  # `_started` when it last found the worker idle
         while True:
             with self._state_lock:
                 att, now = self._current, time.monotonic()
                 ctx = att.ctx if att is not None else None
                 if att is None or ctx is None or att.next_beat > now:
-                    self._beat_wake_at = att.next_beat if att is not None else math.inf
+                    if att is not None:
+                        self._beat_wake_at = att.next_beat
+                    elif self._started != seen:
+                        seen = self._started
+                        self._beat_wake_at = now + self._last_interval
+                    else:
+                        self._beat_wake_at = math.inf
                     self._beat_event.clear()
                     ctx = None
                 else:
@@ -274,18 +334,21 @@ class _Child:
     def _receive(self) -> None:
         while True:
             try:
-                data = self._inbox.recv_bytes()
-            except (EOFError, OSError):
+                messages = self._reader.read()
+            except OSError:
+                messages = None
+            if messages is None:
                 _orphaned()
-            kind, body = data[:1], data[1:]
-            if kind == b"J":
-                self._jobs.put(body)
-            elif kind == b"C":
-                self._cancel(body.decode())
-            elif kind == b"R":
-                self._reply(body)
-            elif kind == b"S":
-                self._jobs.put(None)
+            for data in messages:
+                kind, body = data[:1], data[1:]
+                if kind == b"J":
+                    self._jobs.put(body)
+                elif kind == b"C":
+                    self._cancel(body.decode())
+                elif kind == b"R":
+                    self._reply(body)
+                elif kind == b"S":
+                    self._jobs.put(None)
 
     def _cancel(self, attempt_id: str) -> None:
         with self._state_lock:

@@ -499,6 +499,120 @@ def test_killed_crashed_and_cancelled_workers_are_never_reused(harness: Harness)
     assert eventually(lambda: not alive(cancelled))  # retired, not kept
 
 
+# -- work functions pickled once -----------------------------------------------------------
+
+
+def jobs_posted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, int, int]]:
+    """Records the work part of every job sent to a worker: (flush, token, size of its bytes)."""
+    from actors import _process, _worker
+
+    posted: list[tuple[bool, int, int]] = []
+    post = _process._Worker.post
+
+    def spy(worker: Any, data: bytes) -> bool:
+        if data[:1] == b"J":
+            posted.append(_worker.WORK_HEADER.unpack_from(data.partition(b"\0")[2]))
+        return post(worker, data)
+
+    monkeypatch.setattr(_process._Worker, "post", spy)
+    return posted
+
+
+def returning(value: int) -> Callable[..., Any]:
+    """A new closure on each call: one name, one code, a value of its own."""
+
+    def work(brief: Brief, ctx: Context) -> tuple[int, int]:
+        import os
+
+        return value, os.getpid()
+
+    return work
+
+
+def test_a_warm_worker_gets_a_work_function_in_full_once_then_its_token(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    posted = jobs_posted(monkeypatch)
+    pids = {harness.run(W.pid).value for _ in range(3)}
+    assert len(pids) == 1
+    (flush, token, size), *later = posted
+    assert token and size > 0 and not flush
+    assert later == [(False, token, 0)] * 2
+
+
+def test_functions_with_one_name_or_a_closure_made_again_get_bytes_of_their_own(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    posted = jobs_posted(monkeypatch)
+    one, two = returning(1), returning(2)
+    assert one.__qualname__ == two.__qualname__
+    results = [harness.run(work).value for work in (one, two, one, returning(1), two)]
+    assert [value for value, _ in results] == [1, 2, 1, 1, 2]
+    assert len({pid for _, pid in results}) == 1  # one warm worker took them all
+    tokens = [token for _, token, _ in posted]
+    assert tokens[0] == tokens[2] and tokens[1] == tokens[4]
+    assert len({tokens[0], tokens[1], tokens[3]}) == 3  # the closure made again: a new token
+    assert [size > 0 for _, _, size in posted] == [True, True, False, True, False]
+
+
+def test_a_worker_told_to_forget_its_functions_gets_them_again(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from actors import _process
+
+    monkeypatch.setattr(_process, "_WORKS_KEPT", 2)
+    posted = jobs_posted(monkeypatch)
+    works = [returning(n) for n in range(3)]
+    results = [harness.run(work).value for work in (*works, works[0])]
+    assert [value for value, _ in results] == [0, 1, 2, 0]
+    assert len({pid for _, pid in results}) == 1
+    flushed_and_sent = [(flush, size > 0) for flush, _, size in posted]
+    assert flushed_and_sent == [(False, True), (False, True), (True, True), (False, True)]
+
+
+def test_work_that_fails_to_unpickle_in_the_child_fails_each_attempt_alike(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A module only the supervisor process has: the function goes by reference
+    # and fails to unpickle in the worker, each time.
+    import sys
+    import types
+
+    module = types.ModuleType("zeus_only_here")
+    exec("def work(brief, ctx):\n    return 'unreachable'\n", module.__dict__)
+    monkeypatch.setitem(sys.modules, "zeus_only_here", module)
+    posted = jobs_posted(monkeypatch)
+    first, second = harness.run(module.work), harness.run(module.work)
+    for finished in (first, second):
+        assert finished.outcome is AttemptOutcome.error
+        assert finished.error_type == "ModuleNotFoundError"
+        assert "could not be unpickled in the child process" in (finished.error or "")
+    assert first.pid == second.pid
+    assert [size > 0 for _, _, size in posted] == [True, False]
+
+
+def test_the_work_cache_keeps_a_function_while_it_lives_and_plain_functions_only() -> None:
+    import functools
+    import gc
+
+    from actors import _wire
+
+    cache = _wire.WorkCache()
+    work = returning(1)
+    token, data = cache.get(work)
+    assert token is not None and cache.get(work) == (token, data)
+    assert cache.get(returning(1))[0] not in {None, token}
+    del work
+    gc.collect()
+    assert len(cache) == 0
+    partial = functools.partial(returning(1))
+    assert cache.get(partial)[0] is None and len(cache) == 0
+    gen = (n for n in range(3))
+    with pytest.raises(_wire.CrossingError):
+        cache.get(lambda brief, ctx: next(gen))
+    assert len(cache) == 0
+
+
 def test_pid_start_time_names_the_worker_as_psutil_does(harness: Harness) -> None:
     handle, inbox = harness.start(W.pid)
     pid = inbox.finished().value
