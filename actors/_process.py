@@ -11,7 +11,10 @@ process was reaped.
 A warm attempt costs one message each way. The work function is pickled once
 per function object and sent in full once per worker, then named by a token
 (`_wire.WorkCache`); the brief goes as its pickling state; messages are framed
-on the pipes' fds directly (`_wire.write_frame`).
+on the pipes' fds directly (`_wire.write_frame`). Jobs go down a pipe of their
+own, read by the worker's main thread, which runs them: no hand-over between
+threads in the worker (cancels and delegation replies take a second pipe). A
+worker holds four fds here: those two pipes, the one back, its sentinel.
 
 Isolation guarantees:
 
@@ -144,18 +147,18 @@ class _Worker:
     in the pool; `dead` once its sentinel fired (it was reaped).
     """
 
-    def __init__(self, agent: str, process: Any, conn: Any, outbox: Any) -> None:
+    def __init__(self, agent: str, process: Any, conn: Any, jobs: Any, control: Any) -> None:
         self.agent = agent
         self.process = process
         # The Connections own the pipes' fds; only the fds are used (see `_wire.write_frame`).
         self.conn = conn  # what the worker sends (read here, by the hub; non-blocking)
-        self.outbox = outbox  # what is sent to the worker
+        self.jobs = jobs  # jobs and stop, read by the worker's main thread
+        self.control = control  # cancels and replies, read by its receiver thread
         self.reader = _wire.FrameReader(conn.fileno())
-        self.out_fd: int = outbox.fileno()
         self.pid: int = process.pid
         self.sentinel: int = process.sentinel
         self.start_time = process_start_time(self.pid)
-        self.send_lock = threading.Lock()  # one writer; the outbox closes under it
+        self.send_lock = threading.Lock()  # one writer; the pipes close under it
         self.attempt: ProcessChild | None = None
         self.session_key: str | None = None
         self.retiring = False  # told to stop, or being killed: never takes another attempt
@@ -183,16 +186,24 @@ class _Worker:
             self.works.add(token)
         return _WORK_HEADER.pack(flush, token, len(work)) + work
 
-    def post(self, data: bytes) -> bool:
-        """Send to the worker; False when it is gone."""
+    def post(self, data: bytes, *, job: bool = False) -> bool:
+        """Send to the worker (a job or stop: `job`); False when it is gone."""
+        pipe = self.jobs if job else self.control
         with self.send_lock:
-            if self.outbox.closed:
+            if pipe.closed:
                 return False
             try:
-                _wire.write_frame(self.out_fd, data)
+                _wire.write_frame(pipe.fileno(), data)
             except OSError:
                 return False
             return True
+
+    def close(self) -> None:
+        """Close its pipes (the hub, once it was reaped)."""
+        self.conn.close()
+        with self.send_lock:
+            self.jobs.close()
+            self.control.close()
 
 
 class ProcessChild:
@@ -316,7 +327,8 @@ class ProcessBackend:
             if closed:  # close() ran while this worker was starting
                 child.kill()
         # If the worker died meanwhile, the post fails and its sentinel reports a crash.
-        worker.post(b"J" + spec.attempt_id.encode() + b"\0" + worker.work_header(token, work) + job)
+        header = worker.work_header(token, work)
+        worker.post(b"J" + spec.attempt_id.encode() + b"\0" + header + job, job=True)
         return child
 
     def close(self) -> None:
@@ -396,24 +408,28 @@ class ProcessBackend:
         child.worker = worker
 
     def _spawn(self, agent: str) -> _Worker:
-        child_in, to_child = _CTX.Pipe(duplex=False)
+        jobs_in, to_jobs = _CTX.Pipe(duplex=False)
+        control_in, to_control = _CTX.Pipe(duplex=False)
         from_child, child_out = _CTX.Pipe(duplex=False)
         process = _WorkerProcess(
-            target=_worker.main, args=(child_in, child_out), name=f"zeus-{agent}", daemon=False
+            target=_worker.main,
+            args=(jobs_in, control_in, child_out),
+            name=f"zeus-{agent}",
+            daemon=False,
         )
         try:
             with _MP_LOCK:
                 _prepare_fork_server()
                 process.start()
         except BaseException:
-            from_child.close()
-            to_child.close()
+            for end in (from_child, to_jobs, to_control):
+                end.close()
             raise
         finally:
-            child_in.close()
-            child_out.close()
+            for end in (jobs_in, control_in, child_out):
+                end.close()
         os.set_blocking(from_child.fileno(), False)  # the hub reads what is there, never waits
-        return _Worker(agent, process, from_child, to_child)
+        return _Worker(agent, process, from_child, to_jobs, to_control)
 
     def _session_limit(self, spec: ChildSpec) -> int:
         return self._session_max if spec.session_max is None else spec.session_max
@@ -453,7 +469,7 @@ class ProcessBackend:
                 return
             worker.retiring = True
             self._pool.discard(worker.agent, worker)
-        worker.post(b"S")
+        worker.post(b"S", job=True)
         self._hub.call_later(self._retire_s, lambda: self._escalate(worker))
 
     def _start_command(self, spec: ChildSpec, send: Send) -> CommandChild:
@@ -600,9 +616,7 @@ class ProcessBackend:
         self._hub.unwatch(worker.sentinel)
         # Whatever the worker started dies with it (its group outlives it).
         signal_group(worker.pid, signal.SIGKILL, or_process=False)
-        worker.conn.close()
-        with worker.send_lock:
-            worker.outbox.close()
+        worker.close()
         with _MP_LOCK:
             worker.process.close()
         if finished is not None and child is not None:

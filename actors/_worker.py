@@ -4,15 +4,16 @@ The fork server imports this module once (it is preloaded), so every worker
 starts with it, and the `actors` modules it needs, already in memory; it
 imports nothing else.
 
-A worker serves attempts one at a time over its own pipe to the supervisor
+A worker serves attempts one at a time over its own pipes to the supervisor
 process, and stays up between them (a warm worker) until told to stop. Three
-threads: the main thread runs the work function; a receiver thread reads the
-pipe (jobs, cancel, delegation replies, stop); a heartbeat thread sends
-`Heartbeat(liveness=True)` with the current progress every
-`heartbeat_interval_s` while an attempt runs (the first one an interval after
-it starts). The receiver thread hands jobs to the main thread; the heartbeat
-thread is woken only when an attempt's first beat is due before it would look
-anyway, not for each attempt.
+threads: the main thread reads the jobs pipe (jobs, stop) and runs each job's
+work function; a receiver thread reads the control pipe (cancels, delegation
+replies), which an attempt may need while the main thread is busy with it; a
+heartbeat thread sends `Heartbeat(liveness=True)` with the current progress
+every `heartbeat_interval_s` while an attempt runs (the first one an interval
+after it starts). A job thus costs no hand-over between threads, and neither
+other thread wakes for it: the heartbeat thread is woken only when an attempt's
+first beat is due before it would look anyway.
 
 A work function arrives in full once per worker, with a token; later jobs
 carry the token alone and the worker runs the function it unpickled then (see
@@ -21,14 +22,17 @@ lives on across this worker's attempts.
 
 The wire, one message per `_wire.write_frame`, first byte for the kind:
 
-    parent -> child   J + attempt_id + NUL + job       run an attempt: `WORK_HEADER`, the
+    jobs pipe         J + attempt_id + NUL + job       run an attempt: `WORK_HEADER`, the
                                                        work function's bytes (or none: a
                                                        token it has), the rest (`_wire`)
-                      C + attempt_id                   cooperative cancel of that attempt
-                      R + request id (8 bytes) + reply a `ctx.delegate()` answer
                       S                                stop (sent only to an idle worker)
+    control pipe      C + attempt_id                   cooperative cancel of that attempt
+                      R + request id (8 bytes) + reply a `ctx.delegate()` answer
     child -> parent   `_wire.pack`ed Heartbeat, Partial, Charge, ToolCall, and last
                       Finished; or (`_wire.DELEGATE`, request id, brief)
+
+A cancel may overtake its job (another pipe): the worker keeps it until the job
+comes.
 """
 
 from __future__ import annotations
@@ -37,7 +41,6 @@ import contextlib
 import itertools
 import math
 import os
-import queue
 import signal
 import struct
 import sys
@@ -64,18 +67,20 @@ WORK_HEADER = struct.Struct("!?QI")
 _CLOCK = SystemClock()
 
 
-def main(inbox: Any, outbox: Any) -> NoReturn:
+def main(jobs: Any, control: Any, outbox: Any) -> NoReturn:
     """The worker process's target; ends the process with `os._exit`.
 
-    `inbox` and `outbox` are the read end of the supervisor's pipe to this
-    worker and the write end of its pipe back (two one-way pipes: a round trip
-    costs ~40 µs here, against ~60 µs on one socketpair).
+    `jobs` and `control` are the read ends of the supervisor's two pipes to this
+    worker (jobs and stop, read by the main thread; cancels and delegation
+    replies, read by the receiver thread), `outbox` the write end of its pipe
+    back (one-way pipes: a round trip costs ~40 µs here, against ~60 µs on one
+    socketpair).
     """
     # Its own session, hence its own process group, before anything else: the
     # supervisor signals the whole group, so what the agent code starts dies
     # with it; and a terminal's Ctrl-C reaches only the supervisor, which decides.
     os.setsid()
-    _Child(inbox, outbox).serve()
+    _Child(jobs, control, outbox).serve()
 
 
 class _Attempt:
@@ -94,10 +99,11 @@ class _Attempt:
 
 
 class _Child:
-    def __init__(self, inbox: Any, outbox: Any) -> None:
-        self._inbox = inbox  # the Connections own the fds; only their fds are used
-        self._outbox = outbox
-        self._reader = _wire.FrameReader(inbox.fileno())
+    def __init__(self, jobs: Any, control: Any, outbox: Any) -> None:
+        # The Connections own the fds; only their fds are used.
+        self._pipes = (jobs, control, outbox)
+        self._jobs = _wire.FrameReader(jobs.fileno())
+        self._control = _wire.FrameReader(control.fileno())
         self._out_fd: int = outbox.fileno()
         self._pid = os.getpid()
         self._send_lock = threading.Lock()  # one writer on the pipe at a time
@@ -108,7 +114,6 @@ class _Child:
         self._cancel_early: set[str] = set()  # cancels that overtook their job
         self._replies: dict[int, Callable[[Any], None]] = {}
         self._request_ids = itertools.count(1)
-        self._jobs: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         self._beat_event = threading.Event()  # wakes the heartbeat thread early
         self._beat_wake_at = math.inf  # when the heartbeat thread wakes up by itself
         self._session_key: str | None = None
@@ -123,10 +128,18 @@ class _Child:
     def serve(self) -> NoReturn:
         threading.Thread(target=self._receive, name="zeus-child-receiver", daemon=True).start()
         threading.Thread(target=self._beat, name="zeus-child-heartbeat", daemon=True).start()
-        while (job := self._jobs.get()) is not None:
-            attempt_id, _, payload = job.partition(b"\0")
-            self._run(attempt_id.decode(), payload)
-        _exit(0)
+        while True:
+            try:
+                messages = self._jobs.read()
+            except OSError:
+                messages = None
+            if messages is None:
+                _orphaned()
+            for data in messages:
+                if data[:1] == b"S":
+                    _exit(0)
+                attempt_id, _, payload = data[1:].partition(b"\0")
+                self._run(attempt_id.decode(), payload)
 
     def _run(self, attempt_id: str, payload: bytes) -> None:
         att = _Attempt(attempt_id)
@@ -334,21 +347,17 @@ class _Child:
     def _receive(self) -> None:
         while True:
             try:
-                messages = self._reader.read()
+                messages = self._control.read()
             except OSError:
                 messages = None
             if messages is None:
                 _orphaned()
             for data in messages:
                 kind, body = data[:1], data[1:]
-                if kind == b"J":
-                    self._jobs.put(body)
-                elif kind == b"C":
+                if kind == b"C":
                     self._cancel(body.decode())
                 elif kind == b"R":
                     self._reply(body)
-                elif kind == b"S":
-                    self._jobs.put(None)
 
     def _cancel(self, attempt_id: str) -> None:
         with self._state_lock:

@@ -509,10 +509,10 @@ def jobs_posted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, int, int]]:
     posted: list[tuple[bool, int, int]] = []
     post = _process._Worker.post
 
-    def spy(worker: Any, data: bytes) -> bool:
+    def spy(worker: Any, data: bytes, **kwargs: Any) -> bool:
         if data[:1] == b"J":
             posted.append(_worker.WORK_HEADER.unpack_from(data.partition(b"\0")[2]))
-        return post(worker, data)
+        return post(worker, data, **kwargs)
 
     monkeypatch.setattr(_process._Worker, "post", spy)
     return posted
