@@ -1,0 +1,47 @@
+"""Entrypoints: `pkg.module:attr.attr`, the work function an agent names, imported once."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["EntrypointError", "import_entrypoint"]
+
+_ENTRYPOINT = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+class EntrypointError(Exception):
+    """Why an entrypoint does not resolve (the caller adds file and key path)."""
+
+
+@functools.cache
+def import_entrypoint(spec: str) -> Callable[..., Any]:
+    """Import `pkg.module:attr.attr` once (failures are not cached: a fixed module can retry)."""
+    if not _ENTRYPOINT.fullmatch(spec):
+        raise EntrypointError(
+            f"found {spec!r}; allowed: 'pkg.module:function' (a module, a colon, a callable in it)"
+        )
+    module_name, _, attrs = spec.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 -- any import failure is reported as bad input
+        raise EntrypointError(
+            f"found {spec!r}, but module {module_name!r} does not import "
+            f"({type(exc).__name__}: {exc}); is it installed, or run from the project root?"
+        ) from None
+    for part in attrs.split("."):
+        if not hasattr(target, part):
+            raise EntrypointError(
+                f"found {spec!r}, but {getattr(target, '__name__', module_name)!r} has no "
+                f"attribute {part!r}"
+            )
+        target = getattr(target, part)
+    if not callable(target):
+        raise EntrypointError(
+            f"found {spec!r}, which is a {type(target).__name__}; allowed: a callable "
+            "(a work function taking a brief and a context)"
+        )
+    return target  # type: ignore[no-any-return]

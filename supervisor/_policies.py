@@ -1,0 +1,146 @@
+"""The policy models routing.yml is made of: frozen pydantic models, one per section.
+
+`supervisor.routing` re-exports them; the checks of a file and its dialects
+import them from here, so that none of them imports `routing`.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "AGENT_DEFAULT_KEYS",
+    "OWNER",
+    "AgentPolicy",
+    "Backoff",
+    "BudgetPolicy",
+    "Frozen",
+    "HeartbeatPolicy",
+    "IntensityPolicy",
+    "ResultPolicy",
+    "RetryOn",
+    "RetryPolicy",
+    "ShutdownPolicy",
+    "SupervisorPolicy",
+]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Backoff(StrEnum):
+    none = "none"
+    fixed = "fixed"
+    exponential = "exponential"
+
+
+class RetryOn(StrEnum):
+    transient = "transient"
+    timeout = "timeout"
+    stale = "stale"
+    crash = "crash"
+
+
+class RetryPolicy(Frozen):
+    max_retries: int = Field(default=0, ge=0, description="Retries on the same agent.")
+    backoff: Backoff = Backoff.exponential
+    initial_s: float = Field(default=1.0, ge=0, description="The first wait, in seconds.")
+    factor: float = Field(default=2.0, ge=1, description="Each wait is the last one times this.")
+    max_s: float = Field(default=30.0, gt=0, description="No wait is longer than this.")
+    # Fraction of each wait drawn at random, +/- (0.2 means 80%..120% of the wait).
+    jitter: float = Field(default=0.2, ge=0, le=1)
+    on: tuple[RetryOn, ...] = Field(
+        default=tuple(RetryOn), description="The attempt outcomes that are retried."
+    )
+
+
+class HeartbeatPolicy(Frozen):
+    # Invariant (checked when a file is loaded): stale_after_s > interval_s.
+    interval_s: float = Field(default=1.0, gt=0, description="Seconds between heartbeats.")
+    stale_after_s: float = Field(
+        default=10.0, gt=0, description="No progress for this long: the attempt is stale."
+    )
+
+
+class ShutdownPolicy(Frozen):
+    # Cooperative cancel -> grace_s -> SIGTERM -> term_s -> SIGKILL. 0 means "kill at once".
+    grace_s: float = Field(default=2.0, ge=0)
+    term_s: float = Field(default=0.5, ge=0)
+
+
+class BudgetPolicy(Frozen):
+    max_calls: int | None = Field(default=None, ge=0)
+    max_input_tokens: int | None = Field(default=None, ge=0)
+    max_output_tokens: int | None = Field(default=None, ge=0)
+    max_cost: float | None = Field(default=None, ge=0)
+
+
+class ResultPolicy(Frozen):
+    max_chars: int | None = Field(default=None, gt=0)
+    overflow: Literal["truncate", "artifact"] = "truncate"
+    schema_: str | None = Field(
+        default=None, alias="schema", description="A pydantic model, 'pkg.module:Model'."
+    )
+    artifact_dir: str | None = None
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class AgentPolicy(Frozen):
+    """One agent's effective policy (defaults already merged in)."""
+
+    role: str | None = None
+    kind: Literal["leaf", "orchestrator"] = Field(
+        default="leaf", description="Only orchestrators may delegate (ctx.delegate)."
+    )
+    timeout_s: float = Field(default=120.0, gt=0, description="Each attempt's deadline.")
+    retry: RetryPolicy = RetryPolicy()
+    fallback: str | None = Field(
+        default=None, description="An agent to try when retries are spent, or 'zeus' (the owner)."
+    )
+    partial_ok: bool = False
+    reasoning_effort: Literal["low", "medium", "high"] | None = None
+    session_max: int = Field(default=0, ge=0, description="Warm sessions kept for this agent.")
+    isolation: Literal["thread", "process"] = "thread"
+    heartbeat: HeartbeatPolicy = HeartbeatPolicy()
+    shutdown: ShutdownPolicy = ShutdownPolicy()
+    budget: BudgetPolicy = BudgetPolicy()
+    result: ResultPolicy = ResultPolicy()
+    retry_after_tool_calls: bool = False
+    read_only: bool = False
+    stateful: bool = False
+    review_by: str | None = Field(default=None, description="The agent that reviews a `task`.")
+    entrypoint: str | None = Field(default=None, description="The work function, 'pkg.module:fn'.")
+    command: tuple[str, ...] | None = Field(
+        default=None, min_length=1, description="A command agent: the program and its arguments."
+    )
+    can_delegate_to: tuple[str, ...] | None = None  # None: any agent
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_work_source(self) -> AgentPolicy:
+        if self.entrypoint is not None and self.command is not None:
+            raise ValueError("give either `entrypoint` or `command`, not both")
+        return self
+
+
+class IntensityPolicy(Frozen):
+    max_restarts: int = Field(default=20, ge=0)
+    within_s: float = Field(default=60.0, gt=0)
+
+
+class SupervisorPolicy(Frozen):
+    max_depth: int = Field(default=2, ge=1, description="Levels of delegation below the host.")
+    max_concurrent: int = Field(default=64, ge=1)
+    intensity: IntensityPolicy = IntensityPolicy()
+    budget: BudgetPolicy = BudgetPolicy()
+
+
+# The keys `defaults:` may set: all but those that belong to one agent.
+AGENT_DEFAULT_KEYS = set(AgentPolicy.model_fields) - {"entrypoint", "command", "metadata"}
+# `fallback: zeus` gives a failure back to the owner, so no agent may be called zeus.
+OWNER = "zeus"
