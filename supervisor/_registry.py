@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from supervisor.errors import RoutingError, SupervisorError
+from supervisor.errors import SupervisorError
 from supervisor.routing import AgentPolicy, Routing
 
 __all__ = ["Registry"]
@@ -43,10 +42,9 @@ class Registry:
             work = self._works.get(agent)
         if work is not None:
             return work
-        entrypoint = self.policy(agent).entrypoint
-        if entrypoint is None:
+        work = self.routing.resolve_work(agent)
+        if work is None:
             return None
-        work = _import(entrypoint)
         with self._lock:
             self._works.setdefault(agent, work)
         return work
@@ -56,16 +54,3 @@ class Registry:
         with self._lock:
             counter = self._counters.setdefault(agent, itertools.count(1))
             return f"{agent}-{next(counter)}"
-
-
-def _import(entrypoint: str) -> Callable[..., Any]:
-    module_name, _, attr = entrypoint.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise RoutingError(f"entrypoint {entrypoint!r} does not import: {exc}") from None
-    if not callable(target):
-        raise RoutingError(f"entrypoint {entrypoint!r} is not callable")
-    return target  # type: ignore[no-any-return]
