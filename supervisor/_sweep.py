@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from actors._osproc import process_start_time as _proc_start_time
 from supervisor._journal_tree import Attempt, Journal, Run
 
 __all__ = [
@@ -27,39 +28,18 @@ __all__ = [
     "sweep_targets",
 ]
 
-_boot_time: float | None = None
-
-
-def _linux_boot_time() -> float:
-    global _boot_time
-    if _boot_time is None:
-        for line in Path("/proc/stat").read_text().splitlines():
-            if line.startswith("btime "):
-                _boot_time = float(line.split()[1])
-                break
-        else:  # pragma: no cover - every Linux /proc/stat has btime
-            raise NotImplementedError("/proc/stat has no btime")
-    return _boot_time
-
 
 def process_start_time(pid: int) -> float | None:
     """When process `pid` started (epoch seconds), or None if it is not running.
 
     A zombie (dead, not yet reaped) counts as not running. Linux reads
-    `/proc/<pid>/stat` (field 22, the start in clock ticks after boot); elsewhere
-    psutil, when installed. Raises `NotImplementedError` when neither is there.
+    `/proc/<pid>/stat` (the reading the process backends record in the journal);
+    elsewhere psutil, when installed. Raises `NotImplementedError` when neither
+    is there.
     """
-    stat_path = Path(f"/proc/{pid}/stat")
     if Path("/proc/self/stat").exists():
-        try:
-            stat = stat_path.read_bytes().decode("utf-8", errors="replace")
-        except (FileNotFoundError, ProcessLookupError):
-            return None
-        # Field 2 (the command name) is in parentheses and may hold spaces or ")".
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] in ("Z", "X"):
-            return None
-        return _linux_boot_time() + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        started = _proc_start_time(pid)
+        return None if started is None or _dead(pid) else started
     try:
         import psutil
     except ImportError:
@@ -73,6 +53,16 @@ def process_start_time(pid: int) -> float | None:
         return float(process.create_time())
     except psutil.NoSuchProcess:
         return None
+
+
+def _dead(pid: int) -> bool:
+    """Linux: `pid` is gone, or a zombie (dead, its exit status not yet collected)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True
+    # Field 3, the state, follows the name in parentheses (which may hold spaces or ")").
+    return stat[stat.rindex(b")") + 2 :].split()[0] in (b"Z", b"X")
 
 
 class SweepAction(StrEnum):
