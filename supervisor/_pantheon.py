@@ -47,6 +47,32 @@ class Pantheon:
     ignored: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Kept:
+    """Fields with no meaning for supervision, kept in metadata; each says so in `ignored`.
+
+    A field of Pantheon's schema (`known`) is named once, in the summary `say`
+    adds; any other field is named where it stands.
+    """
+
+    known: tuple[str, ...]
+    out: Pantheon
+    seen: set[str] = field(default_factory=set)
+
+    def keep(self, into: dict[str, Any], key: Any, value: Any, at: KeyPath) -> None:
+        into[str(key)] = value
+        if key in self.known:
+            self.seen.add(key)
+        else:
+            self.out.ignored.append(f"{dotted((*at, str(key)))}: not in Pantheon's schema; "
+                                    "kept in metadata")
+
+    def say(self, where: str, note: str = "") -> None:
+        if self.seen:
+            names = [k for k in self.known if k in self.seen]
+            self.out.ignored.append(f"{where}.{{{', '.join(names)}}}: kept in metadata{note}")
+
+
 def from_pantheon(data: Mapping[str, Any], problems: Problems) -> Pantheon:
     out = Pantheon()
     native: dict[str, Any] = {"version": 1}
@@ -95,7 +121,7 @@ def _pantheon_agents(
     raw_agents = mapping_or_none(data, "agents", problems, "a mapping of agent name -> fields")
     agents: dict[str, dict[str, Any]] = {}
     counts: Counter[str] = Counter()
-    kept: set[str] = set()
+    kept = _Kept(_PANTHEON_AGENT_KEPT, out)
     for raw_name, raw in raw_agents.items():
         name = str(raw_name)
         at: KeyPath = ("agents", name)
@@ -122,12 +148,7 @@ def _pantheon_agents(
                 _pantheon_targets(value, at, agent, problems, out)
                 counts["targets"] += "can_delegate_to" in agent
             else:
-                metadata[str(key)] = value
-                if key in _PANTHEON_AGENT_KEPT:
-                    kept.add(key)
-                else:
-                    out.ignored.append(f"{dotted((*at, str(key)))}: not in Pantheon's schema; "
-                                       "kept in metadata")
+                kept.keep(metadata, key, value, at)
         if metadata:
             agent["metadata"] = metadata
         agents[name] = agent
@@ -140,9 +161,7 @@ def _pantheon_agents(
         out.mapped.append(
             f"agents.*.subagent_can_delegate_to -> can_delegate_to ({counts['targets']} agents)"
         )
-    if kept:
-        names = [k for k in _PANTHEON_AGENT_KEPT if k in kept]
-        out.ignored.append(f"agents.*.{{{', '.join(names)}}}: kept in metadata")
+    kept.say("agents.*")
     return agents
 
 
@@ -181,7 +200,7 @@ def _pantheon_delegation(
     first: dict[tuple[str, tuple[str, ...]], KeyPath] = {}
     counts: Counter[str] = Counter()
     handbacks: list[str] = []
-    kept: set[str] = set()
+    kept = _Kept(_PANTHEON_ENTRY_KEPT, out)
     for orchestrator, entries in ordered:
         at: KeyPath = ("delegation", str(orchestrator))
         if orchestrator != OWNER and orchestrator not in agents:
@@ -213,12 +232,7 @@ def _pantheon_delegation(
                 if key == "target":
                     continue
                 if key not in _PANTHEON_ENTRY_MAPPED:
-                    extras[str(key)] = value
-                    if key in _PANTHEON_ENTRY_KEPT:
-                        kept.add(key)
-                    else:
-                        out.ignored.append(f"{dotted((*here, str(key)))}: not in Pantheon's "
-                                           "schema; kept in metadata")
+                    kept.keep(extras, key, value, here)
                     continue
                 converted = _pantheon_value(key, value, (*here, key), problems)
                 if converted is _SKIP:
@@ -244,10 +258,7 @@ def _pantheon_delegation(
             unit = " (ms)" if key == "timeout" else ""
             out.mapped.append(f"delegation.*[].{key}{unit} -> {'.'.join(dest)} "
                               f"({counts[key]} agents)")
-    if kept:
-        names = [k for k in _PANTHEON_ENTRY_KEPT if k in kept]
-        out.ignored.append(f"delegation.*[].{{{', '.join(names)}}}: kept in metadata "
-                           "(under `delegation`)")
+    kept.say("delegation.*[]", " (under `delegation`)")
     if handbacks:
         shown = ", ".join(handbacks[:3]) + (", ..." if len(handbacks) > 3 else "")
         out.ignored.append(f"{len(handbacks)} entries that hand back to zeus ({shown}): "
