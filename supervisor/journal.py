@@ -75,7 +75,9 @@ def parse_line(line: str) -> Event:
     return event
 
 
-def _parse_all(text: str) -> tuple[list[tuple[int, Event]], list[str]]:
+def _read_numbered(path: str | Path) -> tuple[list[tuple[int, Event]], list[str]]:
+    """Each event of a journal file with its line number, and notes about the lines skipped."""
+    text = Path(path).read_bytes().decode("utf-8", errors="replace")
     events: list[tuple[int, Event]] = []
     notes: list[str] = []
     lines = text.split("\n")
@@ -97,15 +99,13 @@ def read_events(path: str | Path) -> tuple[list[Event], list[str]]:
 
     Raises `OSError` (e.g. `FileNotFoundError`) when the file cannot be read.
     """
-    text = Path(path).read_bytes().decode("utf-8", errors="replace")
-    numbered, notes = _parse_all(text)
+    numbered, notes = _read_numbered(path)
     return [event for _, event in numbered], notes
 
 
 def load(path: str | Path) -> Journal:
     """Read a journal file and rebuild its runs and trees."""
-    text = Path(path).read_bytes().decode("utf-8", errors="replace")
-    numbered, notes = _parse_all(text)
+    numbered, notes = _read_numbered(path)
     journal = Journal(notes=notes)
     for number, event in numbered:
         journal.apply(event, line=number)
