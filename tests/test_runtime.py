@@ -499,3 +499,46 @@ def test_stop_cancels_and_settles_everything_open(
     assert [h.result(0).status for h in handles] == [Status.cancelled] * 3
     assert recorder.names()[-1] == "zeus.stopped"
     assert len(recorder.named("delegation.settled")) == 3
+
+
+def test_a_thread_session_keeps_its_state_across_briefs(make_zeus: ZeusFactory) -> None:
+    def counter(brief: Brief, ctx: Context) -> int:
+        ctx.session["n"] = ctx.session.get("n", 0) + 1
+        return int(ctx.session["n"])
+
+    zeus = make_zeus({"h": {"session_max": 1}}, works={"h": counter})
+    same = [zeus.dispatch(Brief(agent="h", scope="s", session="h-1")).result(10).output
+            for _ in range(3)]
+    other = zeus.dispatch(Brief(agent="h", scope="s", session="h-2")).result(10).output
+    again = zeus.dispatch(Brief(agent="h", scope="s", session="h-1")).result(10).output
+    assert same == [1, 2, 3]
+    assert other == 1
+    assert again == 1  # session_max 1: h-2 evicted h-1 (least recently used)
+
+
+def test_a_stateful_performer_gets_one_follow_up_then_settles_blocked(
+    make_zeus: ZeusFactory, recorder: Recorder
+) -> None:
+    def unlucky(brief: Brief, ctx: Context) -> None:
+        raise TransientError(f"lost the connection on attempt {ctx.attempt}")
+
+    zeus = make_zeus(
+        {"hermes": {"stateful": True, "retry": {"max_retries": 3, "backoff": "none"},
+                    "fallback": "talos"}, "talos": {}},
+        works={"hermes": unlucky, "talos": ok},
+    )
+    summary = zeus.dispatch(Brief(agent="hermes", scope="s", session="hermes-1")).result(10)
+    assert summary.status is Status.blocked
+    assert [a.agent for a in summary.attempts] == ["hermes", "hermes"]  # never replaced
+    assert recorder.named("retry.scheduled")[0]["follow_up"] is True
+    assert summary.error is not None and "follow-up" in summary.error
+
+
+def test_fallback_zeus_gives_the_failure_back_to_the_owner(make_zeus: ZeusFactory) -> None:
+    def down(brief: Brief, ctx: Context) -> None:
+        raise TransientError("down")
+
+    zeus = make_zeus({"themis": {"fallback": "zeus"}}, works={"themis": down})
+    summary = zeus.dispatch(Brief(agent="themis", scope="review")).result(10)
+    assert summary.status is Status.failed
+    assert summary.error is not None and "returned to the owner" in summary.error
