@@ -299,36 +299,45 @@ class ProcessBackend:
             job = self._job(spec)
         except _wire.CrossingError as exc:
             return self._refuse(child, str(exc), AttemptOutcome.error, "CrossingError")
-        with self._lock:
-            if self._closed:
-                worker = None
-            else:
-                worker = self._take_warm(spec)
+        head = b"J" + spec.attempt_id.encode() + b"\0"
+        while True:
+            with self._lock:
+                worker = None if self._closed else self._take_warm(spec)
                 if worker is not None:
                     self._bind(worker, child)
-        if worker is None:
-            if self._closed:
-                return self._refuse(child, "the process backend is closed", AttemptOutcome.error)
-            try:
-                worker = self._spawn(spec.agent)
-            except Exception as exc:  # noqa: BLE001 - no fds, no memory, no fork server
-                return self._refuse(
-                    child,
-                    f"could not start a child process: {type(exc).__name__}: {exc}",
-                    AttemptOutcome.crash,
-                    type(exc).__name__,
-                )
+            if worker is None:
+                break
+            if worker.post(head + worker.work_header(token, work) + job, job=True):
+                return child
+            # The worker died while idle (its sentinel not yet handled): the job
+            # never reached it, so the attempt may go to another worker.
             with self._lock:
-                self._workers.add(worker)
-                self._bind(worker, child)
-                closed = self._closed
-            self._hub.watch(worker.conn, lambda: self._on_readable(worker))
-            self._hub.watch(worker.sentinel, lambda: self._on_sentinel(worker))
-            if closed:  # close() ran while this worker was starting
-                child.kill()
+                if child.finished or child.kill_t is not None or child.cancel_t is not None:
+                    return child  # the hub reports it with the worker's death
+                worker.retiring = True
+                worker.attempt = None
+                child.worker = None
+        if self._closed:
+            return self._refuse(child, "the process backend is closed", AttemptOutcome.error)
+        try:
+            worker = self._spawn(spec.agent)
+        except Exception as exc:  # noqa: BLE001 - no fds, no memory, no fork server
+            return self._refuse(
+                child,
+                f"could not start a child process: {type(exc).__name__}: {exc}",
+                AttemptOutcome.crash,
+                type(exc).__name__,
+            )
+        with self._lock:
+            self._workers.add(worker)
+            self._bind(worker, child)
+            closed = self._closed
+        self._hub.watch(worker.conn, lambda: self._on_readable(worker))
+        self._hub.watch(worker.sentinel, lambda: self._on_sentinel(worker))
+        if closed:  # close() ran while this worker was starting
+            child.kill()
         # If the worker died meanwhile, the post fails and its sentinel reports a crash.
-        header = worker.work_header(token, work)
-        worker.post(b"J" + spec.attempt_id.encode() + b"\0" + header + job, job=True)
+        worker.post(head + worker.work_header(token, work) + job, job=True)
         return child
 
     def close(self) -> None:
@@ -395,9 +404,15 @@ class ProcessBackend:
         return child
 
     def _take_warm(self, spec: ChildSpec) -> _Worker | None:
-        """Called with the lock held."""
+        """Called with the lock held.
+
+        One that died while idle may come out: its sentinel is not looked at
+        here (a system call, hence a hand-over of the GIL to the hub thread, on
+        every attempt); posting the job to it fails instead, and `start()` takes
+        another.
+        """
         while (worker := self._pool.take(spec.agent, spec.session_key)) is not None:
-            if not worker.dead and not worker.retiring and not _ready(worker.sentinel):
+            if not worker.dead and not worker.retiring:
                 return worker
         return None
 

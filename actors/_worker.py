@@ -38,6 +38,7 @@ comes.
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import math
 import os
@@ -80,6 +81,9 @@ def main(jobs: Any, control: Any, outbox: Any) -> NoReturn:
     # supervisor signals the whole group, so what the agent code starts dies
     # with it; and a terminal's Ctrl-C reaches only the supervisor, which decides.
     os.setsid()
+    # What the fork server loaded is there for good: the collector need not
+    # look at it again (each pass over it would also copy its pages).
+    gc.freeze()
     _Child(jobs, control, outbox).serve()
 
 

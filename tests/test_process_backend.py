@@ -499,6 +499,25 @@ def test_killed_crashed_and_cancelled_workers_are_never_reused(harness: Harness)
     assert eventually(lambda: not alive(cancelled))  # retired, not kept
 
 
+def test_an_idle_worker_that_died_unnoticed_is_passed_over_for_a_new_one(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import select
+
+    idle = harness.run(W.pid).value
+    (sentinel,) = [w.sentinel for w in harness.backend._workers if w.pid == idle]
+    # The hub does not get to the dead worker's sentinel until the attempt is placed.
+    real = harness.backend._on_sentinel
+    monkeypatch.setattr(harness.backend, "_on_sentinel", lambda worker: time.sleep(0.001))
+    os.kill(idle, signal.SIGKILL)
+    # Reaped, all its threads gone (a zombie's threads may still hold its pipes).
+    assert eventually(lambda: bool(select.select([sentinel], [], [], 0)[0]))
+    finished = harness.run(W.pid)
+    assert finished.outcome is AttemptOutcome.completed
+    assert finished.value not in {idle, None}
+    monkeypatch.setattr(harness.backend, "_on_sentinel", real)
+
+
 # -- work functions pickled once -----------------------------------------------------------
 
 
