@@ -232,6 +232,7 @@ def loads(data: bytes | memoryview) -> Any:
 
 _LENGTH = struct.Struct("!Q")
 _SMALL = 1 << 16  # a message up to this size goes with its header in one write
+_MOST = 1 << 20  # the most one read asks for (a pipe holds 64 KiB by default)
 
 
 def write_frame(fd: int, data: bytes) -> None:
@@ -272,7 +273,7 @@ class FrameReader:
         None at end of file: the writer is gone. Raises what `os.read` raises
         (`BlockingIOError` for a non-blocking fd with nothing to read).
         """
-        chunk = os.read(self._fd, max(_SMALL, self._need - len(self._buffer)))
+        chunk = os.read(self._fd, min(max(_SMALL, self._need - len(self._buffer)), _MOST))
         if not chunk:
             return None
         buffer = self._buffer
@@ -284,15 +285,16 @@ class FrameReader:
         buffer += chunk
         messages = []
         start = 0
-        while len(buffer) - start >= _LENGTH.size:
-            (size,) = _LENGTH.unpack_from(buffer, start)
-            end = start + _LENGTH.size + size
-            if end > len(buffer):
-                self._need = end - start
-                break
-            messages.append(bytes(buffer[start + _LENGTH.size : end]))
-            start = end
-        else:
-            self._need = _LENGTH.size
+        with memoryview(buffer) as view:
+            while len(buffer) - start >= _LENGTH.size:
+                (size,) = _LENGTH.unpack_from(buffer, start)
+                end = start + _LENGTH.size + size
+                if end > len(buffer):
+                    self._need = end - start
+                    break
+                messages.append(bytes(view[start + _LENGTH.size : end]))
+                start = end
+            else:
+                self._need = _LENGTH.size
         del buffer[:start]
         return messages

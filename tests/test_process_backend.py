@@ -321,6 +321,31 @@ def test_the_child_sends_liveness_heartbeats_with_its_progress(harness: Harness)
     assert finished.outcome is AttemptOutcome.completed and finished.value == "stopped"
 
 
+@pytest.mark.realtime
+def test_a_warm_worker_beats_for_each_attempt_after_a_quick_one_or_a_long_idle(
+    harness: Harness,
+) -> None:
+    # The heartbeat thread is not woken per attempt: after an attempt it sleeps
+    # an interval, then, the worker still idle, until an attempt needs it.
+    def busy(brief: Brief, ctx: Context) -> int:
+        import os
+        import time
+
+        while not ctx.cancelled:  # reports nothing: only the heartbeat thread beats
+            time.sleep(0.01)
+        return os.getpid()
+
+    pid = harness.run(W.pid, heartbeat_interval_s=0.05).value
+    for idle_s in (0.0, 0.3):
+        time.sleep(idle_s)
+        handle, inbox = harness.start(busy, heartbeat_interval_s=0.05)
+        beat = inbox.wait_for(Heartbeat)
+        assert beat.liveness and beat.attempt_id == handle.attempt_id
+        handle.cancel()
+        assert inbox.finished().value == pid
+        pid = harness.run(W.pid, heartbeat_interval_s=0.05).value  # a fresh worker each round
+
+
 def test_cancel_sets_the_child_contexts_cancel_event(harness: Harness) -> None:
     def work(brief: Brief, ctx: Context) -> None:
         ctx.partial("waiting")
@@ -630,6 +655,48 @@ def test_the_work_cache_keeps_a_function_while_it_lives_and_plain_functions_only
     with pytest.raises(_wire.CrossingError):
         cache.get(lambda brief, ctx: next(gen))
     assert len(cache) == 0
+
+
+def test_messages_are_framed_whole_whatever_the_reads_cut() -> None:
+    from actors import _wire
+
+    sizes = [0, 1, 7, 100, 4000, 70_000, 300_000, 3_000_000, 5]
+    messages = [os.urandom(size) for size in sizes]
+    read_fd, write_fd = os.pipe()
+
+    def write() -> None:
+        for message in messages:
+            _wire.write_frame(write_fd, message)
+        os.close(write_fd)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    reader, got = _wire.FrameReader(read_fd), []
+    while (batch := reader.read()) is not None:
+        got.extend(batch)
+    writer.join()
+    os.close(read_fd)
+    assert got == messages
+
+    # A non-blocking reader handed the bytes a few at a time.
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    reader, got = _wire.FrameReader(read_fd), []
+    stream = b"".join(len(m).to_bytes(8, "big") + m for m in messages[:6])
+    for i in range(0, len(stream), 997):
+        os.write(write_fd, stream[i : i + 997])
+        with contextlib.suppress(BlockingIOError):
+            while (batch := reader.read()) is not None:
+                got.extend(batch)
+    os.close(read_fd)
+    os.close(write_fd)
+    assert got == messages[:6]
+
+
+def test_a_large_result_comes_back_whole(harness: Harness) -> None:
+    finished = harness.run(lambda brief, ctx: bytes(range(256)) * 40_000)
+    assert finished.outcome is AttemptOutcome.completed
+    assert finished.value == bytes(range(256)) * 40_000
 
 
 def test_pid_start_time_names_the_worker_as_psutil_does(harness: Harness) -> None:
