@@ -77,6 +77,9 @@ __all__ = ["ZeusActor"]
 class ZeusActor(pykka.ThreadingActor):
     """The root supervisor. All methods run in the actor's own thread."""
 
+    # A host that forgets `zeus.stop()` must still be able to exit.
+    use_daemon_thread = True
+
     def __init__(
         self,
         *,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from actors import AttemptOutcome, Status
-from supervisor.routing import AgentPolicy, RetryOn
+from supervisor.routing import OWNER, AgentPolicy, RetryOn
 
 __all__ = [
     "Fallback",
@@ -124,6 +124,13 @@ def decide_next(
     final = Settle(Status.timed_out, timeout_kind=kind) if kind else Settle(Status.failed)
     if outcome is AttemptOutcome.error:
         return final  # permanent: no retry, no fallback
+    restart = _restart(outcome, policy, retries_used, visited)
+    if isinstance(restart, Settle):
+        return Settle(restart.status if restart.status is Status.blocked else final.status,
+                      kind, restart.reason)
+    if restart is None:
+        return final
+    # A restart would follow; two things forbid it.
     if side_effects and not policy.retry_after_tool_calls:
         return _with_reason(final, "the attempt ran tools with side effects; not restarted "
                             "(set retry_after_tool_calls to allow it)")
@@ -134,19 +141,27 @@ def decide_next(
             reason="the previous attempt's thread is still running and the agent is not "
             "read_only: a new attempt would be a second writer",
         )
+    return restart
+
+
+def _restart(
+    outcome: AttemptOutcome, policy: AgentPolicy, retries_used: int, visited: Sequence[str]
+) -> Retry | Fallback | Settle | None:
+    """The restart the policy asks for after a failed attempt, if any (a Settle says why not)."""
     if policy.stateful:
         # A stateful performer is never replaced: one follow-up in its session, then blocked.
         if retries_used == 0:
             return Retry(1, follow_up=True)
-        return Settle(Status.blocked, timeout_kind=kind,
+        return Settle(Status.blocked,
                       reason="the stateful performer failed again after its one follow-up")
     if RetryOn(outcome.value) in policy.retry.on and retries_used < policy.retry.max_retries:
         return Retry(retries_used + 1)
-    if policy.fallback == "zeus":
-        return _with_reason(final, "retries spent; fallback is zeus: returned to the owner")
+    if policy.fallback == OWNER:
+        return Settle(Status.failed,
+                      reason="retries spent; fallback is zeus: returned to the owner")
     if policy.fallback is not None and policy.fallback not in visited:
         return Fallback(policy.fallback)
-    return final
+    return None
 
 
 def _with_reason(step: Settle, reason: str) -> Settle:

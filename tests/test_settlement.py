@@ -122,3 +122,12 @@ def test_a_stateful_performer_gets_one_follow_up_then_blocks() -> None:
     assert _next(O.crash, policy) == Retry(1, follow_up=True)
     step = _next(O.crash, policy, retries_used=1)
     assert isinstance(step, Settle) and step.status is Status.blocked
+
+
+def test_a_fenced_writer_with_nothing_to_restart_settles_by_its_outcome() -> None:
+    no_restart = AgentPolicy()  # no retries, no fallback
+    assert _next(O.timeout, no_restart, fenced_writer=True) == Settle(Status.timed_out, "deadline")
+
+
+def test_side_effects_name_no_reason_when_no_restart_was_due() -> None:
+    assert _next(O.crash, AgentPolicy(), side_effects=True) == Settle(Status.failed)
