@@ -155,6 +155,9 @@ class _Worker:
         self.jobs = jobs  # jobs and stop, read by the worker's main thread
         self.control = control  # cancels and replies, read by its receiver thread
         self.reader = _wire.FrameReader(conn.fileno())
+        self.jobs_fd: int = jobs.fileno()
+        self.control_fd: int = control.fileno()
+        self.closed = False  # its pipes (under `send_lock`)
         self.pid: int = process.pid
         self.sentinel: int = process.sentinel
         self.start_time = process_start_time(self.pid)
@@ -188,12 +191,11 @@ class _Worker:
 
     def post(self, data: bytes, *, job: bool = False) -> bool:
         """Send to the worker (a job or stop: `job`); False when it is gone."""
-        pipe = self.jobs if job else self.control
         with self.send_lock:
-            if pipe.closed:
+            if self.closed:
                 return False
             try:
-                _wire.write_frame(pipe.fileno(), data)
+                _wire.write_frame(self.jobs_fd if job else self.control_fd, data)
             except OSError:
                 return False
             return True
@@ -202,6 +204,7 @@ class _Worker:
         """Close its pipes (the hub, once it was reaped)."""
         self.conn.close()
         with self.send_lock:
+            self.closed = True
             self.jobs.close()
             self.control.close()
 
@@ -536,8 +539,7 @@ class ProcessBackend:
                 self._on_message(worker, data)
 
     def _on_message(self, worker: _Worker, data: bytes) -> None:
-        with self._lock:
-            child = worker.attempt
+        child = worker.attempt  # one read; `_on_finished` looks again under the lock
         if child is None:
             return
         try:
