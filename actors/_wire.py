@@ -30,7 +30,6 @@ import operator
 import os
 import pickle
 import struct
-import threading
 import types
 import weakref
 from typing import Any
@@ -185,11 +184,14 @@ class WorkCache:
     callable (a `functools.partial`, an object with `__call__`, whose state may
     change between dispatches) is pickled on every dispatch and has no token.
     A function that cannot be pickled is not kept: each dispatch raises
-    `CrossingError` again. Thread-safe.
+    `CrossingError` again.
+
+    Thread-safe without a lock (each step is one operation on a dict or a
+    counter): an entry goes from a weak reference's callback, which may run
+    whenever the collector runs, so a lock here could be taken twice by one thread.
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._tokens = itertools.count(1)
         # id(function) -> (weak reference to it, token, bytes)
         self._entries: dict[int, tuple[weakref.ref[Any], int, bytes]] = {}
@@ -203,21 +205,22 @@ class WorkCache:
         if entry is not None and entry[0]() is work:
             return entry[1], entry[2]
         data = dumps_work(work, what)
-        with self._lock:
-            token = next(self._tokens)
-            ref = weakref.ref(work, functools.partial(self._forget, key, token))
-            self._entries[key] = (ref, token, data)
+        token = next(self._tokens)
+        ref = weakref.ref(work, functools.partial(self._forget, key, token))
+        self._entries[key] = (ref, token, data)
         return token, data
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def _forget(self, key: int, token: int, _: object = None) -> None:
-        """The function died: drop its entry (unless a newer function took its id since)."""
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry[1] == token:
-                del self._entries[key]
+        """The function is being freed: drop its entry, unless another took its id since.
+
+        (None can while this runs: the id is freed after the callbacks.)
+        """
+        entry = self._entries.get(key)
+        if entry is not None and entry[1] == token:
+            self._entries.pop(key, None)
 
 
 def loads(data: bytes | memoryview) -> Any:
