@@ -280,14 +280,19 @@ class ProcessBackend:
         _LIVE.add(self)
 
     def prestart(self) -> None:
-        """Start the fork server now, so that the first child does not wait for its imports.
+        """Start the fork server now and wait until it is ready to fork workers.
 
-        The first `start()` otherwise blocks until the fork server has imported
-        `actors` (about 0.5 s here); call this when the host starts.
+        Called from the host's thread when Zeus starts. Otherwise the first
+        `start()` would block Zeus's mailbox until the fork server has imported
+        `actors` (about 0.5 s here): one child that does nothing is forked and
+        reaped, which returns only once the server is ready.
         """
         with _MP_LOCK:
             _prepare_fork_server()
             forkserver.ensure_running()
+            probe = _WorkerProcess(target=_worker.ready, name="zeus-ready", daemon=False)
+            probe.start()
+        probe.join()
 
     # -- Zeus's thread ---------------------------------------------------------------
     def start(self, spec: ChildSpec, send: Send) -> ProcessChild | CommandChild:

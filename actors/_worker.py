@@ -68,6 +68,10 @@ WORK_HEADER = struct.Struct("!?QI")
 _CLOCK = SystemClock()
 
 
+def ready() -> None:
+    """A child that does nothing: forking one proves the fork server has finished its imports."""
+
+
 def main(jobs: Any, control: Any, outbox: Any) -> NoReturn:
     """The worker process's target; ends the process with `os._exit`.
 

@@ -57,7 +57,7 @@ def hang_with_grandchild(brief: Brief, ctx: Context) -> None:
 
 def test_a_hung_child_is_killed_at_its_deadline_with_its_grandchild(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
-    r = routing(hang={"timeout_s": 1.0})
+    r = routing(hang={"timeout_s": 3.0})  # room for a loaded machine to start the child
     events: list[dict[str, Any]] = []
     with Zeus.start(r, agents={"hang": hang_with_grandchild}, log=events.append) as zeus:
         started = time.monotonic()
@@ -68,7 +68,7 @@ def test_a_hung_child_is_killed_at_its_deadline_with_its_grandchild(tmp_path: Pa
     assert attempt.killed in ("terminate", "kill")
     assert attempt.pid is not None and wait_gone(attempt.pid)
     assert wait_gone(int(pidfile.read_text()))  # the grandchild died with its group
-    assert 1.0 <= elapsed < 6.0
+    assert 3.0 <= elapsed < 10.0
     killed = [e for e in events if e["event"] == "attempt.killed"]
     assert killed and killed[0]["how"] == attempt.killed and killed[0]["latency_s"] < 2.0
 

@@ -25,7 +25,7 @@ def test_a_thread_that_stops_reporting_goes_stale_on_the_real_clock() -> None:
         summary = zeus.dispatch(Brief(agent="q", scope="s")).result(10)
         elapsed = time.monotonic() - started
     assert (summary.status, summary.timeout_kind) == (Status.timed_out, "stale")
-    assert 0.3 <= elapsed < 3.0
+    assert 0.3 <= elapsed < 10.0
 
 
 def test_a_thread_deaf_to_cancel_is_fenced_after_grace_and_zeus_stops_anyway() -> None:
@@ -44,11 +44,11 @@ def test_a_thread_deaf_to_cancel_is_fenced_after_grace_and_zeus_stops_anyway() -
         elapsed = time.monotonic() - started
         assert summary.status is Status.timed_out
         assert summary.attempts[0].fenced
-        assert 0.4 <= elapsed < 3.0
+        assert 0.4 <= elapsed < 10.0
         assert zeus.tree()["abandoned_threads"] == 1
         stop_started = time.monotonic()
         zeus.stop(timeout=2)
-        assert time.monotonic() - stop_started < 3.0
+        assert time.monotonic() - stop_started < 5.0
     finally:
         release.set()
         zeus.stop(timeout=2)
