@@ -244,6 +244,13 @@ def hung(brief: Brief, ctx: Context) -> None:
     time.sleep(1000)
 
 
+def deaf_to_sigterm(brief: Brief, ctx: Context) -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(1000)
+
+
 def dies(brief: Brief, ctx: Context) -> None:
     import os
 
@@ -259,11 +266,15 @@ def bench_process_through_zeus(rows: list[Row]) -> None:
     r = Routing.from_dict({"version": 1, "agents": {
         "hung": {"isolation": "process", "timeout_s": 0.2, "shutdown": {"grace_s": 0}},
         "dies": {"isolation": "process"},
+        "deaf": {"isolation": "process", "timeout_s": 1.0,  # time to import and ignore
+                 "shutdown": {"grace_s": 0, "term_s": 0.1}},
     }})
     events: list[dict[str, Any]] = []
-    kill, crash = [], []
+    kill: list[float] = []
+    crash: list[float] = []
+    deaf: list[float] = []
     with tempfile.TemporaryDirectory() as tmp, Zeus.start(
-        r, agents={"hung": hung, "dies": dies}, log=events.append
+        r, agents={"hung": hung, "dies": dies, "deaf": deaf_to_sigterm}, log=events.append
     ) as zeus:
         for i in range(15):
             handle = zeus.dispatch(Brief(agent="hung", scope=str(i)))
@@ -279,6 +290,17 @@ def bench_process_through_zeus(rows: list[Row]) -> None:
             settled = next(e["ts"] for e in events if e["event"] == "delegation.settled"
                            and e["delegation_id"] == handle.id)
             crash.append(settled - float(open(stamp).read()))  # noqa: SIM115
+        for i in range(5):
+            handle = zeus.dispatch(Brief(agent="deaf", scope=str(i)))
+            summary = handle.result(10)
+            assert summary.attempts[0].killed == "kill", summary.attempts[0]
+            mine = [e for e in events if e["delegation_id"] == handle.id]
+            due = next(e["ts"] for e in mine if e["event"] == "attempt.timed_out")
+            settled = next(e["ts"] for e in mine if e["event"] == "delegation.settled")
+            deaf.append(settled - due)
+    rows.append(Row("Zeus: child ignoring SIGTERM, deadline to settled (p50)",
+                    statistics.median(deaf) * 1e3, 100.0, "ms", "term_s (0.1 s)",
+                    "ratio<=1.5", note="the ladder: SIGTERM, term_s, SIGKILL"))
     rows.append(Row("Zeus: hung process child, deadline to settled (p50)",
                     statistics.median(kill) * 1e3, None, "ms", target="value<=20",
                     note="grace_s 0: SIGTERM at once"))
