@@ -31,6 +31,7 @@ from rich.text import Text
 from actors import AttemptOutcome, Brief, Status, Summary
 from supervisor.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console, print_table
 from supervisor.commands.dispatch import load_routing
+from supervisor.commands.run import print_tree_and_summaries
 from supervisor.errors import SupervisorError
 from supervisor.handle import Handle
 from supervisor.live import LiveTree, open_journal
@@ -328,14 +329,7 @@ def _demo(routing: Routing, journal: IO[str], log: Path, workdir: Path) -> int:
                 handles.append(handle)
             summaries = [h.result() for h in handles]
     took = time.monotonic() - started
-    if not out.is_terminal:
-        out.print()
-    live.print_tree()
-    for summary in summaries:
-        out.print()
-        if out.is_terminal:
-            out.rule(Text(f"{summary.id}: {summary.status.value}"), align="left")
-        out.print(Text(summary.render()), soft_wrap=True)
+    print_tree_and_summaries(live, summaries)
     rows, failures = [], 0
     for s, summary in zip(plan, summaries, strict=True):
         problem = (

@@ -228,8 +228,8 @@ def _run(plan: Plan, routing: Routing, journal: IO[str] | None, *, as_json: bool
     return EXIT_OK if all(s.ok for s in summaries) else EXIT_INCOMPLETE
 
 
-def print_report(live: LiveTree, summaries: list[Summary]) -> None:
-    """The final tree, then each summary block, then one line of totals."""
+def print_tree_and_summaries(live: LiveTree, summaries: list[Summary]) -> None:
+    """The final tree, then each summary block."""
     out = console()
     if not out.is_terminal:
         out.print()
@@ -239,6 +239,12 @@ def print_report(live: LiveTree, summaries: list[Summary]) -> None:
         if out.is_terminal:
             out.rule(Text(f"{summary.id}: {summary.status.value}"), align="left")
         out.print(Text(summary.render()), soft_wrap=True)
+
+
+def print_report(live: LiveTree, summaries: list[Summary]) -> None:
+    """The final tree, then each summary block, then one line of totals."""
+    print_tree_and_summaries(live, summaries)
+    out = console()
     done = sum(s.ok for s in summaries)
     out.print()
     out.print(Text(f"{done} of {len(summaries)} delegation(s) completed"), soft_wrap=True)
