@@ -277,6 +277,7 @@ class ProcessBackend:
         self._workers: set[_Worker] = set()
         self._commands: set[CommandChild] = set()
         self._closed = False
+        self._ready = False  # prestart() done
         _LIVE.add(self)
 
     def prestart(self) -> None:
@@ -287,12 +288,15 @@ class ProcessBackend:
         `actors` (about 0.5 s here): one child that does nothing is forked and
         reaped, which returns only once the server is ready.
         """
+        if self._ready:
+            return
         with _MP_LOCK:
             _prepare_fork_server()
             forkserver.ensure_running()
             probe = _WorkerProcess(target=_worker.ready, name="zeus-ready", daemon=False)
             probe.start()
         probe.join()
+        self._ready = True
 
     # -- Zeus's thread ---------------------------------------------------------------
     def start(self, spec: ChildSpec, send: Send) -> ProcessChild | CommandChild:

@@ -101,8 +101,16 @@ class Zeus:
     def register(
         self, agent: str, work: Callable[..., Any], policy: AgentPolicy | None = None
     ) -> None:
-        """Use `work(brief, ctx)` for `agent` (its routing policy, or the defaults)."""
+        """Use `work(brief, ctx)` for `agent` (its routing policy, or the defaults).
+
+        Registering a process agent readies the process backend here, in the host's
+        thread, so that its first attempt does not hold up Zeus's mailbox.
+        """
         self._registry.register(agent, work, policy)
+        if self._registry.policy(agent).isolation == "process":
+            backend = self._backends.get("process")
+            if isinstance(backend, ProcessBackend):
+                backend.prestart()
 
     @property
     def routing(self) -> Routing:
