@@ -194,6 +194,8 @@ class ZeusActor(pykka.ThreadingActor):
         elif parent is not None and parent.cancel_requested:
             d.cancel_requested = True
             self._settle(d, Settle(Status.cancelled, reason="its parent was cancelled"))
+        # max_concurrent queues the host's delegations; a nested one never waits behind
+        # them (its parent holds a slot already, and would deadlock waiting for it).
         elif d.depth > 1 or self._running_roots < self._registry.routing.supervisor.max_concurrent:
             self._start(d)
         else:
