@@ -64,6 +64,15 @@ def _text(value: Any) -> str:
 _PYTHON_NAMES = ("python", "python3")
 
 
+def _interruptible() -> None:
+    """Runs in the forked child before exec: SIGINT back to its default action.
+
+    An ignored signal survives exec, and a supervisor started as a background job
+    ignores SIGINT; the command must still hear its cooperative cancel.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def command_argv(spec: ChildSpec) -> list[str]:
     """`spec.command` with its placeholders replaced, each within its own argument.
 
@@ -144,6 +153,7 @@ class CommandChild:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                preexec_fn=_interruptible,
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             self.fail(

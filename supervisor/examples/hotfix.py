@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -81,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="linger S seconds per file (for demos of a slow hotfix)",
     )
     args = parser.parse_args(argv)
+    # SIGINT is the cooperative cancel: hear it even if it came in ignored (a background job).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     scope = args.scope.strip()
     if not scope:
         print(
