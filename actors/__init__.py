@@ -10,6 +10,7 @@ from actors._command import CommandChild
 from actors._context import Context
 from actors._errors import Cancelled, DelegationRefused, TransientError
 from actors._models import AttemptOutcome, AttemptRecord, Brief, Report, Status, Summary, Usage
+from actors._osproc import process_start_time
 from actors._process import ProcessBackend, ProcessChild
 from actors._protocol import (
     Charge,
@@ -57,5 +58,6 @@ __all__ = [
     "Usage",
     "WorkFunction",
     "classify_exception",
+    "process_start_time",
     "run_work",
 ]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from actors._osproc import process_start_time as _proc_start_time
+from actors import process_start_time as _proc_start_time
 from supervisor._journal_tree import Attempt, Journal, Run
 
 __all__ = [
