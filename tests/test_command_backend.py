@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import signal
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import psutil
 import pytest
 
 from actors import (
@@ -23,8 +21,7 @@ from actors import (
     SystemClock,
 )
 from actors._command import command_argv
-
-WAIT_S = 20.0  # a safety bound on waits, never the thing asserted
+from tests._support import Inbox, alive, eventually
 
 
 def spec(command: tuple[str, ...], **overrides: Any) -> ChildSpec:
@@ -43,35 +40,6 @@ def spec(command: tuple[str, ...], **overrides: Any) -> ChildSpec:
     }
     fields.update(overrides)
     return ChildSpec(**fields)
-
-
-class Inbox:
-    """A collecting `send`: every message in order, and an event when `Finished` arrives."""
-
-    def __init__(self) -> None:
-        self.messages: list[object] = []
-        self._cond = threading.Condition()
-
-    def __call__(self, message: object) -> None:
-        with self._cond:
-            self.messages.append(message)
-            self._cond.notify_all()
-
-    def wait_for(self, kind: type, timeout: float = WAIT_S) -> Any:
-        with self._cond:
-            ok = self._cond.wait_for(
-                lambda: any(isinstance(m, kind) for m in self.messages), timeout
-            )
-            assert ok, f"no {kind.__name__} within {timeout}s: {self.messages}"
-            return next(m for m in self.messages if isinstance(m, kind))
-
-    def finished(self) -> Finished:
-        result: Finished = self.wait_for(Finished)
-        return result
-
-    def of(self, kind: type) -> list[Any]:
-        with self._cond:
-            return [m for m in self.messages if isinstance(m, kind)]
 
 
 Run = Callable[..., tuple[CommandChild, Inbox]]
@@ -93,25 +61,6 @@ def run() -> Iterator[Run]:
     backend.close()
     for inbox in inboxes:
         assert len(inbox.of(Finished)) == 1, inbox.messages
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def eventually(condition: Callable[[], bool], timeout: float = WAIT_S) -> bool:
-    """Poll `condition` until it holds (a bound, not a sleep asserted on)."""
-    import time
-
-    end = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 # -- the command line (no process) -------------------------------------------------------

@@ -38,43 +38,9 @@ from actors import (
     Summary,
     SystemClock,
 )
+from tests._support import WAIT_S, Inbox, alive, eventually
 
 pytestmark = pytest.mark.process
-
-WAIT_S = 20.0  # a safety bound on waits, never the thing asserted
-
-
-class Inbox:
-    """A collecting `send`: every message in order, and an event when `Finished` arrives."""
-
-    def __init__(self) -> None:
-        self.messages: list[object] = []
-        self.finished_event = threading.Event()
-        self._cond = threading.Condition()
-
-    def __call__(self, message: object) -> None:
-        with self._cond:
-            self.messages.append(message)
-            self._cond.notify_all()
-        if isinstance(message, Finished):
-            self.finished_event.set()
-
-    def finished(self, timeout: float = WAIT_S) -> Finished:
-        assert self.finished_event.wait(timeout), f"no Finished within {timeout}s: {self.messages}"
-        return next(m for m in self.messages if isinstance(m, Finished))
-
-    def wait_for(self, kind: type, timeout: float = WAIT_S) -> Any:
-        with self._cond:
-            ok = self._cond.wait_for(
-                lambda: any(isinstance(m, kind) for m in self.messages), timeout
-            )
-            assert ok, f"no {kind.__name__} within {timeout}s: {self.messages}"
-            return next(m for m in self.messages if isinstance(m, kind))
-
-    def of(self, kind: type) -> list[Any]:
-        with self._cond:
-            return [m for m in self.messages if isinstance(m, kind)]
-
 
 class Harness:
     """One backend, the inboxes of its attempts, and a spec factory."""
@@ -122,23 +88,6 @@ def harness() -> Iterator[Harness]:
     h.backend.close()
     for inbox in h.inboxes:  # exactly one Finished per attempt, even after close()
         assert len(inbox.of(Finished)) == 1, inbox.messages
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def eventually(condition: Callable[[], bool], timeout: float = WAIT_S) -> bool:
-    """Poll `condition` until it holds (a bound, not a sleep asserted on)."""
-    end = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def infrastructure() -> set[int]:

@@ -18,6 +18,7 @@ import pytest
 
 from actors import Brief, Context, Status, TransientError
 from supervisor import Routing, Zeus
+from tests._support import alive
 
 pytestmark = [pytest.mark.process, pytest.mark.realtime]
 
@@ -30,13 +31,6 @@ def routing(**agents: dict[str, Any]) -> Routing:
         "supervisor": {"max_concurrent": 100},
         "agents": {name: {"isolation": "process", **FAST_STOP, **p} for name, p in agents.items()},
     })
-
-
-def alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def wait_gone(pid: int, within: float = 5.0) -> bool:

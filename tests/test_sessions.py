@@ -11,9 +11,7 @@ import pytest
 
 from actors import AttemptOutcome, Brief, ChildSpec, Context, Finished, ProcessBackend, SystemClock
 from actors._pool import WarmPool
-
-WAIT_S = 20.0  # a safety bound on waits, never the thing asserted
-
+from tests._support import WAIT_S, eventually
 
 # -- the pool (no process) ---------------------------------------------------------------
 
@@ -64,18 +62,6 @@ def test_discard_forgets_a_worker() -> None:
 
 
 # -- sessions in real workers ------------------------------------------------------------
-
-
-def eventually(condition: Callable[[], bool], timeout: float = WAIT_S) -> bool:
-    """Poll `condition` until it holds (a bound, not a sleep asserted on)."""
-    import time
-
-    end = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 @pytest.fixture
