@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
     from supervisor.zeus import Zeus
 
 __all__ = ["GroupHandle", "Handle", "Settled"]
+
+_log = logging.getLogger("supervisor")
 
 
 class Settled:
@@ -36,7 +39,7 @@ class Settled:
             callbacks, self._callbacks = self._callbacks, []
         self._event.set()
         for callback in callbacks:
-            callback(summary)
+            _call(callback, summary)
         return True
 
     def add_callback(self, callback: Callable[[Summary], None]) -> None:
@@ -46,7 +49,7 @@ class Settled:
                 self._callbacks.append(callback)
                 return
             summary = self.summary
-        callback(summary)
+        _call(callback, summary)
 
     def wait(self, timeout: float | None) -> Summary:
         if not self._event.wait(timeout):
@@ -63,6 +66,14 @@ class Settled:
     def wait_done(self, timeout: float | None) -> bool:
         """Wait up to `timeout` seconds; True once settled."""
         return self._event.wait(timeout)
+
+
+def _call(callback: Callable[[Summary], None], summary: Summary) -> None:
+    """Run a done-callback; its failure is the host's bug, logged, never Zeus's end."""
+    try:
+        callback(summary)
+    except Exception:  # noqa: BLE001 - any failure of host code, logged
+        _log.exception("a done-callback of %s raised; Zeus goes on", summary.id)
 
 
 class Handle:
@@ -88,7 +99,11 @@ class Handle:
         self._zeus.cancel(self.id, reason=reason)
 
     def add_done_callback(self, callback: Callable[[Summary], None]) -> None:
-        """Call `callback(summary)` once settled, in Zeus's thread (or at once if settled)."""
+        """Call `callback(summary)` once settled, in Zeus's thread (or at once if settled).
+
+        It runs inside Zeus's mailbox: keep it quick and hand real work to another
+        thread. An exception it raises is logged and changes nothing.
+        """
         self._settled.add_callback(callback)
 
     def __await__(self) -> Generator[Any, None, Summary]:

@@ -542,3 +542,20 @@ def test_fallback_zeus_gives_the_failure_back_to_the_owner(make_zeus: ZeusFactor
     summary = zeus.dispatch(Brief(agent="themis", scope="review")).result(10)
     assert summary.status is Status.failed
     assert summary.error is not None and "returned to the owner" in summary.error
+
+
+def test_a_done_callback_that_raises_changes_nothing_for_zeus(
+    make_zeus: ZeusFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    zeus = make_zeus(supervisor={"max_concurrent": 1}, works={"echo": ok})
+
+    def broken(summary: Any) -> None:
+        raise RuntimeError("host bug")
+
+    with zeus.held():  # the callback is in place before Zeus settles anything
+        first = zeus.dispatch(Brief(agent="echo", scope="first"))
+        queued = zeus.dispatch(Brief(agent="echo", scope="queued behind it"))
+        first.add_done_callback(broken)
+    assert first.result(10).status is Status.completed
+    assert queued.result(10).status is Status.completed  # the queue still moved on
+    assert "host bug" in caplog.text
