@@ -11,6 +11,7 @@ configuration instead.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,8 @@ import structlog
 from supervisor.errors import SupervisorError
 
 __all__ = ["EventLog", "LogTarget"]
+
+_log = logging.getLogger("supervisor")
 
 
 class _LoggerLike(Protocol):
@@ -90,6 +93,7 @@ class EventLog:
                 context_class=dict,
                 cache_logger_on_first_use=True,
             )
+        self.failures = 0  # events that could not be written
         self.enabled = any(x is not None for x in (self._journal, self._host, self._sink))
 
     def emit(
@@ -112,12 +116,17 @@ class EventLog:
             "agent": agent,
             **fields,
         }
-        if self._logger is not None:
-            self._logger.info(event, **record)
-        if self._host is not None:
-            self._host.info(event, **record)
-        if self._sink is not None:
-            self._sink({"event": event, **record})
+        try:
+            if self._logger is not None:
+                self._logger.info(event, **record)
+            if self._host is not None:
+                self._host.info(event, **record)
+            if self._sink is not None:
+                self._sink({"event": event, **record})
+        except Exception:  # noqa: BLE001 - a full disk or a broken sink never stops a decision
+            self.failures += 1
+            if self.failures == 1:
+                _log.exception("the event log failed on %s; events that fail are dropped", event)
 
     def close(self) -> None:
         if self._journal is not None:

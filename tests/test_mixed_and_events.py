@@ -202,3 +202,15 @@ def test_the_dispatched_event_carries_the_briefs_overrides(
     (dispatched,) = recorder.named("delegation.dispatched")
     assert dispatched["timeout_s"] == 5
     assert (dispatched["policy"]["timeout_s"], dispatched["policy"]["partial_ok"]) == (5, False)
+
+
+def test_a_log_sink_that_fails_never_stops_a_settlement(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken_sink(event: dict[str, Any]) -> None:
+        raise OSError("No space left on device")
+
+    with Zeus.start(agents={"m": mixed}, log=broken_sink) as zeus:
+        summary = zeus.dispatch(Brief(agent="m", scope="ok:1")).result(10)
+    assert summary.status is Status.completed
+    assert "No space left on device" in caplog.text
