@@ -32,6 +32,7 @@ from actors import (
     Partial,
     Report,
     Status,
+    Summary,
     Timer,
     ToolCall,
     Usage,
@@ -717,7 +718,15 @@ class ZeusActor(pykka.ThreadingActor):
         elif d.depth == 1:
             self._running_roots -= 1
         d.state = "settled"
-        summary = build_summary(d, step, value, self._clock.now())
+        try:
+            summary = build_summary(d, step, value, self._clock.now())
+        except Exception as exc:  # noqa: BLE001 - a delegation settles exactly once, whatever
+            summary = Summary(
+                id=d.id, agent=d.agent, scope=d.brief.scope,
+                status=Status.cancelled if d.cancel_requested else step.status,
+                attempts=list(d.attempts), usage=d.usage,
+                error=f"its summary could not be built: {type(exc).__name__}: {exc}",
+            )
         self._open.pop(d.id, None)
         self._settled_count += 1
         self._emit("delegation.settled", d, None, status=summary.status.value,

@@ -21,6 +21,7 @@ class ShapedResult:
     truncated_chars: int = 0
     artifact: str | None = None
     schema_error: str | None = None
+    note: str | None = None  # what went wrong while shaping (kept among the summary's risks)
 
 
 def truncate(text: str, max_chars: int) -> tuple[str, int]:
@@ -52,16 +53,19 @@ def shape_result(
     text = output if isinstance(output, str) else json.dumps(output, default=str)
     if len(text) <= policy.max_chars:
         return ShapedResult(output, schema_error=schema_error)
-    artifact = None
+    artifact = note = None
     if policy.overflow == "artifact":
         folder = Path(policy.artifact_dir) if policy.artifact_dir else artifact_dir
         folder = folder or Path(".zeus") / "artifacts"
-        folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"{delegation_id}.txt"
-        path.write_text(text, encoding="utf-8")
-        artifact = str(path)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            artifact = str(path)
+        except OSError as exc:  # the output is still truncated; the summary says why
+            note = f"the full output could not be written to {path}: {exc.strerror or exc}"
     shaped, omitted = truncate(text, policy.max_chars)
-    return ShapedResult(shaped, omitted, artifact, schema_error)
+    return ShapedResult(shaped, omitted, artifact, schema_error, note)
 
 
 def _check_schema(output: Any, schema: str) -> str | None:

@@ -118,6 +118,8 @@ def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summar
         validation.append(f"review {d.review.id}: {why}")
         findings += [f"review: {f}" for f in d.review.findings]
         risks += [f"review: {r}" for r in d.review.risks]
+    if shaped.note:
+        risks.append(shaped.note)
     if d.partials_dropped:
         risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS})")
     return Summary(

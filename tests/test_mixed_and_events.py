@@ -214,3 +214,23 @@ def test_a_log_sink_that_fails_never_stops_a_settlement(
         summary = zeus.dispatch(Brief(agent="m", scope="ok:1")).result(10)
     assert summary.status is Status.completed
     assert "No space left on device" in caplog.text
+
+
+def test_an_artifact_that_cannot_be_written_still_settles_truncated(
+    make_zeus: ZeusFactory, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file-not-a-dir"
+    blocker.write_text("x")
+
+    def long_output(brief: Brief, ctx: Context) -> str:
+        return "z" * 500
+
+    zeus = make_zeus(
+        {"a": {"result": {"max_chars": 100, "overflow": "artifact",
+                          "artifact_dir": str(blocker / "sub")}}},
+        works={"a": long_output},
+    )
+    summary = zeus.dispatch(Brief(agent="a", scope="s")).result(10)
+    assert summary.status is Status.completed
+    assert summary.artifact is None and len(summary.output) <= 100
+    assert any("could not be written" in r for r in summary.risks)
