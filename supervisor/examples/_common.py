@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "SKIP_DIRS",
@@ -53,6 +54,33 @@ def default_roots() -> list[Path]:
     except ImportError:  # pragma: no cover - actors ships with supervisor
         pass
     return roots
+
+
+def roots_from_inputs(raw: Any) -> tuple[list[Path], dict[str, Any]]:
+    """The paths a brief's `inputs` names, and its options (when inputs is a mapping).
+
+    `inputs` may be a path, a list of paths, a mapping with `paths` or `root` (and
+    options), or None for the default roots. A path that does not exist is refused.
+    """
+    opts: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    if isinstance(raw, str | Path):
+        roots = [Path(raw)]
+    elif isinstance(raw, list | tuple):
+        roots = [Path(p) for p in raw]
+    elif "paths" in opts:
+        roots = [Path(p) for p in opts["paths"]]
+    elif "root" in opts:
+        roots = [Path(opts["root"])]
+    elif raw is None or isinstance(raw, dict):
+        roots = default_roots()
+    else:
+        raise ValueError(
+            f"inputs must be a path, a list of paths or a dict, not {type(raw).__name__}"
+        )
+    missing = [str(p) for p in roots if not p.exists()]
+    if missing:
+        raise ValueError(f"no such file or directory: {', '.join(missing)}; give an existing root")
+    return roots, opts
 
 
 def walk_files(

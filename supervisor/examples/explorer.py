@@ -18,10 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from actors import Brief, Context, Report
-from supervisor.examples._common import default_roots, estimate_tokens, price, walk_files
+from supervisor.examples._common import estimate_tokens, price, roots_from_inputs, walk_files
 
 __all__ = ["explore", "pattern_for"]
 
@@ -68,29 +67,7 @@ class _Options:
 
 
 def _options(brief: Brief) -> _Options:
-    raw: Any = brief.inputs
-    opts: dict[str, Any] = {}
-    if raw is None:
-        paths = default_roots()
-    elif isinstance(raw, str | Path):
-        paths = [Path(raw)]
-    elif isinstance(raw, list | tuple):
-        paths = [Path(p) for p in raw]
-    elif isinstance(raw, dict):
-        opts = raw
-        if "paths" in raw:
-            paths = [Path(p) for p in raw["paths"]]
-        elif "root" in raw:
-            paths = [Path(raw["root"])]
-        else:
-            paths = default_roots()
-    else:
-        raise ValueError(
-            f"inputs must be a path, a list of paths or a dict, not {type(raw).__name__}"
-        )
-    missing = [str(p) for p in paths if not p.exists()]
-    if missing:
-        raise ValueError(f"no such file or directory: {', '.join(missing)}; give an existing root")
+    paths, opts = roots_from_inputs(brief.inputs)
     source = opts.get("pattern") or pattern_for(brief.scope)
     try:
         pattern = re.compile(source, re.IGNORECASE)

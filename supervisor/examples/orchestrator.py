@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from actors import Brief, Context, DelegationRefused, Report, Status
-from supervisor.examples._common import SKIP_DIRS, default_roots, price
+from supervisor.examples._common import SKIP_DIRS, price, roots_from_inputs
 from supervisor.examples.explorer import pattern_for
 
 __all__ = ["orchestrate", "split"]
@@ -56,23 +55,7 @@ def _label(part: list[Path]) -> str:
 
 def orchestrate(brief: Brief, ctx: Context) -> Report:
     """Delegate one explorer per directory and merge their findings."""
-    raw: Any = brief.inputs
-    opts: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    if isinstance(raw, str | Path):
-        roots = [Path(raw)]
-    elif isinstance(raw, list | tuple):
-        roots = [Path(p) for p in raw]
-    elif "paths" in opts or "root" in opts:
-        roots = [Path(p) for p in opts.get("paths", [opts.get("root")])]
-    elif raw is None or isinstance(raw, dict):
-        roots = default_roots()
-    else:
-        raise ValueError(
-            f"inputs must be a path, a list of paths or a dict, not {type(raw).__name__}"
-        )
-    missing = [str(p) for p in roots if not p.exists()]
-    if missing:
-        raise ValueError(f"no such file or directory: {', '.join(missing)}")
+    roots, opts = roots_from_inputs(brief.inputs)
     pattern = opts.get("pattern") or pattern_for(brief.scope)
     re.compile(pattern)  # a bad regex fails here, once, not in every explorer
     agent = str(opts.get("agent", "apollo"))
