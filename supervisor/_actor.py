@@ -532,7 +532,6 @@ class ZeusActor(pykka.ThreadingActor):
             killed=killed,
         )
         d.attempts.append(record)
-        d.last_outcome = outcome
         if record.error is not None:
             d.last_error = record.error
             d.last_traceback = finished.traceback if finished is not None else None

@@ -85,7 +85,6 @@ class Delegation:
     backoff_timer: Timer | None = None
     last_error: str | None = None
     last_traceback: str | None = None
-    last_outcome: AttemptOutcome | None = None
     group: Group | None = None
     restart_pending: str | None = None  # why a group restart stops the current attempt
     performed: Any = None  # a task's performer result, while its review runs
