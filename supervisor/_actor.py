@@ -441,10 +441,7 @@ class ZeusActor(pykka.ThreadingActor):
         a.stopping_since = now
         # What this attempt delegated has lost its purpose: cancel it now, so that a
         # parent blocked in `ctx.delegate()` gets its answer and can stop.
-        for child_id in list(d.children):
-            child = self._open.get(child_id)
-            if child is not None:
-                self._cancel(child, f"the attempt that delegated it ({a.id}) is stopping")
+        self._cancel_children(d, f"the attempt that delegated it ({a.id}) is stopping")
         assert a.child is not None
         a.child.cancel()
         grace = a.policy.shutdown.grace_s
@@ -541,10 +538,7 @@ class ZeusActor(pykka.ThreadingActor):
             self._emit("attempt.failed", d, a, outcome=outcome.value, error=record.error,
                        duration_s=record.duration_s)
         # An attempt's own children lose their owner with it.
-        for child_id in list(d.children):
-            child = self._open.get(child_id)
-            if child is not None:
-                self._cancel(child, "the attempt that delegated it ended")
+        self._cancel_children(d, "the attempt that delegated it ended")
         if d.forced is not None and not d.cancel_requested:
             self._settle(d, d.forced)
             return
@@ -688,16 +682,20 @@ class ZeusActor(pykka.ThreadingActor):
             return  # unknown or already settled: a no-op
         self._cancel(d, msg.reason or "cancelled by its owner")
 
+    def _cancel_children(self, d: Delegation, reason: str) -> None:
+        """Cancel whatever `d` delegated that is still open."""
+        for child_id in list(d.children):
+            child = self._open.get(child_id)
+            if child is not None:
+                self._cancel(child, reason)
+
     def _cancel(self, d: Delegation, reason: str) -> None:
         if d.cancel_requested or d.state == "settled":
             return
         d.cancel_requested = True
         d.cancel_reason = reason
         self._emit("delegation.cancel_requested", d, d.current, reason=reason)
-        for child_id in list(d.children):
-            child = self._open.get(child_id)
-            if child is not None:
-                self._cancel(child, f"its parent {d.id} was cancelled")
+        self._cancel_children(d, f"its parent {d.id} was cancelled")
         if d.current is not None:
             self._request_stop(d, d.current, AttemptOutcome.cancelled)
         else:
@@ -733,10 +731,7 @@ class ZeusActor(pykka.ThreadingActor):
                    timeout_kind=summary.timeout_kind,
                    error=(summary.error or "").split("\n")[0] or None)
         d.settled.set(summary)
-        for child_id in d.children:
-            child = self._open.get(child_id)
-            if child is not None:
-                self._cancel(child, f"its parent {d.id} settled")
+        self._cancel_children(d, f"its parent {d.id} settled")
         self._fill_slots()
 
     def _fill_slots(self) -> None:
