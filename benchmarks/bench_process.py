@@ -29,7 +29,10 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 
 import multiprocess
 
-from actors import Brief, ChildSpec, Context, Finished, Partial, ProcessBackend, SystemClock
+from actors import Brief, Context
+from actors.backends import ChildSpec, ProcessBackend
+from actors.clock import SystemClock
+from actors.protocol import Finished, Partial
 from benchmarks._table import Row, report
 
 CTX = multiprocess.get_context("forkserver")

@@ -1,6 +1,8 @@
 """Zeus: an Erlang/OTP-style supervision tree for AI-agent delegations."""
 
 from actors import Brief, Report, Status, Summary, Usage
+from supervisor.core.handle import GroupHandle, Handle
+from supervisor.core.zeus import Zeus
 from supervisor.errors import (
     DelegationRefused,
     RoutingError,
@@ -8,9 +10,7 @@ from supervisor.errors import (
     UnknownAgent,
     ZeusStopped,
 )
-from supervisor.handle import GroupHandle, Handle
 from supervisor.routing import AgentPolicy, Routing
-from supervisor.zeus import Zeus
 
 __version__ = "0.1.0"
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import psutil
 
-from actors import Finished
+from actors.protocol import Finished
 
 WAIT_S = 20.0  # a safety bound on waits, never the thing asserted
 

@@ -3,44 +3,16 @@
 from __future__ import annotations
 
 import random
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from actors import FakeClock
+from actors.clock import FakeClock
 from supervisor import Routing, Zeus
+from supervisor.testing import EventRecorder
 
-
-class Recorder:
-    """Collects events (called from Zeus's thread) and lets a test wait for one."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self._cond = threading.Condition()
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        with self._cond:
-            self.events.append(event)
-            self._cond.notify_all()
-
-    def named(self, name: str) -> list[dict[str, Any]]:
-        with self._cond:
-            return [e for e in self.events if e["event"] == name]
-
-    def wait_for(self, name: str, count: int = 1, timeout: float = 10.0) -> list[dict[str, Any]]:
-        """Block until `count` events called `name` arrived (a safety bound, not an assertion)."""
-        with self._cond:
-            ok = self._cond.wait_for(
-                lambda: sum(e["event"] == name for e in self.events) >= count, timeout
-            )
-        assert ok, f"no {count} x {name} within {timeout}s; saw {[e['event'] for e in self.events]}"
-        return self.named(name)
-
-    def names(self) -> list[str]:
-        with self._cond:
-            return [e["event"] for e in self.events]
+Recorder = EventRecorder
 
 
 @pytest.fixture

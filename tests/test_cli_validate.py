@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from supervisor import __version__
-from supervisor.cli import COMMANDS, build_parser, main
-from supervisor.commands import EXIT_BAD_INPUT, EXIT_OK
+from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK
+from supervisor.cli.main import COMMANDS, build_parser, main
 
 ROOT = Path(__file__).resolve().parent.parent
 PANTHEON = ROOT / "tests" / "fixtures" / "pantheon_routing.yml"

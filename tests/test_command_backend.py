@@ -9,18 +9,11 @@ from typing import Any
 
 import pytest
 
-from actors import (
-    AttemptOutcome,
-    Brief,
-    ChildSpec,
-    CommandChild,
-    Finished,
-    Heartbeat,
-    Partial,
-    ProcessBackend,
-    SystemClock,
-)
-from actors._command import command_argv
+from actors import AttemptOutcome, Brief
+from actors.backends import ChildSpec, CommandChild, ProcessBackend
+from actors.backends.command import command_argv
+from actors.clock import SystemClock
+from actors.protocol import Finished, Heartbeat, Partial
 from tests._support import Inbox, alive, eventually
 
 

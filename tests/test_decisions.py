@@ -6,12 +6,13 @@ import random
 
 import pytest
 
-from actors import AttemptOutcome, Cancelled, TransientError, Usage, classify_exception
-from supervisor._backoff import backoff_delay
-from supervisor._budget import budget_overrun
-from supervisor._intensity import RestartWindow
-from supervisor._stale import ProgressWatch
+from actors import AttemptOutcome, Cancelled, TransientError, Usage
+from actors.run import classify_exception
 from supervisor.routing import BudgetPolicy, IntensityPolicy, RetryPolicy
+from supervisor.rules.backoff import backoff_delay
+from supervisor.rules.budget import budget_overrun
+from supervisor.rules.intensity import RestartWindow
+from supervisor.rules.stale import ProgressWatch
 
 # -- backoff ---------------------------------------------------------------------------
 

@@ -10,10 +10,10 @@ import pytest
 
 from supervisor import Routing
 from supervisor import journal as jr
-from supervisor.cli import main
-from supervisor.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK
-from supervisor.commands.demo import DEMO_AGENTS, demo_routing, scenarios
-from supervisor.zeus import DEFAULT_ROUTING
+from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK
+from supervisor.cli.commands.demo import DEMO_AGENTS, demo_routing, scenarios
+from supervisor.cli.main import main
+from supervisor.routing import DEFAULT_ROUTING
 
 BOXES = set("─│┌┐└┘├┤┬┴┼━┃╭╮╰╯█░")
 

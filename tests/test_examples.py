@@ -15,20 +15,10 @@ from typing import Any
 import pytest
 
 import actors
-from actors import (
-    AttemptOutcome,
-    Brief,
-    Cancelled,
-    Charge,
-    Context,
-    DelegateRequest,
-    Heartbeat,
-    Partial,
-    Status,
-    Summary,
-    ToolCall,
-    TransientError,
-)
+from actors import AttemptOutcome, Brief, Cancelled, Context, Status, Summary, TransientError
+from actors.clock import FakeClock
+from actors.protocol import Charge, DelegateRequest, Heartbeat, Partial, ToolCall
+from actors.run import run_work
 from supervisor.examples import explorer, faulty, hotfix, implementer, orchestrator, reviewer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +61,7 @@ def context(
         attempt=attempt,
         attempt_id=f"{brief.agent}-1-a{attempt}",
         deadline=1e9,
-        clock=actors.FakeClock(),
+        clock=FakeClock(),
         send=outbox,
         cancel_event=outbox.cancel,
         heartbeat_interval_s=0.0,
@@ -581,8 +571,8 @@ def test_implementer_refuses_a_file_outside_its_workdir(tmp_path: Path) -> None:
 def test_flaky_fails_transiently_on_its_first_attempt_and_succeeds_on_the_next() -> None:
     brief = Brief(agent="flaky", scope="x")
 
-    first = actors.run_work(faulty.flaky, brief, context(brief, attempt=1))
-    second = actors.run_work(faulty.flaky, brief, context(brief, attempt=2))
+    first = run_work(faulty.flaky, brief, context(brief, attempt=1))
+    second = run_work(faulty.flaky, brief, context(brief, attempt=2))
 
     assert first.outcome is AttemptOutcome.transient
     assert second.outcome is AttemptOutcome.completed

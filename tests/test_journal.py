@@ -19,8 +19,8 @@ import pytest
 from rich.console import Console
 
 from supervisor import journal as jr
-from supervisor.cli import main
-from supervisor.commands import tree as tree_cmd
+from supervisor.cli.commands import tree as tree_cmd
+from supervisor.cli.main import main
 
 T0 = 1_700_000_000.0
 

@@ -1,33 +1,124 @@
-"""The two halves: `actors` runs, `supervisor` decides; `actors` never imports `supervisor`."""
+"""The layers: `actors` runs, `supervisor` decides; inside each, imports run one way (down).
+
+cli, integrations -> supervisor (the host's names), testing -> core -> rules ->
+routing, journal -> errors -> actors.backends -> actors. `actors` never imports
+`supervisor`, and the library never imports the CLI.
+"""
 
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
+import pytest
+
 import actors
+import actors.backends
 import supervisor
+import supervisor.testing
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A module may import its own layer and any layer of a lower rank.
+RANKS = {
+    "actors": 0,
+    "actors.backends": 1,
+    "supervisor.errors": 2,
+    "supervisor.routing": 3,
+    "supervisor.journal": 3,
+    "supervisor.rules": 4,
+    "supervisor.core": 5,
+    "supervisor": 6,
+    "supervisor.testing": 6,
+    "supervisor.examples": 6,
+    "supervisor.integrations": 7,
+    "supervisor.cli": 7,
+}
+
+
+def layer_of(module: str) -> str | None:
+    """The layer a dotted module name belongs to (the longest prefix in RANKS)."""
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:n])
+        if prefix in RANKS:
+            return prefix
+    return None
+
+
+def imports(path: Path) -> list[str]:
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    return names
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def library_files() -> list[Path]:
+    return sorted((ROOT / "actors").rglob("*.py")) + sorted((ROOT / "supervisor").rglob("*.py"))
+
+
+def test_every_import_runs_down_the_layers() -> None:
+    wrong = []
+    for path in library_files():
+        here = layer_of(module_name(path))
+        assert here is not None, f"{path} is in no layer: add its package to RANKS"
+        for name in imports(path):
+            there = layer_of(name)
+            if there is None or there == here:
+                continue
+            if RANKS[there] > RANKS[here]:
+                wrong.append(f"{module_name(path)} ({here}) imports {name} ({there})")
+    assert not wrong, "imports that run up the layers:\n" + "\n".join(wrong)
 
 
 def test_actors_never_imports_supervisor() -> None:
     for path in (ROOT / "actors").rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            for name in names:
-                assert not name.startswith("supervisor"), f"{path} imports {name}"
+        for name in imports(path):
+            assert not name.startswith("supervisor"), f"{path} imports {name}"
 
 
-def test_public_modules_export_exactly_their_all() -> None:
-    for module in (actors, supervisor):
-        for name in module.__all__:
-            assert hasattr(module, name), f"{module.__name__}.__all__ names missing {name}"
-        public = {n for n in vars(module) if not n.startswith("_")}
-        submodules = {n for n in public if type(getattr(module, n)).__name__ == "module"}
-        assert public - submodules <= set(module.__all__) | {"annotations"}
+def test_the_library_never_imports_the_cli() -> None:
+    for path in library_files():
+        if module_name(path).startswith("supervisor.cli"):
+            continue
+        for name in imports(path):
+            assert not name.startswith("supervisor.cli"), f"{path} imports {name}"
+
+
+@pytest.mark.parametrize(
+    "module", [actors, actors.backends, supervisor, supervisor.testing], ids=lambda m: m.__name__
+)
+def test_public_modules_export_exactly_their_all(module: object) -> None:
+    for name in module.__all__:  # type: ignore[attr-defined]
+        assert hasattr(module, name), f"{module.__name__}.__all__ names missing {name}"  # type: ignore[attr-defined]
+    ours = {
+        n
+        for n, value in vars(module).items()
+        if not n.startswith("_")
+        and type(value).__name__ != "module"
+        and str(getattr(value, "__module__", "")).startswith(("actors", "supervisor"))
+    }
+    assert ours <= set(module.__all__)  # type: ignore[attr-defined]
+
+
+def test_agent_code_needs_only_a_few_names_from_actors() -> None:
+    assert len(actors.__all__) <= 12
+    for name in ("Context", "Report", "Brief", "Cancelled", "TransientError"):
+        assert name in actors.__all__
+
+
+def test_the_shipped_pantheon_is_the_repositorys_routing_yml() -> None:
+    shipped = importlib.import_module("supervisor.routing").DEFAULT_ROUTING
+    assert shipped.is_relative_to(ROOT / "supervisor")
+    assert shipped.read_bytes() == (ROOT / "routing.yml").read_bytes(), (
+        "routing.yml and supervisor/routing/routing.yml differ: copy the one you edited "
+        "over the other (the package ships its copy; the repository's is the one users read)"
+    )

@@ -11,9 +11,10 @@ import pytest
 import structlog
 from pydantic import BaseModel
 
-from actors import Brief, Context, FakeClock, Status, TransientError
+from actors import Brief, Context, Status, TransientError
+from actors.clock import FakeClock
 from supervisor import SupervisorError, Zeus
-from supervisor._results import truncate
+from supervisor.rules.results import truncate
 from tests.conftest import Recorder, ZeusFactory
 
 KINDS = ("ok", "permanent", "transient_then_ok", "timeout", "cancelled")
@@ -169,7 +170,7 @@ def test_result_policy_truncates_writes_an_artifact_and_checks_the_schema(
 
 
 def test_a_child_that_floods_partials_keeps_a_bounded_number(make_zeus: ZeusFactory) -> None:
-    from supervisor._state import MAX_PARTIALS
+    from supervisor.core.state import MAX_PARTIALS
 
     def flood(brief: Brief, ctx: Context) -> str:
         for i in range(MAX_PARTIALS + 50):

@@ -21,23 +21,10 @@ import multiprocess.resource_tracker
 import psutil
 import pytest
 
-from actors import (
-    AttemptOutcome,
-    Brief,
-    ChildSpec,
-    Context,
-    DelegateRequest,
-    DelegationRefused,
-    FakeClock,
-    Finished,
-    Heartbeat,
-    Partial,
-    ProcessBackend,
-    ProcessChild,
-    Status,
-    Summary,
-    SystemClock,
-)
+from actors import AttemptOutcome, Brief, Context, DelegationRefused, Status, Summary
+from actors.backends import ChildSpec, ProcessBackend, ProcessChild
+from actors.clock import FakeClock, SystemClock
+from actors.protocol import DelegateRequest, Finished, Heartbeat, Partial
 from tests._support import WAIT_S, Inbox, alive, eventually
 
 pytestmark = pytest.mark.process
@@ -497,7 +484,8 @@ def test_an_idle_worker_that_died_unnoticed_is_passed_over_for_a_new_one(
 
 def jobs_posted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, int, int]]:
     """Records the work part of every job sent to a worker: (flush, token, size of its bytes)."""
-    from actors import _process, _worker
+    from actors.backends import process as _process
+    from actors.backends import worker as _worker
 
     posted: list[tuple[bool, int, int]] = []
     post = _process._Worker.post
@@ -551,7 +539,7 @@ def test_functions_with_one_name_or_a_closure_made_again_get_bytes_of_their_own(
 def test_a_worker_told_to_forget_its_functions_gets_them_again(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from actors import _process
+    from actors.backends import process as _process
 
     monkeypatch.setattr(_process, "_WORKS_KEPT", 2)
     posted = jobs_posted(monkeypatch)
@@ -588,7 +576,7 @@ def test_the_work_cache_keeps_a_function_while_it_lives_and_plain_functions_only
     import functools
     import gc
 
-    from actors import _wire
+    from actors import wire as _wire
 
     cache = _wire.WorkCache()
     work = returning(1)
@@ -607,7 +595,7 @@ def test_the_work_cache_keeps_a_function_while_it_lives_and_plain_functions_only
 
 
 def test_messages_are_framed_whole_whatever_the_reads_cut() -> None:
-    from actors import _wire
+    from actors import wire as _wire
 
     sizes = [0, 1, 7, 100, 4000, 70_000, 300_000, 3_000_000, 5]
     messages = [os.urandom(size) for size in sizes]
@@ -685,7 +673,8 @@ def test_close_leaves_no_process_behind() -> None:
 
 ORPHAN_HOST = """
 import os, threading
-from actors import Brief, ChildSpec, Partial, ProcessBackend, SystemClock
+from actors import Brief
+from actors.backends import ChildSpec, Partial, ProcessBackend, SystemClock
 
 got, pids = threading.Event(), []
 def send(message):

@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from actors import AttemptOutcome, Brief, Charge, FakeClock, Finished, Status, Usage
+from actors import AttemptOutcome, Brief, Status, Usage
+from actors.clock import FakeClock
+from actors.protocol import Charge, Finished
 from tests.conftest import Recorder, ZeusFactory
 
 RACER = {"timeout_s": 10, "budget": {"max_cost": 1.0}, "shutdown": {"grace_s": 5}}

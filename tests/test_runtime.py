@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from actors import Brief, Context, FakeClock, Report, Status, TransientError
+from actors import Brief, Context, Report, Status, TransientError
+from actors.clock import FakeClock
 from supervisor import UnknownAgent
 from tests.conftest import Recorder, ZeusFactory, wait_cancelled
 

@@ -9,8 +9,11 @@ from typing import Any
 import psutil
 import pytest
 
-from actors import AttemptOutcome, Brief, ChildSpec, Context, Finished, ProcessBackend, SystemClock
-from actors._pool import WarmPool
+from actors import AttemptOutcome, Brief, Context
+from actors.backends import ChildSpec, ProcessBackend
+from actors.backends.pool import WarmPool
+from actors.clock import SystemClock
+from actors.protocol import Finished
 from tests._support import WAIT_S, eventually
 
 # -- the pool (no process) ---------------------------------------------------------------

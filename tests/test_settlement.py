@@ -8,8 +8,8 @@ import pytest
 
 from actors import AttemptOutcome as O
 from actors import Status
-from supervisor._settle import Fallback, Retry, Settle, decide_next, resolve_outcome
 from supervisor.routing import AgentPolicy, RetryPolicy
+from supervisor.rules.settle import Fallback, Retry, Settle, decide_next, resolve_outcome
 
 STOPS = [O.cancelled, O.budget_exceeded, O.timeout]
 RANK = {O.cancelled: 3, O.budget_exceeded: 2, O.timeout: 1, O.stale: 1}

@@ -5,8 +5,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from actors import Brief, Context, Finished, SystemClock, ThreadBackend
-from actors._backend import ChildSpec
+from actors import Brief, Context
+from actors.backends import ThreadBackend
+from actors.backends.base import ChildSpec
+from actors.clock import SystemClock
+from actors.protocol import Finished
 from tests._support import Inbox
 
 

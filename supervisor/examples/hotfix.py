@@ -1,6 +1,6 @@
 """talos, the hotfix agent: a command agent (a subprocess), not a Python callable.
 
-    python -m supervisor.examples.hotfix "Strip trailing whitespace in supervisor/routing.py"
+    python -m supervisor.examples.hotfix "Strip trailing whitespace in supervisor/routing/table.py"
 
 It finds the files the scope names (words that are existing paths; none: the
 project's own packages), finds trailing whitespace and a missing final newline,

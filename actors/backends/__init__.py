@@ -1,0 +1,48 @@
+"""For people who write backends: the seam (base), the messages a child sends
+(`actors.protocol`), the clock, and the backends Zeus ships: threads (thread),
+processes (process, with the fork-server worker, the hub that reads their pipes and
+the warm pool) and command agents (command).
+"""
+
+from actors.backends.base import Backend, ChildHandle, ChildSpec, Send
+from actors.backends.command import CommandChild
+from actors.backends.process import ProcessBackend, ProcessChild
+from actors.backends.thread import ThreadBackend, ThreadChild
+from actors.clock import Clock, FakeClock, SystemClock, Timer
+from actors.osproc import process_start_time
+from actors.protocol import (
+    Charge,
+    ChildMessage,
+    DelegateRequest,
+    Finished,
+    Heartbeat,
+    Partial,
+    ToolCall,
+)
+from actors.run import classify_exception, run_work
+
+__all__ = [
+    "Backend",
+    "Charge",
+    "ChildHandle",
+    "ChildMessage",
+    "ChildSpec",
+    "Clock",
+    "CommandChild",
+    "DelegateRequest",
+    "FakeClock",
+    "Finished",
+    "Heartbeat",
+    "Partial",
+    "ProcessBackend",
+    "ProcessChild",
+    "Send",
+    "SystemClock",
+    "ThreadBackend",
+    "ThreadChild",
+    "Timer",
+    "ToolCall",
+    "classify_exception",
+    "process_start_time",
+    "run_work",
+]

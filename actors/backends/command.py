@@ -1,0 +1,393 @@
+"""Command agents: an attempt that runs a program (`spec.command`) instead of a Python function.
+
+The command is a tuple of arguments; `{scope}`, `{agent}`, `{inputs}` ... in
+them are replaced by the brief's fields, each substitution staying inside its
+own argument (no shell ever parses them). A command that starts with
+`python` (or `python3`, or `{python}`) runs on the interpreter Zeus runs on,
+so a command agent sees the same virtual environment. The program runs in a process group
+of its own (`start_new_session=True`). Each line on its standard output is a
+`Partial` (the line, without its newline) and counts as progress; each chunk on
+standard error that ends lines counts as progress too (a `Heartbeat`). Its whole
+standard output is the result; a non-zero exit is an `error` with the tail of
+its standard error; death by a signal nobody sent is a `crash`.
+
+`cancel()` sends SIGINT to the group (what Ctrl-C would: the program's chance
+to stop cleanly); `kill()` runs the same ladder as a process child: SIGTERM to
+the group, `term_s`, SIGKILL.
+
+The command is watched by the backend's `Hub`, the same reader thread as the
+Python workers: its stdout and stderr pipes and a pidfd for its exit are
+ordinary fds to wait on, so a command costs no thread, its exit is seen at once
+(not by polling), and the kill ladder and the liveness beat are hub timers like
+the workers'.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from actors.backends.base import ChildSpec, Send
+from actors.backends.hub import Hub
+from actors.models import AttemptOutcome
+from actors.osproc import describe_exit, process_start_time, signal_group
+from actors.protocol import Finished, Heartbeat, Partial
+
+__all__ = ["CommandChild", "command_argv"]
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_STDERR_TAIL = 4000  # characters of standard error kept for the error message
+_READ = 65536
+# After the program exits, how long to wait for its pipes to close (a descendant
+# that left the group may hold them open) before finishing anyway.
+_PIPE_GRACE_S = 1.0
+_POLL_S = 0.02  # exit polling where there is no pidfd (not Linux)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+_PYTHON_NAMES = ("python", "python3")
+
+
+def _interruptible() -> None:
+    """Runs in the forked child before exec: SIGINT back to its default action.
+
+    An ignored signal survives exec, and a supervisor started as a background job
+    ignores SIGINT; the command must still hear its cooperative cancel.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def command_argv(spec: ChildSpec) -> list[str]:
+    """`spec.command` with its placeholders replaced, each within its own argument.
+
+    Raises `ValueError` naming an unknown placeholder and the known ones.
+    """
+    assert spec.command is not None
+    brief = spec.brief
+    values = {
+        "agent": spec.agent,
+        "scope": brief.scope,
+        "inputs": _text(brief.inputs),
+        "expected_output": _text(brief.expected_output),
+        "constraints": _text(brief.constraints),
+        "partial_ok": _text(brief.partial_ok),
+        "mode": brief.mode,
+        "session": _text(spec.session_key),
+        "attempt": str(spec.attempt),
+        "attempt_id": spec.attempt_id,
+        "delegation_id": spec.delegation_id,
+        "depth": str(spec.depth),
+        "framing": spec.framing,
+        "python": sys.executable,
+    }
+
+    def substitute(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise ValueError(
+                f"unknown placeholder {{{name}}} in command {list(spec.command or ())!r} "
+                f"of agent {spec.agent!r}; known: {', '.join('{' + k + '}' for k in values)}"
+            )
+        return values[name]
+
+    argv = [_PLACEHOLDER.sub(substitute, arg) for arg in spec.command]
+    if argv and argv[0] in _PYTHON_NAMES:
+        argv[0] = sys.executable  # "python" means the interpreter Zeus runs on, venv and all
+    return argv
+
+
+class CommandChild:
+    """A running command attempt. `cancel`/`kill` from Zeus's thread; the rest runs in the hub."""
+
+    def __init__(
+        self, spec: ChildSpec, send: Send, hub: Hub, on_end: Callable[[CommandChild], None]
+    ) -> None:
+        if spec.command is None:
+            raise ValueError(f"agent {spec.agent!r} has no command")
+        self.spec = spec
+        self.attempt_id = spec.attempt_id
+        self.pid_start_time: float | None = None
+        self._send = send
+        self._hub = hub
+        self._on_end = on_end
+        self._lock = threading.Lock()
+        self._popen: subprocess.Popen[bytes] | None = None
+        self._pidfd: int | None = None
+        self._out: list[bytes] = []
+        self._line = b""
+        self._err = bytearray()
+        self._open_pipes: set[int] = set()
+        self._progress = 0
+        # Guarded by _lock:
+        self._finished = False
+        self._returncode: int | None = None
+        self._exited_t: float | None = None
+        self._cancel_t: float | None = None
+        self._kill_t: float | None = None
+        self._sigkill_sent = False
+
+    # -- Zeus's thread ---------------------------------------------------------------
+    def start(self) -> None:
+        """Start the program; a failure to start is this attempt's `Finished` (outcome error)."""
+        try:
+            argv = command_argv(self.spec)
+            self._popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=_interruptible,
+            )
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            self.fail(
+                f"command agent {self.spec.agent!r} could not start: {type(exc).__name__}: {exc}",
+                type(exc).__name__,
+            )
+            return
+        popen = self._popen
+        self.pid_start_time = process_start_time(popen.pid)
+        assert popen.stdout is not None and popen.stderr is not None
+        out, err = popen.stdout.fileno(), popen.stderr.fileno()
+        for fd in (out, err):
+            os.set_blocking(fd, False)
+        self._open_pipes = {out, err}
+        self._hub.watch(out, self._on_stdout)
+        self._hub.watch(err, self._on_stderr)
+        if hasattr(os, "pidfd_open"):
+            try:
+                self._pidfd = os.pidfd_open(popen.pid)
+            except OSError:  # an old kernel: poll instead
+                self._pidfd = None
+        if self._pidfd is not None:
+            self._hub.watch(self._pidfd, self._on_pidfd)
+        else:
+            self._hub.call_later(_POLL_S, self._poll_exit)
+        self._hub.call_later(self.spec.heartbeat_interval_s, self._beat)
+
+    def fail(self, error: str, error_type: str | None = None) -> None:
+        """End an attempt that never started: its `Finished` (outcome error)."""
+        with self._lock:
+            self._finished = True
+        self._emit(
+            Finished(self.attempt_id, AttemptOutcome.error, error=error, error_type=error_type)
+        )
+        self._on_end(self)
+
+    @property
+    def pid(self) -> int | None:
+        return self._popen.pid if self._popen is not None else None
+
+    @property
+    def killable(self) -> bool:
+        return self._popen is not None
+
+    def cancel(self) -> None:
+        """SIGINT to the program's group: the cooperative stop for a program."""
+        with self._lock:
+            if self._finished or self._exited_t is not None or self._cancel_t is not None:
+                return
+            self._cancel_t = time.monotonic()
+            pid = self.pid
+        if pid is not None:
+            signal_group(pid, signal.SIGINT)
+
+    def kill(self) -> None:
+        """SIGTERM to the group now, SIGKILL after `term_s`; `Finished` follows the reaping."""
+        with self._lock:
+            if self._finished or self._exited_t is not None or self._kill_t is not None:
+                return
+            self._kill_t = time.monotonic()
+            pid = self.pid
+        if pid is None:
+            return
+        if self.spec.term_s > 0:
+            signal_group(pid, signal.SIGTERM)
+            self._hub.call_later(self.spec.term_s, self._escalate)
+        else:
+            self._escalate()
+
+    # -- the hub thread --------------------------------------------------------------
+    def _escalate(self) -> None:
+        with self._lock:
+            if self._exited_t is not None or self._popen is None:
+                return
+            self._sigkill_sent = True
+            pid = self._popen.pid
+        signal_group(pid, signal.SIGKILL)
+
+    def _beat(self) -> None:
+        with self._lock:
+            if self._finished or self._exited_t is not None:
+                return
+        self._emit(Heartbeat(self.attempt_id, self._progress, liveness=True))
+        self._hub.call_later(self.spec.heartbeat_interval_s, self._beat)
+
+    def _read(self, fd: int) -> bytes | None:
+        """One chunk from `fd`; b"" at its end (then it is closed); None if nothing is ready."""
+        try:
+            chunk = os.read(fd, _READ)
+        except BlockingIOError:
+            return None
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._close_pipe(fd)
+        return chunk
+
+    def _on_stdout(self) -> None:
+        assert self._popen is not None and self._popen.stdout is not None
+        chunk = self._read(self._popen.stdout.fileno())
+        if chunk is None:
+            return
+        self._out.append(chunk)
+        lines = (self._line + chunk).split(b"\n")
+        self._line = lines.pop()
+        if not chunk and self._line:  # the last line had no newline
+            lines.append(self._line)
+            self._line = b""
+        for line in lines:
+            self._progress += 1
+            text = line.rstrip(b"\r").decode("utf-8", errors="replace")
+            self._emit(Partial(self.attempt_id, self._progress, text))
+        if not chunk:
+            self._maybe_finish()
+
+    def _on_stderr(self) -> None:
+        assert self._popen is not None and self._popen.stderr is not None
+        chunk = self._read(self._popen.stderr.fileno())
+        if chunk is None:
+            return
+        self._err += chunk
+        del self._err[: max(0, len(self._err) - 4 * _STDERR_TAIL)]
+        if lines := chunk.count(b"\n"):
+            self._progress += lines
+            self._emit(Heartbeat(self.attempt_id, self._progress))
+        if not chunk:
+            self._maybe_finish()
+
+    def _on_pidfd(self) -> None:
+        self._on_exit()
+
+    def _poll_exit(self) -> None:
+        if not self._on_exit():
+            self._hub.call_later(_POLL_S, self._poll_exit)
+
+    def _on_exit(self) -> bool:
+        assert self._popen is not None
+        returncode = self._popen.poll()
+        if returncode is None:
+            return False  # not yet (a spurious wake-up)
+        if self._pidfd is not None:
+            self._hub.unwatch(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        with self._lock:
+            self._returncode = returncode
+            self._exited_t = time.monotonic()
+            killed = self._kill_t is not None
+        # What the program started dies with it (the group outlives its leader).
+        signal_group(self._popen.pid, signal.SIGKILL, or_process=False)
+        if killed:
+            self._finish()
+        else:
+            self._maybe_finish()
+            self._hub.call_later(_PIPE_GRACE_S, self._finish)
+        return True
+
+    def _close_pipe(self, fd: int) -> None:
+        if fd in self._open_pipes:
+            self._open_pipes.discard(fd)
+            self._hub.unwatch(fd)
+
+    def _maybe_finish(self) -> None:
+        with self._lock:
+            ready = self._exited_t is not None and not self._open_pipes
+        if ready:
+            self._finish()
+
+    def _finish(self) -> None:
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+            returncode = self._returncode
+            exited_t = self._exited_t or time.monotonic()
+            kill_t, cancel_t = self._kill_t, self._cancel_t
+        popen = self._popen
+        assert popen is not None and popen.stdout is not None and popen.stderr is not None
+        for fd in list(self._open_pipes):
+            self._close_pipe(fd)
+        popen.stdout.close()
+        popen.stderr.close()
+        self._emit(self._outcome(returncode, exited_t, kill_t, cancel_t))
+        self._on_end(self)
+
+    def _outcome(
+        self, returncode: int | None, exited_t: float, kill_t: float | None, cancel_t: float | None
+    ) -> Finished:
+        pid = self.pid
+        if kill_t is not None:
+            return Finished(
+                self.attempt_id,
+                AttemptOutcome.cancelled,
+                pid=pid,
+                killed="kill" if self._sigkill_sent else "terminate",
+                kill_latency_s=exited_t - kill_t,
+                progress=self._progress,
+                exit_code=returncode,
+            )
+        if returncode == 0:
+            value = b"".join(self._out).decode("utf-8", errors="replace")
+            return Finished(
+                self.attempt_id,
+                AttemptOutcome.completed,
+                value=value,
+                pid=pid,
+                progress=self._progress,
+                exit_code=0,
+            )
+        tail = self._err.decode("utf-8", errors="replace")[-_STDERR_TAIL:].strip()
+        what = describe_exit(returncode, f"command {(self.spec.command or ('?',))[0]!r}")
+        error = f"{what}: {tail}" if tail else f"{what} (nothing on standard error)"
+        if cancel_t is not None:
+            return Finished(
+                self.attempt_id,
+                AttemptOutcome.cancelled,
+                error=error,
+                pid=pid,
+                killed="cooperative",
+                kill_latency_s=exited_t - cancel_t,
+                progress=self._progress,
+                exit_code=returncode,
+            )
+        crashed = returncode is not None and returncode < 0
+        return Finished(
+            self.attempt_id,
+            AttemptOutcome.crash if crashed else AttemptOutcome.error,
+            error=error,
+            error_type="CommandFailed",
+            pid=pid,
+            progress=self._progress,
+            exit_code=returncode,
+        )
+
+    def _emit(self, message: object) -> None:
+        with contextlib.suppress(Exception):  # the receiver's failure must not stop the hub
+            self._send(message)

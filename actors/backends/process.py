@@ -1,0 +1,695 @@
+"""Process children: each attempt runs in a worker process with a process group of its own.
+
+`ProcessBackend.start()` hands the attempt to a warm worker of the agent when
+one is idle, or starts a new one (a few ms), and returns at once; the work runs
+in the worker (see `actors.backends.worker`). Everything that comes back is read by
+one `Hub` thread for all workers and commands, turned into protocol messages
+and passed to `send`; exactly one `Finished` per attempt, sent once the
+attempt's code no longer runs: after it returned or raised, or after its
+process was reaped.
+
+A warm attempt costs one message each way. The work function is pickled once
+per function object and sent in full once per worker, then named by a token
+(`_wire.WorkCache`); the brief goes as its pickling state; messages are framed
+on the pipes' fds directly (`_wire.write_frame`). Jobs go down a pipe of their
+own, read by the worker's main thread, which runs them: no hand-over between
+threads in the worker (cancels and delegation replies take a second pipe). A
+worker holds four fds here: those two pipes, the one back, its sentinel.
+
+Isolation guarantees:
+
+- `kill()` returns at once; the hub then runs the ladder: SIGTERM to the
+  worker's process group, `spec.term_s`, SIGKILL to the group; `Finished`
+  (outcome cancelled, `killed` "terminate" or "kill", `kill_latency_s` from
+  `kill()` to reaped) follows the reaping. Grandchildren share the group and
+  die with it; whatever is left of a group after its worker ends is swept
+  with SIGKILL. Once `kill()` is called, the attempt's `Finished` is the kill's,
+  even if the work returned meanwhile (the supervisor has decided by then).
+- A worker that dies without a result (a signal, `os._exit`, the OOM killer) is
+  a `crash`, seen at once from its sentinel, not at a deadline.
+- A work function, brief or result that cannot be pickled (even by dill) fails
+  the attempt with an error naming its type; it is checked before it is sent.
+- A killed, crashed or cancelled worker is never reused.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import io
+import os
+import select
+import signal
+import threading
+import time
+import traceback
+import weakref
+from typing import Any
+
+import multiprocess
+from multiprocess import forkserver, popen_forkserver, spawn, util
+
+from actors import wire as _wire
+from actors.backends import worker as _worker
+from actors.backends.base import ChildSpec, Send
+from actors.backends.command import CommandChild
+from actors.backends.hub import Hub
+from actors.backends.pool import WarmPool
+from actors.models import AttemptOutcome
+from actors.osproc import describe_exit, process_start_time, signal_group
+from actors.protocol import DelegateRequest, Finished
+
+__all__ = ["ProcessBackend", "ProcessChild"]
+
+# The start method. The supervisor process runs threads (pykka actors, the
+# timer service, this backend's hub), and fork() from a threaded process copies
+# whatever locks other threads hold at that instant: a child can deadlock on
+# its first malloc, import or log call. spawn is safe but boots a fresh
+# interpreter per child (about 80 ms here). forkserver forks each child from a
+# small single-threaded server process, started once, that has already
+# imported the child's entry module (`actors.backends.worker`, preloaded): a child
+# starts in a few ms with what it needs in memory.
+_START_METHOD = "forkserver"
+_CTX = multiprocess.get_context(_START_METHOD)
+
+# `Process.start()` polls every live child of this module (its `_cleanup`), and
+# reading a fork-server child's exit code consumes bytes from its sentinel:
+# both go under this lock so two threads never read one sentinel.
+_MP_LOCK = threading.Lock()
+_preload_set = False
+
+# Work functions, pickled once each (see `_wire.WorkCache`), and how many a
+# worker keeps before it is told to forget them.
+_WORKS = _wire.WorkCache()
+_WORKS_KEPT = 64
+_WORK_HEADER = _worker.WORK_HEADER
+
+
+def _prepare_fork_server() -> None:
+    """Ask for the preload before the fork server first starts. Called with `_MP_LOCK` held.
+
+    Not at import: importing `actors` leaves multiprocess's global settings alone.
+    If something else in the host started the fork server first, the preload is
+    not applied and every child imports `actors` itself (~0.4 s each here).
+    """
+    global _preload_set
+    if not _preload_set:
+        _CTX.set_forkserver_preload(["actors.backends.worker"])
+        _preload_set = True
+
+
+class _Popen(popen_forkserver.Popen):  # type: ignore[misc]
+    """The fork server's Popen, minus re-running the host's `__main__` in every child.
+
+    By default each child re-imports the main module (as `__mp_main__`), which
+    costs what the host imports (pytest alone: ~275 ms per child here) and runs
+    a host script without a `__main__` guard again. Work functions are sent by
+    value with dill when they live in `__main__`, so the child does not need it.
+    This is `popen_forkserver.Popen._launch` with two keys dropped.
+    """
+
+    def _launch(self, process_obj: Any) -> None:
+        prep_data = spawn.get_preparation_data(process_obj._name)
+        prep_data.pop("init_main_from_path", None)
+        prep_data.pop("init_main_from_name", None)
+        buf = io.BytesIO()
+        popen_forkserver.set_spawning_popen(self)
+        try:
+            popen_forkserver.reduction.dump(prep_data, buf)
+            popen_forkserver.reduction.dump(process_obj, buf)
+        finally:
+            popen_forkserver.set_spawning_popen(None)
+        self.sentinel, w = forkserver.connect_to_new_process(self._fds)
+        _parent_w = os.dup(w)
+        self.finalizer = util.Finalize(self, util.close_fds, (_parent_w, self.sentinel))
+        with open(w, "wb", closefd=True) as f:
+            f.write(buf.getbuffer())
+        self.pid = forkserver.read_signed(self.sentinel)
+
+
+class _WorkerProcess(_CTX.Process):  # type: ignore[misc,name-defined]
+    @staticmethod
+    def _Popen(process_obj: Any) -> _Popen:
+        return _Popen(process_obj)
+
+
+def _ready(fd: int) -> bool:
+    """Whether `fd` (a sentinel) is readable now: for a fork-server child, it was reaped."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+class _Worker:
+    """The supervisor's record of one worker process.
+
+    Fields below `send_lock` are guarded by the backend's lock. Invariant:
+    `attempt` is set exactly while the worker runs an attempt; an idle worker is
+    in the pool; `dead` once its sentinel fired (it was reaped).
+    """
+
+    def __init__(self, agent: str, process: Any, conn: Any, jobs: Any, control: Any) -> None:
+        self.agent = agent
+        self.process = process
+        # The Connections own the pipes' fds; only the fds are used (see `_wire.write_frame`).
+        self.conn = conn  # what the worker sends (read here, by the hub; non-blocking)
+        self.jobs = jobs  # jobs and stop, read by the worker's main thread
+        self.control = control  # cancels and replies, read by its receiver thread
+        self.reader = _wire.FrameReader(conn.fileno())
+        self.jobs_fd: int = jobs.fileno()
+        self.control_fd: int = control.fileno()
+        self.closed = False  # its pipes (under `send_lock`)
+        self.pid: int = process.pid
+        self.sentinel: int = process.sentinel
+        self.start_time = process_start_time(self.pid)
+        self.send_lock = threading.Lock()  # one writer; the pipes close under it
+        self.attempt: ProcessChild | None = None
+        self.session_key: str | None = None
+        self.retiring = False  # told to stop, or being killed: never takes another attempt
+        self.dead = False
+        self.sigkill_sent = False
+        # Tokens of the work functions sent to it in full (it keeps them): touched
+        # only by the start() that bound an attempt to it, one attempt at a time.
+        self.works: set[int] = set()
+
+    def work_header(self, token: int | None, work: bytes) -> bytes:
+        """The work function's part of a job: its token, and its bytes unless the worker has them.
+
+        Beyond `_WORKS_KEPT` functions the worker is told to forget them all
+        (`flush`) and they are sent again as needed.
+        """
+        flush = False
+        if token is None:
+            token = 0
+        elif token in self.works:
+            work = b""
+        else:
+            if len(self.works) >= _WORKS_KEPT:
+                self.works.clear()
+                flush = True
+            self.works.add(token)
+        return _WORK_HEADER.pack(flush, token, len(work)) + work
+
+    def post(self, data: bytes, *, job: bool = False) -> bool:
+        """Send to the worker (a job or stop: `job`); False when it is gone."""
+        with self.send_lock:
+            if self.closed:
+                return False
+            try:
+                _wire.write_frame(self.jobs_fd if job else self.control_fd, data)
+            except OSError:
+                return False
+            return True
+
+    def close(self) -> None:
+        """Close its pipes (the hub, once it was reaped)."""
+        self.conn.close()
+        with self.send_lock:
+            self.closed = True
+            self.jobs.close()
+            self.control.close()
+
+
+class ProcessChild:
+    """Zeus's handle on one attempt in a worker process. `cancel`/`kill` return at once."""
+
+    def __init__(self, backend: ProcessBackend, spec: ChildSpec, send: Send) -> None:
+        self.spec = spec
+        self.attempt_id = spec.attempt_id
+        self.send = send
+        self._backend = backend
+        self.worker: _Worker | None = None
+        # Guarded by the backend's lock (`finished` is written by the hub thread only,
+        # or before the attempt reaches a worker):
+        self.finished = False
+        self.cancel_t: float | None = None
+        self.kill_t: float | None = None
+        self.progress = 0
+        self.read_error: str | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.worker.pid if self.worker is not None else None
+
+    @property
+    def pid_start_time(self) -> float | None:
+        """The worker's start time (as psutil's `create_time()`): a pid plus this names it."""
+        return self.worker.start_time if self.worker is not None else None
+
+    @property
+    def killable(self) -> bool:
+        return self.worker is not None
+
+    def cancel(self) -> None:
+        """Set the child Context's cancel event (a message down the pipe)."""
+        self._backend._cancel(self)
+
+    def kill(self) -> None:
+        """SIGTERM to the worker's group now, SIGKILL after `term_s`; `Finished` after reaping."""
+        self._backend._kill(self)
+
+
+_LIVE: weakref.WeakSet[ProcessBackend] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_backends() -> None:
+    # Registered after multiprocess's own exit hook, so it runs first: workers are
+    # not daemonic (agent code may start processes), and that hook would join them.
+    for backend in list(_LIVE):
+        backend.close()
+
+
+class ProcessBackend:
+    """Runs attempts in worker processes (forkserver, a process group each) and command agents.
+
+    `session_max` is how many idle workers are kept per agent when the spec
+    does not say (`ChildSpec.session_max`). `retire_s` bounds how long a worker
+    told to stop may take before it is killed.
+    """
+
+    def __init__(self, *, session_max: int = 1, retire_s: float = 2.0) -> None:
+        self._session_max = session_max
+        self._retire_s = retire_s
+        self._lock = threading.Lock()
+        self._ended = threading.Condition(self._lock)  # a worker or command went away
+        self._hub = Hub()
+        self._pool: WarmPool[_Worker] = WarmPool()
+        self._workers: set[_Worker] = set()
+        self._commands: set[CommandChild] = set()
+        self._closed = False
+        self._ready = False  # prestart() done
+        _LIVE.add(self)
+
+    def prestart(self) -> None:
+        """Start the fork server now and wait until it is ready to fork workers.
+
+        Called from the host's thread when Zeus starts. Otherwise the first
+        `start()` would block Zeus's mailbox until the fork server has imported
+        `actors` (about 0.5 s here): one child that does nothing is forked and
+        reaped, which returns only once the server is ready.
+        """
+        if self._ready:
+            return
+        with _MP_LOCK:
+            _prepare_fork_server()
+            forkserver.ensure_running()
+            probe = _WorkerProcess(target=_worker.ready, name="zeus-ready", daemon=False)
+            probe.start()
+        probe.join()
+        self._ready = True
+
+    # -- Zeus's thread ---------------------------------------------------------------
+    def start(self, spec: ChildSpec, send: Send) -> ProcessChild | CommandChild:
+        """Start the attempt and return its handle; never waits for the work."""
+        if spec.command is not None:
+            return self._start_command(spec, send)
+        if spec.work is None:
+            raise ValueError(f"agent {spec.agent!r} has neither a work function nor a command")
+        child = ProcessChild(self, spec, send)
+        try:
+            token, work = _WORKS.get(spec.work, _WorkName(spec.work))
+            job = self._job(spec)
+        except _wire.CrossingError as exc:
+            return self._refuse(child, str(exc), AttemptOutcome.error, "CrossingError")
+        head = b"J" + spec.attempt_id.encode() + b"\0"
+        while True:
+            with self._lock:
+                worker = None if self._closed else self._take_warm(spec)
+                if worker is not None:
+                    self._bind(worker, child)
+            if worker is None:
+                break
+            if worker.post(head + worker.work_header(token, work) + job, job=True):
+                return child
+            # The worker died while idle (its sentinel not yet handled): the job
+            # never reached it, so the attempt may go to another worker.
+            with self._lock:
+                if child.finished or child.kill_t is not None or child.cancel_t is not None:
+                    return child  # the hub reports it with the worker's death
+                worker.retiring = True
+                worker.attempt = None
+                child.worker = None
+        if self._closed:
+            return self._refuse(child, "the process backend is closed", AttemptOutcome.error)
+        try:
+            worker = self._spawn(spec.agent)
+        except Exception as exc:  # noqa: BLE001 - no fds, no memory, no fork server
+            return self._refuse(
+                child,
+                f"could not start a child process: {type(exc).__name__}: {exc}",
+                AttemptOutcome.crash,
+                type(exc).__name__,
+            )
+        with self._lock:
+            self._workers.add(worker)
+            self._bind(worker, child)
+            closed = self._closed
+        self._hub.watch(worker.conn, lambda: self._on_readable(worker))
+        self._hub.watch(worker.sentinel, lambda: self._on_sentinel(worker))
+        if closed:  # close() ran while this worker was starting
+            child.kill()
+        # If the worker died meanwhile, the post fails and its sentinel reports a crash.
+        worker.post(head + worker.work_header(token, work) + job, job=True)
+        return child
+
+    def close(self) -> None:
+        """Stop every worker and command, wait until they are reaped, and stop the hub.
+
+        Running attempts get the kill ladder (and their `Finished`); idle workers
+        are told to stop; after `retire_s` whatever is left gets SIGKILL. When
+        this returns no worker, command or process in their groups is left.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            workers = list(self._workers)
+            commands = list(self._commands)
+        for worker in workers:
+            child = worker.attempt
+            if child is not None:
+                child.kill()
+            else:
+                self._retire(worker)
+        for command in commands:
+            command.kill()
+        if not self._hub.in_hub_thread:
+            with self._lock:
+                done = self._ended.wait_for(self._all_ended, self._retire_s)
+                left = list(self._workers)
+            if not done:
+                for worker in left:
+                    self._escalate(worker)
+                with self._lock:
+                    self._ended.wait_for(self._all_ended, 5.0)
+        self._hub.close()
+        _LIVE.discard(self)
+
+    # -- attempts --------------------------------------------------------------------
+    def _job(self, spec: ChildSpec) -> bytes:
+        """The attempt but its work function, pickled; `CrossingError` if it cannot cross."""
+        job = (
+            _wire.brief_to_wire(spec.brief),
+            spec.agent,
+            spec.delegation_id,
+            spec.attempt,
+            # The spec's clock may be a fake one; the child lives on the real one.
+            time.monotonic() + (spec.deadline - spec.clock.now()),
+            spec.heartbeat_interval_s,
+            list(spec.previous_partials),
+            spec.depth,
+            spec.framing,
+            spec.session_key,
+            spec.session,
+        )
+        return _wire.dumps(job, "the attempt's brief, previous partial results or session")
+
+    def _refuse(
+        self,
+        child: ProcessChild,
+        error: str,
+        outcome: AttemptOutcome,
+        error_type: str | None = None,
+    ) -> ProcessChild:
+        child.finished = True
+        _deliver(child, Finished(child.attempt_id, outcome, error=error, error_type=error_type))
+        return child
+
+    def _take_warm(self, spec: ChildSpec) -> _Worker | None:
+        """Called with the lock held.
+
+        One that died while idle may come out: its sentinel is not looked at
+        here (a system call, hence a hand-over of the GIL to the hub thread, on
+        every attempt); posting the job to it fails instead, and `start()` takes
+        another.
+        """
+        while (worker := self._pool.take(spec.agent, spec.session_key)) is not None:
+            if not worker.dead and not worker.retiring:
+                return worker
+        return None
+
+    def _bind(self, worker: _Worker, child: ProcessChild) -> None:
+        """Called with the lock held."""
+        worker.attempt = child
+        worker.session_key = child.spec.session_key
+        child.worker = worker
+
+    def _spawn(self, agent: str) -> _Worker:
+        jobs_in, to_jobs = _CTX.Pipe(duplex=False)
+        control_in, to_control = _CTX.Pipe(duplex=False)
+        from_child, child_out = _CTX.Pipe(duplex=False)
+        process = _WorkerProcess(
+            target=_worker.main,
+            args=(jobs_in, control_in, child_out),
+            name=f"zeus-{agent}",
+            daemon=False,
+        )
+        try:
+            with _MP_LOCK:
+                _prepare_fork_server()
+                process.start()
+        except BaseException:
+            for end in (from_child, to_jobs, to_control):
+                end.close()
+            raise
+        finally:
+            for end in (jobs_in, control_in, child_out):
+                end.close()
+        os.set_blocking(from_child.fileno(), False)  # the hub reads what is there, never waits
+        return _Worker(agent, process, from_child, to_jobs, to_control)
+
+    def _session_limit(self, spec: ChildSpec) -> int:
+        return self._session_max if spec.session_max is None else spec.session_max
+
+    def _cancel(self, child: ProcessChild) -> None:
+        with self._lock:
+            worker = child.worker
+            if child.finished or child.cancel_t is not None or worker is None:
+                return
+            child.cancel_t = time.monotonic()
+        worker.post(b"C" + child.attempt_id.encode())
+
+    def _kill(self, child: ProcessChild) -> None:
+        with self._lock:
+            worker = child.worker
+            if child.finished or child.kill_t is not None or worker is None or worker.dead:
+                return
+            child.kill_t = time.monotonic()
+            worker.retiring = True
+        if child.spec.term_s > 0:
+            signal_group(worker.pid, signal.SIGTERM)
+            self._hub.call_later(child.spec.term_s, lambda: self._escalate(worker))
+        else:
+            self._escalate(worker)
+
+    def _escalate(self, worker: _Worker) -> None:
+        with self._lock:
+            if worker.dead:
+                return
+            worker.sigkill_sent = True
+        signal_group(worker.pid, signal.SIGKILL)
+
+    def _retire(self, worker: _Worker) -> None:
+        """Tell an idle worker to exit; SIGKILL after `retire_s` if it has not."""
+        with self._lock:
+            if worker.dead:
+                return
+            worker.retiring = True
+            self._pool.discard(worker.agent, worker)
+        worker.post(b"S", job=True)
+        self._hub.call_later(self._retire_s, lambda: self._escalate(worker))
+
+    def _start_command(self, spec: ChildSpec, send: Send) -> CommandChild:
+        command = CommandChild(spec, send, self._hub, self._command_ended)
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._commands.add(command)
+        if closed:
+            command.fail("the process backend is closed")
+        else:
+            command.start()
+        return command
+
+    def _command_ended(self, command: CommandChild) -> None:
+        with self._lock:
+            self._commands.discard(command)
+            self._ended.notify_all()
+
+    def _all_ended(self) -> bool:
+        return not self._workers and not self._commands
+
+    # -- the hub thread --------------------------------------------------------------
+    def _on_readable(self, worker: _Worker) -> None:
+        """Read what the worker sent (one read) and handle the messages it completes."""
+        try:
+            messages = worker.reader.read()
+        except BlockingIOError:
+            return
+        except OSError:
+            messages = None
+        if messages is None:
+            # The child's end closed: its sentinel follows.
+            self._hub.unwatch(worker.conn)
+            return
+        for data in messages:
+            self._on_message(worker, data)
+
+    def _drain(self, worker: _Worker) -> None:
+        """Everything the worker sent before it ended (it is dead: nothing more comes)."""
+        while True:
+            try:
+                messages = worker.reader.read()
+            except OSError:  # BlockingIOError: a process it left behind holds the pipe
+                return
+            if messages is None:
+                return
+            for data in messages:
+                self._on_message(worker, data)
+
+    def _on_message(self, worker: _Worker, data: bytes) -> None:
+        child = worker.attempt  # one read; `_on_finished` looks again under the lock
+        if child is None:
+            return
+        try:
+            packed = _wire.loads(data)
+            message = None if packed[0] == _wire.DELEGATE else _wire.unpack(packed)
+        except Exception as exc:  # noqa: BLE001 - e.g. a class the supervisor cannot import
+            with self._lock:
+                child.read_error = child.read_error or (
+                    "a message from the child process could not be read in the supervisor: "
+                    f"{type(exc).__name__}: {exc}"
+                )
+            return
+        if message is None:
+            _, request_id, brief = packed
+            self._on_delegate(worker, child, request_id, brief)
+        elif isinstance(message, Finished):
+            self._on_finished(worker, child, message)
+        else:
+            child.progress = max(child.progress, message.progress)
+            if not child.finished:
+                _deliver(child, message)
+
+    def _on_finished(self, worker: _Worker, child: ProcessChild, finished: Finished) -> None:
+        now = time.monotonic()
+        evicted: list[_Worker] = []
+        with self._lock:
+            if child.finished or worker.attempt is not child:
+                return
+            if child.kill_t is not None:
+                return  # it is being killed: its Finished follows the reaping
+            child.finished = True
+            worker.attempt = None
+            killed = latency = None
+            if child.cancel_t is not None and finished.outcome is AttemptOutcome.cancelled:
+                killed, latency = "cooperative", now - child.cancel_t
+            if child.read_error is not None:
+                finished = Finished(
+                    child.attempt_id,
+                    AttemptOutcome.error,
+                    error=child.read_error,
+                    error_type="CrossingError",
+                    progress=finished.progress,
+                )
+            reuse = child.cancel_t is None and not self._closed and not worker.retiring
+            if reuse:
+                limit = self._session_limit(child.spec)
+                evicted = self._pool.put(worker.agent, worker, worker.session_key, limit)
+            else:
+                evicted = [worker]
+        if killed is not None or finished.pid != worker.pid:
+            finished = dataclasses.replace(
+                finished, pid=worker.pid, killed=killed, kill_latency_s=latency
+            )
+        _deliver(child, finished)
+        for old in evicted:
+            self._retire(old)
+
+    def _on_delegate(
+        self, worker: _Worker, child: ProcessChild, request_id: int, brief: Any
+    ) -> None:
+        def reply(result: object) -> None:
+            with self._lock:
+                if worker.attempt is not child:
+                    return  # the attempt has ended: nobody waits for this answer
+            try:
+                payload = _wire.dumps(
+                    result, f"the delegation's result (a {_wire.type_name(result)})"
+                )
+            except _wire.CrossingError as exc:
+                payload = _wire.dumps(exc)
+            worker.post(b"R" + request_id.to_bytes(8, "big") + payload)
+
+        _deliver(child, DelegateRequest(child.attempt_id, brief, reply))
+
+    def _on_sentinel(self, worker: _Worker) -> None:
+        if not _ready(worker.sentinel):
+            return
+        self._drain(worker)  # what it sent before it ended comes first
+        with _MP_LOCK:
+            code = worker.process.exitcode
+        now = time.monotonic()
+        finished = None
+        with self._lock:
+            worker.dead = True
+            self._pool.discard(worker.agent, worker)
+            child, worker.attempt = worker.attempt, None
+            if child is not None and not child.finished:
+                child.finished = True
+                finished = self._death(worker, child, code, now)
+        self._hub.unwatch(worker.conn)
+        self._hub.unwatch(worker.sentinel)
+        # Whatever the worker started dies with it (its group outlives it).
+        signal_group(worker.pid, signal.SIGKILL, or_process=False)
+        worker.close()
+        with _MP_LOCK:
+            worker.process.close()
+        if finished is not None and child is not None:
+            _deliver(child, finished)
+        with self._lock:
+            self._workers.discard(worker)
+            self._ended.notify_all()
+
+    def _death(
+        self, worker: _Worker, child: ProcessChild, code: int | None, now: float
+    ) -> Finished:
+        """The Finished of an attempt whose worker died. Called with the lock held."""
+        if child.kill_t is not None:
+            return Finished(
+                child.attempt_id,
+                AttemptOutcome.cancelled,
+                pid=worker.pid,
+                killed="kill" if worker.sigkill_sent else "terminate",
+                kill_latency_s=now - child.kill_t,
+                progress=child.progress,
+                exit_code=code,
+            )
+        return Finished(
+            child.attempt_id,
+            AttemptOutcome.crash,
+            error=f"{describe_exit(code)} before reporting a result",
+            error_type="ChildProcessDied",
+            pid=worker.pid,
+            progress=child.progress,
+            exit_code=code,
+        )
+
+
+class _WorkName:
+    """Names a work function in an error, computed only if there is one."""
+
+    def __init__(self, work: object) -> None:
+        self.work = work
+
+    def __str__(self) -> str:
+        name = getattr(self.work, "__qualname__", None) or repr(self.work)
+        return f"the work function {name} (a {_wire.type_name(self.work)})"
+
+
+def _deliver(child: ProcessChild, message: object) -> None:
+    try:
+        child.send(message)
+    except Exception:  # noqa: BLE001 - a failing receiver must not stop the hub
+        traceback.print_exc()

@@ -1,0 +1,406 @@
+"""The entry of a process child: everything here runs inside the worker process.
+
+The fork server imports this module once (it is preloaded), so every worker
+starts with it, and the `actors` modules it needs, already in memory; it
+imports nothing else.
+
+A worker serves attempts one at a time over its own pipes to the supervisor
+process, and stays up between them (a warm worker) until told to stop. Three
+threads: the main thread reads the jobs pipe (jobs, stop) and runs each job's
+work function; a receiver thread reads the control pipe (cancels, delegation
+replies), which an attempt may need while the main thread is busy with it; a
+heartbeat thread sends `Heartbeat(liveness=True)` with the current progress
+every `heartbeat_interval_s` while an attempt runs (the first one an interval
+after it starts). A job thus costs no hand-over between threads, and neither
+other thread wakes for it: the heartbeat thread is woken only when an attempt's
+first beat is due before it would look anyway.
+
+A work function arrives in full once per worker, with a token; later jobs
+carry the token alone and the worker runs the function it unpickled then (see
+`_wire.WorkCache`). Like a module function's globals, what such a function keeps
+lives on across this worker's attempts.
+
+The wire, one message per `_wire.write_frame`, first byte for the kind:
+
+    jobs pipe         J + attempt_id + NUL + job       run an attempt: `WORK_HEADER`, the
+                                                       work function's bytes (or none: a
+                                                       token it has), the rest (`_wire`)
+                      S                                stop (sent only to an idle worker)
+    control pipe      C + attempt_id                   cooperative cancel of that attempt
+                      R + request id (8 bytes) + reply a `ctx.delegate()` answer
+    child -> parent   `_wire.pack`ed Heartbeat, Partial, Charge, ToolCall, and last
+                      Finished; or (`_wire.DELEGATE`, request id, brief)
+
+A cancel may overtake its job (another pipe): the worker keeps it until the job
+comes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import itertools
+import math
+import os
+import signal
+import struct
+import sys
+import threading
+import time
+import traceback as tb
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from actors import wire as _wire
+from actors.clock import SystemClock
+from actors.context import Context
+from actors.models import AttemptOutcome
+from actors.protocol import DelegateRequest, Finished, Heartbeat, Partial
+from actors.run import run_work
+
+__all__ = ["WORK_HEADER", "main"]
+
+# The work function's part of a job: forget the functions kept, token (0: do
+# not keep), size of its bytes (0: the one kept under that token); then the bytes.
+WORK_HEADER = struct.Struct("!?QI")
+
+# The child only reads this clock (`now()`), so it never starts a timer thread.
+_CLOCK = SystemClock()
+
+
+def ready() -> None:
+    """A child that does nothing: forking one proves the fork server has finished its imports."""
+
+
+def main(jobs: Any, control: Any, outbox: Any) -> NoReturn:
+    """The worker process's target; ends the process with `os._exit`.
+
+    `jobs` and `control` are the read ends of the supervisor's two pipes to this
+    worker (jobs and stop, read by the main thread; cancels and delegation
+    replies, read by the receiver thread), `outbox` the write end of its pipe
+    back (one-way pipes: a round trip costs ~40 µs here, against ~60 µs on one
+    socketpair).
+    """
+    # Its own session, hence its own process group, before anything else: the
+    # supervisor signals the whole group, so what the agent code starts dies
+    # with it; and a terminal's Ctrl-C reaches only the supervisor, which decides.
+    os.setsid()
+    # What the fork server loaded is there for good: the collector need not
+    # look at it again (each pass over it would also copy its pages).
+    gc.freeze()
+    _Child(jobs, control, outbox).serve()
+
+
+class _Attempt:
+    """The attempt a worker is running. `ctx` is set once its job is loaded."""
+
+    __slots__ = ("attempt_id", "cancel", "crossing_error", "ctx", "interval", "next_beat")
+
+    def __init__(self, attempt_id: str) -> None:
+        self.attempt_id = attempt_id
+        self.cancel = threading.Event()
+        self.ctx: Context | None = None
+        self.interval = 1.0
+        self.next_beat = math.inf
+        # Set when the agent reported something that cannot cross; fails the attempt.
+        self.crossing_error: str | None = None
+
+
+class _Child:
+    def __init__(self, jobs: Any, control: Any, outbox: Any) -> None:
+        # The Connections own the fds; only their fds are used.
+        self._pipes = (jobs, control, outbox)
+        self._jobs = _wire.FrameReader(jobs.fileno())
+        self._control = _wire.FrameReader(control.fileno())
+        self._out_fd: int = outbox.fileno()
+        self._pid = os.getpid()
+        self._send_lock = threading.Lock()  # one writer on the pipe at a time
+        # Guards the fields below; never held while doing I/O. `_current` is
+        # written with both locks held, so either one is enough to read it.
+        self._state_lock = threading.Lock()
+        self._current: _Attempt | None = None
+        self._cancel_early: set[str] = set()  # cancels that overtook their job
+        self._replies: dict[int, Callable[[Any], None]] = {}
+        self._request_ids = itertools.count(1)
+        self._beat_event = threading.Event()  # wakes the heartbeat thread early
+        self._beat_wake_at = math.inf  # when the heartbeat thread wakes up by itself
+        self._session_key: str | None = None
+        self._session: dict[str, Any] = {}
+        # Work functions received, by token (see `_wire.WorkCache`): the function,
+        # or its bytes until they unpickle.
+        self._works: dict[int, Any] = {}
+        self._started = 0  # attempts started (the heartbeat thread watches it)
+        self._last_interval = math.inf  # the heartbeat interval of the last attempt started
+
+    # -- main thread -----------------------------------------------------------------
+    def serve(self) -> NoReturn:
+        threading.Thread(target=self._receive, name="zeus-child-receiver", daemon=True).start()
+        threading.Thread(target=self._beat, name="zeus-child-heartbeat", daemon=True).start()
+        while True:
+            try:
+                messages = self._jobs.read()
+            except OSError:
+                messages = None
+            if messages is None:
+                _orphaned()
+            for data in messages:
+                if data[:1] == b"S":
+                    _exit(0)
+                attempt_id, _, payload = data[1:].partition(b"\0")
+                self._run(attempt_id.decode(), payload)
+
+    def _run(self, attempt_id: str, payload: bytes) -> None:
+        att = _Attempt(attempt_id)
+        with self._send_lock, self._state_lock:
+            self._current = att
+            if attempt_id in self._cancel_early:
+                att.cancel.set()
+            # The others came too late for attempts already over: the next job is
+            # sent only after this one's Finished.
+            self._cancel_early.clear()
+        try:
+            flush, token, size = WORK_HEADER.unpack_from(payload)
+            start = WORK_HEADER.size
+            work = self._work(flush, token, payload[start : start + size])
+            job = _wire.loads(memoryview(payload)[start + size :])
+            brief = _wire.brief_from_wire(job[0])
+        except BaseException as exc:  # noqa: BLE001 - e.g. the work's module fails to import here
+            self._finish(
+                att,
+                Finished(
+                    attempt_id,
+                    AttemptOutcome.error,
+                    error="the attempt (its work function, brief, previous partial results or "
+                    f"session) could not be unpickled in the child process: "
+                    f"{type(exc).__name__}: {exc}",
+                    error_type=type(exc).__name__,
+                    traceback="".join(tb.format_exception(exc)),
+                    pid=self._pid,
+                ),
+            )
+            return
+        (_, agent, delegation_id, attempt, deadline, interval, previous_partials, depth, framing,
+         session_key, session) = job  # fmt: skip
+        ctx = Context(
+            brief=brief,
+            agent=agent,
+            delegation_id=delegation_id,
+            attempt=attempt,
+            attempt_id=attempt_id,
+            deadline=deadline,
+            clock=_CLOCK,
+            send=self._sender(att),
+            cancel_event=att.cancel,
+            heartbeat_interval_s=interval,
+            session=self._session_for(session_key, session),
+            previous_partials=previous_partials,
+            depth=depth,
+            framing=framing,
+        )
+        with self._state_lock:
+            att.ctx = ctx
+            att.interval = interval
+            att.next_beat = time.monotonic() + interval
+            self._started += 1
+            self._last_interval = interval
+            if att.next_beat < self._beat_wake_at:
+                self._beat_event.set()
+        finished = run_work(work, brief, ctx, pid=self._pid)
+        if att.crossing_error is not None and finished.outcome is not AttemptOutcome.cancelled:
+            finished = Finished(
+                attempt_id,
+                AttemptOutcome.error,
+                error=att.crossing_error,
+                error_type="CrossingError",
+                pid=self._pid,
+                progress=finished.progress,
+            )
+        self._finish(att, finished)
+
+    def _work(self, flush: bool, token: int, data: bytes) -> Any:
+        """The work function: `data` unpickled, or the one kept under `token` if `data` is empty.
+
+        Token 0: not to be kept. A function is kept once it has been unpickled;
+        bytes that failed to unpickle are kept as bytes and tried again next time.
+        """
+        if flush:
+            self._works.clear()
+        if not token:
+            return _wire.loads(data)
+        if data:
+            self._works[token] = data
+        work = self._works.get(token)
+        if work is None:
+            raise LookupError(f"work function {token} was never sent to this worker")
+        if isinstance(work, bytes):
+            work = _wire.loads(work)
+            self._works[token] = work
+        return work
+
+    def _session_for(self, key: str | None, initial: dict[str, Any] | None) -> dict[str, Any]:
+        """The worker's session dict for `key` (kept across attempts), or a fresh dict."""
+        if key is None:
+            return initial if initial is not None else {}
+        if key != self._session_key:
+            self._session_key = key
+            self._session = initial if initial is not None else {}
+        return self._session
+
+    def _finish(self, att: _Attempt, finished: Finished) -> None:
+        """Send the attempt's one `Finished`; a result that cannot cross fails the attempt."""
+        try:
+            data = _wire.dumps(
+                _wire.pack(finished), _wire.TypeNamed("the result (a {})", finished.value)
+            )
+        except _wire.CrossingError as exc:
+            data = _wire.dumps(
+                _wire.pack(
+                    Finished(
+                        att.attempt_id,
+                        AttemptOutcome.error,
+                        error=str(exc),
+                        error_type="CrossingError",
+                        pid=self._pid,
+                        progress=finished.progress,
+                    )
+                )
+            )
+        with self._send_lock:
+            with self._state_lock:
+                self._current = None
+            self._write(data)
+
+    # -- the work's thread (through its Context) -------------------------------------
+    def _sender(self, att: _Attempt) -> Callable[[object], None]:
+        def send(message: object) -> None:
+            if isinstance(message, DelegateRequest):
+                self._delegate(att, message)
+                return
+            # Otherwise one of the messages `_wire.pack` knows (Context sends nothing else).
+            what = None
+            if isinstance(message, Partial):
+                what = _wire.TypeNamed("a partial result (a {})", message.item)
+            try:
+                data = _wire.dumps(_wire.pack(message), what)  # type: ignore[arg-type]
+            except _wire.CrossingError as exc:
+                att.crossing_error = att.crossing_error or str(exc)
+                raise
+            self._post(att, data)
+
+        return send
+
+    def _delegate(self, att: _Attempt, request: DelegateRequest) -> None:
+        with self._state_lock:
+            request_id = next(self._request_ids)
+            self._replies[request_id] = request.reply
+        try:
+            data = _wire.dumps((_wire.DELEGATE, request_id, request.brief), "the brief to delegate")
+        except _wire.CrossingError as exc:
+            self._replies.pop(request_id, None)
+            request.reply(exc)
+            return
+        if not self._post(att, data):
+            self._replies.pop(request_id, None)
+            request.reply(RuntimeError(f"attempt {att.attempt_id} has ended"))
+
+    def _post(self, att: _Attempt, data: bytes) -> bool:
+        """Send for `att`; dropped (False) once it has ended, e.g. from a thread it left behind."""
+        with self._send_lock:
+            if self._current is not att:
+                return False
+            self._write(data)
+            return True
+
+    def _write(self, data: bytes) -> None:
+        """Called with the send lock held."""
+        with contextlib.suppress(OSError):  # the supervisor is gone; the receiver ends us
+            _wire.write_frame(self._out_fd, data)
+
+    # -- heartbeat thread ------------------------------------------------------------
+    def _beat(self) -> None:
+        """Beats for the current attempt when its beat is due.
+
+        It sleeps until then and looks again; it is not woken when an attempt
+        ends or the next one begins (back-to-back attempts cost it nothing), only
+        when a new attempt's first beat is due before it would wake up by itself.
+        Finding the worker idle after an attempt, it sleeps one more interval
+        (the next attempt's first beat is due no sooner, at the same interval),
+        then, still idle, until woken.
+        """
+        seen = 0  # `_started` when it last found the worker idle
+        while True:
+            with self._state_lock:
+                att, now = self._current, time.monotonic()
+                ctx = att.ctx if att is not None else None
+                if att is None or ctx is None or att.next_beat > now:
+                    if att is not None:
+                        self._beat_wake_at = att.next_beat
+                    elif self._started != seen:
+                        seen = self._started
+                        self._beat_wake_at = now + self._last_interval
+                    else:
+                        self._beat_wake_at = math.inf
+                    self._beat_event.clear()
+                    ctx = None
+                else:
+                    att.next_beat = now + att.interval
+            if att is not None and ctx is not None:
+                beat = Heartbeat(att.attempt_id, ctx.progress, liveness=True)
+                self._post(att, _wire.dumps(_wire.pack(beat)))
+            else:
+                wake_at = self._beat_wake_at
+                self._beat_event.wait(None if wake_at == math.inf else wake_at - now)
+
+    # -- receiver thread -------------------------------------------------------------
+    def _receive(self) -> None:
+        while True:
+            try:
+                messages = self._control.read()
+            except OSError:
+                messages = None
+            if messages is None:
+                _orphaned()
+            for data in messages:
+                kind, body = data[:1], data[1:]
+                if kind == b"C":
+                    self._cancel(body.decode())
+                elif kind == b"R":
+                    self._reply(body)
+
+    def _cancel(self, attempt_id: str) -> None:
+        with self._state_lock:
+            att = self._current
+            if att is not None and att.attempt_id == attempt_id:
+                att.cancel.set()
+            else:
+                self._cancel_early.add(attempt_id)
+
+    def _reply(self, body: bytes) -> None:
+        request_id = int.from_bytes(body[:8], "big")
+        result: Any
+        try:
+            result = _wire.loads(body[8:])
+        except Exception as exc:  # noqa: BLE001 - the waiting agent gets the reason
+            result = RuntimeError(f"the delegation's reply could not be read in the child: {exc}")
+        with self._state_lock:
+            reply = self._replies.pop(request_id, None)
+        if reply is not None:
+            reply(result)
+
+
+def _orphaned() -> NoReturn:
+    """The supervisor process is gone (its end of the pipe closed): nobody waits for this work.
+
+    Kill the whole group, this process included, so nothing it started lingers.
+    """
+    if os.getpgid(0) == os.getpid():
+        os.killpg(0, signal.SIGKILL)
+    _exit(70)
+
+
+def _exit(code: int) -> NoReturn:
+    """Leave without joining threads or running atexit hooks that agent code left behind."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)

@@ -1,0 +1,91 @@
+"""The messages a child sends to Zeus. Plain slotted dataclasses: they are the hot path
+(not frozen: a frozen dataclass costs three times as much to build; treat them as
+immutable all the same).
+
+Every message names its attempt, so Zeus can drop the late messages of a
+superseded or fenced attempt. `progress` is the child's progress counter,
+which every context call advances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors.models import AttemptOutcome, Brief, Summary, Usage
+
+__all__ = [
+    "Charge",
+    "ChildMessage",
+    "DelegateRequest",
+    "Finished",
+    "Heartbeat",
+    "Partial",
+    "ToolCall",
+]
+
+
+@dataclass(slots=True)
+class Heartbeat:
+    attempt_id: str
+    progress: int
+    note: str | None = None
+    # A liveness beat from a process child's heartbeat thread: proves life, not progress.
+    liveness: bool = False
+
+
+@dataclass(slots=True)
+class Partial:
+    attempt_id: str
+    progress: int
+    item: Any
+
+
+@dataclass(slots=True)
+class Charge:
+    attempt_id: str
+    progress: int
+    usage: Usage
+
+
+@dataclass(slots=True)
+class ToolCall:
+    attempt_id: str
+    progress: int
+    name: str
+    read_only: bool = False
+
+
+@dataclass(slots=True)
+class Finished:
+    """The attempt's code no longer runs: it returned, raised, or its process died.
+
+    Each backend sends exactly one per attempt, except for a thread that never
+    stops (Zeus fences that one).
+    """
+
+    attempt_id: str
+    outcome: AttemptOutcome
+    value: Any = None
+    error: str | None = None
+    error_type: str | None = None
+    traceback: str | None = None
+    pid: int | None = None
+    killed: str | None = None  # cooperative | terminate | kill, when the backend stopped it
+    kill_latency_s: float | None = None
+    progress: int = 0
+    # The child process's exit code when it ended with the attempt (negative: the signal).
+    exit_code: int | None = None
+
+
+@dataclass(slots=True)
+class DelegateRequest:
+    """`Context.delegate()`: the child asks Zeus for a nested delegation and waits."""
+
+    attempt_id: str
+    brief: Brief
+    reply: Callable[[Summary | BaseException], None] = field(compare=False)
+
+
+ChildMessage = Heartbeat | Partial | Charge | ToolCall | Finished | DelegateRequest

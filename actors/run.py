@@ -1,0 +1,60 @@
+"""Running a work function and classifying how it ended. Runs in the child."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import traceback as tb
+from collections.abc import Callable
+from typing import Any
+
+from actors.context import Context
+from actors.errors import Cancelled, TransientError
+from actors.models import AttemptOutcome, Brief
+from actors.protocol import Finished
+
+__all__ = ["WorkFunction", "classify_exception", "run_work"]
+
+WorkFunction = Callable[[Brief, Context], Any]
+
+# Failures worth another attempt. `TimeoutError` covers socket.timeout and
+# concurrent.futures.TimeoutError on 3.11.
+_TRANSIENT: tuple[type[BaseException], ...] = (TransientError, ConnectionError, TimeoutError)
+
+
+def classify_exception(exc: BaseException) -> AttemptOutcome:
+    """`cancelled` for `Cancelled`, `transient` for retryable errors, else `error` (permanent).
+
+    `SystemExit` and `KeyboardInterrupt` raised by agent code are permanent
+    errors of that attempt and nothing more.
+    """
+    if isinstance(exc, Cancelled):
+        return AttemptOutcome.cancelled
+    if isinstance(exc, _TRANSIENT):
+        return AttemptOutcome.transient
+    return AttemptOutcome.error
+
+
+def run_work(work: WorkFunction, brief: Brief, ctx: Context, *, pid: int | None = None) -> Finished:
+    """Call `work(brief, ctx)` (sync or `async def`) and describe how it ended."""
+    try:
+        value = work(brief, ctx)
+        if inspect.isawaitable(value):
+            value = asyncio.run(_await(value))
+    except BaseException as exc:  # noqa: BLE001 - every ending of agent code is an outcome
+        return Finished(
+            ctx.attempt_id,
+            classify_exception(exc),
+            error=f"{type(exc).__name__}: {exc}",
+            error_type=type(exc).__name__,
+            traceback="".join(tb.format_exception(exc)),
+            pid=pid,
+            progress=ctx.progress,
+        )
+    return Finished(
+        ctx.attempt_id, AttemptOutcome.completed, value=value, pid=pid, progress=ctx.progress
+    )
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable

@@ -1,0 +1,368 @@
+"""`zeus demo [--routing F] [--log F]`: the pantheon at work, supervised, in a few seconds.
+
+A built-in plan runs on the repository's routing.yml (or F) and the example
+agents, which do real work without a model, all at once under one Zeus, with
+the live tree (one line per event when the output is not a terminal). It shows,
+for real: a retry after a transient failure, a fallback along routing.yml's
+chain (talos -> hermes), a hung child in its own process killed at its
+deadline, partial results kept from an explorer that ran out of time, a budget
+stop, an owner's cancel winning a race against a budget stop, and an
+orchestrator delegating to explorers (a tree two levels deep). It ends with the
+final tree, every summary and a table of what each scenario was meant to show.
+The journal goes to F (default: zeus-demo.jsonl here), for `zeus tree` and
+`zeus timeouts`. Exit status: 0 when every scenario settled as designed, 1
+when one did not, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from rich.text import Text
+
+from actors import AttemptOutcome, Brief, Status, Summary
+from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console, print_table
+from supervisor.cli.commands.dispatch import load_routing
+from supervisor.cli.commands.run import print_tree_and_summaries
+from supervisor.cli.live import LiveTree, open_journal
+from supervisor.core.handle import Handle
+from supervisor.core.zeus import Zeus
+from supervisor.errors import SupervisorError
+from supervisor.routing import DEFAULT_ROUTING, AgentPolicy, Routing
+
+__all__ = ["Scenario", "add_parser", "demo_routing", "run", "scenarios"]
+
+DEFAULT_LOG = Path("zeus-demo.jsonl")
+# Agents of routing.yml the plan runs as they are (talos gets a slower command line).
+NEEDED = ("apollo", "athena", "talos", "hermes")
+# Agents the demo adds, each on routing.yml's defaults plus these keys: the faulty examples.
+DEMO_AGENTS: dict[str, dict[str, Any]] = {
+    "flaky": {
+        "role": "demo: fails transiently once, then succeeds",
+        "entrypoint": "supervisor.examples.faulty:flaky",
+        "timeout_s": 10,
+        "retry": {"max_retries": 2, "initial_s": 0.5},
+    },
+    "hang": {
+        "role": "demo: a tool call that never answers, deaf to cancellation",
+        "entrypoint": "supervisor.examples.faulty:hang",
+        "isolation": "process",
+        "timeout_s": 2,
+        "retry": {"max_retries": 0},
+        "shutdown": {"grace_s": 0.5, "term_s": 0.5},
+    },
+    "spendthrift": {
+        "role": "demo: charges model calls until a budget stops it",
+        "entrypoint": "supervisor.examples.faulty:spendthrift",
+        "timeout_s": 10,
+        "retry": {"max_retries": 0},
+        "budget": {"max_calls": 12},
+    },
+}
+TALOS_DELAY_S = 0.3  # per file: slower than talos's 1.5 s deadline allows
+RACE_REASON = "the owner cancelled it as its budget ran out"
+
+Check = Callable[[Summary, LiveTree], str | None]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One delegation of the plan: what it shows and how it must settle to show it."""
+
+    name: str
+    shows: str
+    brief: Brief
+    expect: Status
+    check: Check  # None when the summary shows what it should, else what is missing
+    cancel_on: str | None = None  # the event on which the owner cancels it (a race)
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="the pantheon at work: retry, fallback, kill, partial results, budget, cancel",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    parser.add_argument(
+        "--routing",
+        metavar="F",
+        type=Path,
+        default=DEFAULT_ROUTING,
+        help="the routing file (default: the repository's routing.yml)",
+    )
+    parser.add_argument(
+        "--log", metavar="F", type=Path, default=DEFAULT_LOG, help="the journal (appended)"
+    )
+    parser.set_defaults(run=run)
+
+
+# -- the plan ------------------------------------------------------------------------------
+def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(base))
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def demo_routing(base: Routing) -> Routing:
+    """`base` plus the demo's faulty agents, and talos slowed down so that it times out.
+
+    `SupervisorError` names the agents the plan needs that `base` lacks.
+    """
+    missing = [name for name in NEEDED if name not in base.agents]
+    if missing:
+        raise SupervisorError(
+            f"the demo runs {', '.join(NEEDED)}; {base.source or 'the routing'} lacks "
+            f"{', '.join(missing)} (use the repository's routing.yml)"
+        )
+    routing = base
+    for name, keys in DEMO_AGENTS.items():
+        routing = routing.with_agent(name, AgentPolicy.model_validate(_merged(base.defaults, keys)))
+    talos = base.agent("talos")
+    slow = ("python", "-m", "supervisor.examples.hotfix", "--delay", str(TALOS_DELAY_S), "{scope}")
+    return routing.with_agent(
+        "talos", talos.model_copy(update={"command": slow, "entrypoint": None})
+    )
+
+
+def _outcomes(s: Summary) -> list[str]:
+    return [a.outcome.value for a in s.attempts]
+
+
+def _retried(s: Summary, live: LiveTree) -> str | None:
+    if _outcomes(s) != ["transient", "completed"]:
+        return f"wanted a transient failure then a completed retry; attempts: {_outcomes(s)}"
+    return None
+
+
+def _fell_back(s: Summary, live: LiveTree) -> str | None:
+    agents = [a.agent for a in s.attempts]
+    if not agents or agents[0] != "talos" or s.agent == "talos":
+        return f"wanted talos's attempts, then its fallback; agents: {agents}"
+    if AttemptOutcome.timeout not in [a.outcome for a in s.attempts if a.agent == "talos"]:
+        return f"wanted talos to time out first; attempts: {_outcomes(s)}"
+    return None
+
+
+def _killed(s: Summary, live: LiveTree) -> str | None:
+    last = s.attempts[-1] if s.attempts else None
+    if last is None or last.pid is None:
+        return "wanted an attempt in a child process (with a pid)"
+    if last.killed not in ("terminate", "kill") or s.timeout_kind != "deadline":
+        return f"wanted a kill at the deadline; killed: {last.killed}, timeout: {s.timeout_kind}"
+    return None
+
+
+def _kept_partials(s: Summary, live: LiveTree) -> str | None:
+    if not s.partial_results:
+        return "wanted the partial results found before the deadline"
+    return None
+
+
+def _budget(s: Summary, live: LiveTree) -> str | None:
+    return None
+
+
+def _cancel_won(s: Summary, live: LiveTree) -> str | None:
+    losing = [cause for a in s.attempts for cause in a.losing_causes]
+    if "budget_exceeded" not in losing:
+        return f"wanted the budget stop kept as the losing cause; losing causes: {losing}"
+    return None
+
+
+def _delegated(s: Summary, live: LiveTree) -> str | None:
+    children = [d for d in live.delegations().values() if d.parent_id == s.id]
+    if not children:
+        return "wanted explorer delegations under the orchestrator"
+    unfinished = [d.id for d in children if d.status != "completed"]
+    if unfinished:
+        return f"wanted every explorer it delegated to complete; not: {', '.join(unfinished)}"
+    return None
+
+
+def scenarios(workdir: Path) -> list[Scenario]:
+    """The plan, in the order it is dispatched; `workdir` is where the implementer writes."""
+    return [
+        Scenario(
+            "retry",
+            "a transient failure, retried after a backoff",
+            Brief(agent="flaky", scope="Fetch the release notes", inputs={"fail_times": 1}),
+            Status.completed,
+            _retried,
+        ),
+        Scenario(
+            "fallback",
+            "talos (a command) times out twice; routing.yml falls back to hermes",
+            Brief(
+                agent="talos",
+                scope="Strip trailing whitespace",
+                inputs={"workdir": str(workdir)},
+                timeout_s=1.5,
+                partial_ok=False,  # talos's policy keeps partial results; here it falls back
+            ),
+            Status.completed,
+            _fell_back,
+        ),
+        Scenario(
+            "kill",
+            "a hung child in its own process, killed at its deadline",
+            Brief(agent="hang", scope="Call the tool that never answers"),
+            Status.timed_out,
+            _killed,
+        ),
+        Scenario(
+            "partial",
+            "an explorer out of time: what it found is kept",
+            Brief(
+                agent="apollo",
+                scope='Find every "__all__" in the project',
+                inputs={"delay_s": 0.25, "suffixes": [".py"]},
+                timeout_s=3,
+                partial_ok=True,
+            ),
+            Status.partial,
+            _kept_partials,
+        ),
+        Scenario(
+            "budget",
+            "a budget of 12 calls, then a stop",
+            Brief(agent="spendthrift", scope="Summarise every issue", inputs={"interval_s": 0.1}),
+            Status.budget_exceeded,
+            _budget,
+        ),
+        Scenario(
+            "cancel race",
+            "the owner cancels as the budget runs out: cancel wins by rule",
+            Brief(agent="spendthrift", scope="Translate the docs", inputs={"interval_s": 0.1}),
+            Status.cancelled,
+            _cancel_won,
+            cancel_on="attempt.budget_exceeded",
+        ),
+        Scenario(
+            "tree",
+            "an orchestrator delegating one explorer per directory",
+            Brief(
+                agent="athena",
+                scope='Map where "TransientError" is raised or caught',
+                inputs={"explore": {"delay_s": 0.02}},
+            ),
+            Status.completed,
+            _delegated,
+        ),
+    ]
+
+
+class _Owner:
+    """The demo's host as a log target: it feeds the live view, and cancels on cue.
+
+    Runs in Zeus's thread. A cancel sent while Zeus emits the cue event reaches
+    Zeus's mailbox before anything the child can say next, so the race it makes
+    is the same every run: the stop for the cue and the cancel are both in flight.
+    """
+
+    def __init__(self, live: LiveTree, plan: list[Scenario]) -> None:
+        self._live = live
+        self._cues = {s.brief.scope: s.cancel_on for s in plan if s.cancel_on}
+        self._watch: dict[str, str] = {}  # delegation id -> cue event
+        self.zeus: Zeus | None = None
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        self._live(event)
+        name, delegation_id = event.get("event"), event.get("delegation_id")
+        if name == "delegation.dispatched" and event.get("scope") in self._cues:
+            self._watch[str(delegation_id)] = self._cues[event["scope"]]
+        elif delegation_id in self._watch and name == self._watch[str(delegation_id)]:
+            del self._watch[str(delegation_id)]
+            if self.zeus is not None:
+                self.zeus.cancel(str(delegation_id), RACE_REASON)
+
+
+# -- the command ---------------------------------------------------------------------------
+def run(args: argparse.Namespace) -> int:
+    base = load_routing(args.routing, "demo")
+    if base is None:
+        return EXIT_BAD_INPUT
+    try:
+        routing = demo_routing(base)
+        journal = open_journal(args.log)
+    except SupervisorError as exc:
+        print(f"zeus demo: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        with tempfile.TemporaryDirectory(prefix="zeus-demo-") as workdir:
+            return _demo(routing, journal, Path(args.log), Path(workdir))
+    finally:
+        journal.close()
+
+
+def _demo(routing: Routing, journal: IO[str], log: Path, workdir: Path) -> int:
+    out = console()
+    plan = scenarios(workdir)
+    out.print(
+        Text(f"zeus demo: {len(plan)} delegations at once on {routing.source}", style="bold"),
+        soft_wrap=True,
+    )
+    for s in plan:
+        out.print(Text(f"  {s.name:<12} {s.brief.agent:<12} {s.shows}"), soft_wrap=True)
+    out.print()
+    started = time.monotonic()
+    live = LiveTree(out, journal=journal, transient=True)
+    owner = _Owner(live, plan)
+    handles: list[Handle] = []
+    with Zeus.start(routing, log=owner) as zeus:
+        owner.zeus = zeus
+        with live.show(zeus):
+            for s in plan:
+                handle = zeus.dispatch(s.brief)
+                handle.add_done_callback(live.add_summary)
+                handles.append(handle)
+            summaries = [h.result() for h in handles]
+    took = time.monotonic() - started
+    print_tree_and_summaries(live, summaries)
+    rows, failures = [], 0
+    for s, summary in zip(plan, summaries, strict=True):
+        problem = (
+            f"wanted {s.expect.value}" if summary.status is not s.expect else s.check(summary, live)
+        )
+        failures += problem is not None
+        rows.append(
+            [
+                s.name,
+                summary.id,
+                s.expect.value,
+                summary.status.value,
+                "yes" if problem is None else "NO",
+                problem or s.shows,
+            ]
+        )
+    out.print()
+    print_table(
+        out,
+        ("scenario", "delegation", "expected", "got", "ok", "what it shows"),
+        rows,
+        title="What the demo showed",
+    )
+    out.print()
+    where = str(log.resolve())
+    out.print(Text(f"journal: {where}"), soft_wrap=True)
+    out.print(Text(f"  read it again: zeus tree {where}; zeus timeouts {where}"), soft_wrap=True)
+    if live.write_error:
+        out.print(Text(f"  {live.write_error}"), soft_wrap=True)
+    verdict = (
+        "every scenario settled as designed"
+        if not failures
+        else f"{failures} scenario(s) did not settle as designed"
+    )
+    out.print(Text(f"zeus demo took {took:.1f}s: {verdict}", style="bold"), soft_wrap=True)
+    return EXIT_OK if not failures else EXIT_INCOMPLETE

@@ -1,0 +1,144 @@
+"""`zeus dispatch AGENT "scope" [--routing F] [--partial-ok] [--timeout S] [--json] [--log F]`.
+
+One delegation, supervised: it prints the `<subtask_summary>` block (or, with
+`--json`, the summary as JSON) on standard output. While it runs, the live tree
+is drawn on standard error when that is a terminal. The routing is F, else
+routing.yml in the current directory, else the pantheon Zeus ships with.
+Exit status: 0 when the delegation completed, 1 when it did not, 2 for bad
+input (an unknown agent, a bad routing file, a bad option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from actors import Brief, Summary
+from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console
+from supervisor.cli.live import LiveTree, open_journal
+from supervisor.core.zeus import Zeus
+from supervisor.errors import RoutingError, SupervisorError
+from supervisor.routing import DEFAULT_ROUTING, Routing
+
+__all__ = ["add_parser", "brief_problems", "default_routing", "load_routing", "run"]
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "dispatch",
+        help="run one delegation and print its summary",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    parser.add_argument("agent", metavar="AGENT", help="the agent, as routing names it")
+    parser.add_argument("scope", metavar="SCOPE", help="what to do, in a sentence")
+    parser.add_argument("--routing", metavar="F", type=Path, help="the routing file")
+    parser.add_argument(
+        "--partial-ok",
+        action="store_true",
+        default=None,
+        help="on a timeout, settle with the partial results found so far",
+    )
+    parser.add_argument("--timeout", metavar="S", type=float, help="each attempt's deadline")
+    parser.add_argument(
+        "--inputs", metavar="JSON", help="the brief's inputs: JSON, or else a plain string"
+    )
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--log", metavar="F", type=Path, help="append the event journal to F")
+    parser.set_defaults(run=run)
+
+
+# -- shared with `zeus run` and `zeus demo` ------------------------------------------------
+def default_routing() -> Path:
+    """routing.yml in the current directory when there is one, else the shipped pantheon."""
+    here = Path("routing.yml")
+    return here if here.is_file() else DEFAULT_ROUTING
+
+
+def load_routing(path: Path | None, command: str) -> Routing | None:
+    """The routing at `path` (default: `default_routing()`), or None after saying why not."""
+    try:
+        return Routing.load(path if path is not None else default_routing())
+    except RoutingError as exc:
+        print(f"zeus {command}: {exc}", file=sys.stderr)
+        return None
+
+
+def brief_problems(exc: ValidationError) -> str:
+    """A brief's validation errors as `field: what is wrong (found X)`, joined by `; `."""
+    parts = []
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "brief"
+        found = f" (found {json.dumps(err['input'], default=str)})" if "input" in err else ""
+        if err["type"] in ("missing", "extra_forbidden"):
+            found = ""
+        parts.append(f"{field}: {err['msg'].lower()}{found}")
+    return "; ".join(parts)
+
+
+def _inputs(raw: str | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+# -- the command ---------------------------------------------------------------------------
+def run(args: argparse.Namespace) -> int:
+    routing = load_routing(args.routing, "dispatch")
+    if routing is None:
+        return EXIT_BAD_INPUT
+    try:
+        brief = Brief(
+            agent=args.agent,
+            scope=args.scope,
+            inputs=_inputs(args.inputs),
+            partial_ok=args.partial_ok,
+            timeout_s=args.timeout,
+        )
+    except ValidationError as exc:
+        problems = brief_problems(exc).replace("timeout_s:", "--timeout:")
+        print(f"zeus dispatch: bad brief: {problems}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.agent not in routing.agents:
+        known = ", ".join(routing.agents) or "none"
+        print(
+            f"zeus dispatch: unknown agent {args.agent!r}; {routing.source} defines: {known}",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    journal: IO[str] | None = None
+    try:
+        if args.log is not None:
+            journal = open_journal(args.log)
+        summary = _supervise(routing, brief, journal)
+    except SupervisorError as exc:
+        print(f"zeus dispatch: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    finally:
+        if journal is not None:
+            journal.close()
+    if args.json:
+        print(summary.model_dump_json(indent=2))
+    else:
+        print(summary.render())
+    return EXIT_OK if summary.ok else EXIT_INCOMPLETE
+
+
+def _supervise(routing: Routing, brief: Brief, journal: IO[str] | None) -> Summary:
+    err = console(stderr=True)
+    live = LiveTree(err if err.is_terminal else None, journal=journal, transient=True)
+    with Zeus.start(routing, log=live) as zeus:
+        handle = zeus.dispatch(brief)
+        handle.add_done_callback(live.add_summary)
+        with live.show(zeus):
+            summary = handle.result()
+    if live.write_error:
+        print(f"zeus dispatch: {live.write_error}", file=sys.stderr)
+    return summary

@@ -1,0 +1,250 @@
+"""`zeus run PLAN.yml [--routing F] [--log F] [--json]`: a plan of briefs, supervised together.
+
+A plan is a YAML list; each entry is a brief (a mapping of Brief fields:
+agent, scope, inputs, expected_output, constraints, partial_ok, timeout_s,
+session, mode) or a group `{group: [briefs], strategy: one_for_one}`. It may
+also be a mapping `{routing: PATH, briefs: [...]}`, PATH relative to the plan.
+Everything is dispatched at once; the live tree shows it running (one line per
+event when the output is not a terminal), then the final tree and each
+summary in plan order (with `--json`: a JSON list of the summaries, groups
+flattened, and the live tree on standard error when it is a terminal).
+The routing is `--routing F`, else the plan's, else routing.yml in the current
+directory, else the pantheon Zeus ships with. Exit status: 0 when every
+delegation completed, 1 when some did not, 2 for a bad plan (the message names
+the entry and the field) or bad routing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import yaml
+from pydantic import ValidationError
+from rich.text import Text
+
+from actors import Brief, Summary
+from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console
+from supervisor.cli.commands.dispatch import brief_problems, load_routing
+from supervisor.cli.live import LiveTree, open_journal
+from supervisor.core.handle import Handle
+from supervisor.core.zeus import Zeus
+from supervisor.errors import SupervisorError
+from supervisor.routing import Routing
+from supervisor.rules.groups import STRATEGIES, Strategy
+
+__all__ = ["Entry", "Plan", "PlanError", "add_parser", "load_plan", "run"]
+
+_TOP_KEYS = ("routing", "briefs")
+_GROUP_KEYS = ("group", "strategy")
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run a plan of briefs with the live tree, then print the summaries",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    parser.add_argument("plan", metavar="PLAN.yml", type=Path, help="the plan file")
+    parser.add_argument("--routing", metavar="F", type=Path, help="the routing file")
+    parser.add_argument("--log", metavar="F", type=Path, help="append the event journal to F")
+    parser.add_argument("--json", action="store_true", help="print the summaries as JSON")
+    parser.set_defaults(run=run)
+
+
+class PlanError(ValueError):
+    """A plan that cannot run; the message names the file, the entry and the field."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry of a plan: a brief, or a group of briefs under a strategy."""
+
+    briefs: tuple[Brief, ...]
+    strategy: Strategy | None = None  # None: a single brief, not a group
+
+
+@dataclass(frozen=True)
+class Plan:
+    entries: tuple[Entry, ...]
+    routing: Path | None = None  # the plan's own `routing:`, resolved against its directory
+
+
+def load_plan(path: Path) -> Plan:
+    """Read and check a plan file; `PlanError` says what is wrong and where."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PlanError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise PlanError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or exc
+        raise PlanError(f"{path}{where}: not valid YAML: {problem}") from None
+    routing: Path | None = None
+    if isinstance(data, dict) and "briefs" not in data and {"agent", "scope", "group"} & set(data):
+        raise PlanError(
+            f"{path}: a plan is a list of briefs, found a single mapping; "
+            "start each brief with `- `"
+        )
+    if isinstance(data, dict):
+        unknown = sorted(str(k) for k in data if k not in _TOP_KEYS)
+        if unknown:
+            raise PlanError(
+                f"{path}: unknown key(s) {', '.join(unknown)}; a plan mapping has "
+                "`routing:` (optional) and `briefs:` (a list)"
+            )
+        if "routing" in data:
+            if not isinstance(data["routing"], str) or not data["routing"]:
+                raise PlanError(f"{path}: routing: give the routing file's path as a string")
+            routing = path.parent / data["routing"]
+        data = data.get("briefs")
+    if not isinstance(data, list):
+        found = "nothing" if data is None else f"a {type(data).__name__}"
+        raise PlanError(
+            f"{path}: a plan is a list of briefs (or {{routing: ..., briefs: [...]}}), "
+            f"found {found}"
+        )
+    if not data:
+        raise PlanError(f"{path}: the plan has no briefs")
+    entries = tuple(_entry(path, n, raw) for n, raw in enumerate(data, 1))
+    return Plan(entries, routing)
+
+
+def _entry(path: Path, n: int, raw: Any) -> Entry:
+    where = f"{path}: entry {n}"
+    if not isinstance(raw, dict):
+        raise PlanError(
+            f"{where}: a brief is a mapping (agent: ..., scope: ...), found {_kind(raw)}"
+        )
+    if "group" not in raw:
+        return Entry((_brief(where, raw),))
+    unknown = sorted(str(k) for k in raw if k not in _GROUP_KEYS)
+    if unknown:
+        raise PlanError(
+            f"{where} (a group): unknown key(s) {', '.join(unknown)}; a group has "
+            "`group:` (a list of briefs) and `strategy:`"
+        )
+    strategy = next((s for s in STRATEGIES if s == raw.get("strategy", "one_for_one")), None)
+    if strategy is None:
+        raise PlanError(
+            f"{where} (a group): strategy: {raw.get('strategy')!r} is not one of "
+            f"{', '.join(STRATEGIES)}"
+        )
+    members = raw["group"]
+    if not isinstance(members, list) or not members:
+        raise PlanError(f"{where} (a group): group: give a non-empty list of briefs")
+    briefs = []
+    for m, member in enumerate(members, 1):
+        inner = f"{where} (a group), brief {m}"
+        if not isinstance(member, dict):
+            raise PlanError(f"{inner}: a brief is a mapping, found {_kind(member)}")
+        briefs.append(_brief(inner, member))
+    return Entry(tuple(briefs), strategy)
+
+
+def _brief(where: str, raw: dict[str, Any]) -> Brief:
+    try:
+        return Brief.model_validate(raw)
+    except ValidationError as exc:
+        raise PlanError(f"{where}: {brief_problems(exc)}") from None
+
+
+def _kind(value: Any) -> str:
+    return "nothing" if value is None else f"a {type(value).__name__} ({value!r:.40})"
+
+
+def check_agents(plan: Plan, routing: Routing, path: Path) -> None:
+    """`PlanError` for the first brief whose agent the routing does not define."""
+    for n, entry in enumerate(plan.entries, 1):
+        for m, brief in enumerate(entry.briefs, 1):
+            if brief.agent not in routing.agents:
+                where = f"{path}: entry {n}" + (f" (a group), brief {m}" if entry.strategy else "")
+                raise PlanError(
+                    f"{where}: agent: unknown agent {brief.agent!r}; {routing.source} defines: "
+                    f"{', '.join(routing.agents) or 'none'}"
+                )
+
+
+# -- the command ---------------------------------------------------------------------------
+def run(args: argparse.Namespace) -> int:
+    try:
+        plan = load_plan(args.plan)
+    except PlanError as exc:
+        print(f"zeus run: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    routing = load_routing(args.routing if args.routing is not None else plan.routing, "run")
+    if routing is None:
+        return EXIT_BAD_INPUT
+    try:
+        check_agents(plan, routing, args.plan)
+    except PlanError as exc:
+        print(f"zeus run: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    journal: IO[str] | None = None
+    try:
+        if args.log is not None:
+            journal = open_journal(args.log)
+        return _run(plan, routing, journal, as_json=args.json)
+    except SupervisorError as exc:
+        print(f"zeus run: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    finally:
+        if journal is not None:
+            journal.close()
+
+
+def _run(plan: Plan, routing: Routing, journal: IO[str] | None, *, as_json: bool) -> int:
+    out = console()
+    if as_json:
+        err = console(stderr=True)
+        live = LiveTree(err if err.is_terminal else None, journal=journal, transient=True)
+    else:
+        live = LiveTree(out, journal=journal, transient=True)
+    handles: list[Handle] = []
+    with Zeus.start(routing, log=live) as zeus, live.show(zeus):
+        for entry in plan.entries:
+            if entry.strategy is None:
+                handles.append(zeus.dispatch(entry.briefs[0]))
+            else:
+                handles.extend(zeus.dispatch_group(entry.briefs, entry.strategy).handles)
+        for handle in handles:
+            handle.add_done_callback(live.add_summary)
+        summaries = [handle.result() for handle in handles]
+    if live.write_error:
+        print(f"zeus run: {live.write_error}", file=sys.stderr)
+    if as_json:
+        print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
+    else:
+        print_report(live, summaries)
+    return EXIT_OK if all(s.ok for s in summaries) else EXIT_INCOMPLETE
+
+
+def print_tree_and_summaries(live: LiveTree, summaries: list[Summary]) -> None:
+    """The final tree, then each summary block."""
+    out = console()
+    if not out.is_terminal:
+        out.print()
+    live.print_tree()
+    for summary in summaries:
+        out.print()
+        if out.is_terminal:
+            out.rule(Text(f"{summary.id}: {summary.status.value}"), align="left")
+        out.print(Text(summary.render()), soft_wrap=True)
+
+
+def print_report(live: LiveTree, summaries: list[Summary]) -> None:
+    """The final tree, then each summary block, then one line of totals."""
+    print_tree_and_summaries(live, summaries)
+    out = console()
+    done = sum(s.ok for s in summaries)
+    out.print()
+    out.print(Text(f"{done} of {len(summaries)} delegation(s) completed"), soft_wrap=True)

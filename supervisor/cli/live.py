@@ -1,0 +1,437 @@
+"""The live tree: what a running Zeus is doing, redrawn a few times a second.
+
+`LiveTree` is a log target (`Zeus.start(log=live)`). Each event goes into a
+tree rebuilt from the events (`supervisor.journal.Journal`), into the journal
+file when it has one (one JSON line per event, flushed, the pinned fields kept,
+so `zeus tree` and `zeus timeouts` read it), and, when the output is not a
+terminal, out as one plain line. On a terminal, `with live.show(zeus):` redraws
+the tree with rich from those events and `zeus.tree()`, which gives the open
+delegations' live numbers: elapsed time against the deadline (a bar), progress
+and when it last moved. Settled delegations keep their attempts, what followed
+each (a retry, a fallback) and their final status, in colour.
+
+The event callback runs in whichever thread emits (mostly Zeus's actor thread);
+the redraw runs in rich's refresh thread. Both take the same lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.text import Text
+from rich.tree import Tree
+
+from actors import Summary
+from supervisor import journal as jr
+from supervisor.cli.commands.tree import attempt_label, delegation_label, event_line, status_mark
+from supervisor.errors import SupervisorError
+
+if TYPE_CHECKING:
+    from supervisor.core.zeus import Zeus
+
+__all__ = ["LiveTree", "bar", "describe", "open_journal"]
+
+_BAR_WIDTH = 16
+_QUIET = {"message.dropped"}  # bookkeeping, not news: kept in the journal, not printed
+
+
+def open_journal(path: str | Path) -> IO[str]:
+    """`path` opened for appending events; `SupervisorError` says why it cannot be."""
+    try:
+        return Path(path).open("a", encoding="utf-8")
+    except OSError as exc:
+        raise SupervisorError(
+            f"cannot write the journal {str(path)!r}: {exc.strerror}; give a writable path"
+        ) from None
+
+
+def bar(elapsed: float, limit: float, *, width: int = _BAR_WIDTH, plain: bool = False) -> Text:
+    """`elapsed` against `limit` as a bar: green, yellow past 60 %, red past 90 %."""
+    ratio = 0.0 if limit <= 0 else max(0.0, min(1.0, elapsed / limit))
+    filled = round(ratio * width)
+    full, empty = ("#", "-") if plain else ("█", "░")
+    style = "green" if ratio < 0.6 else "yellow" if ratio < 0.9 else "red"
+    text = Text()
+    text.append(full * filled, style=style)
+    text.append(empty * (width - filled), style="dim")
+    text.append(f" {elapsed:.1f}/{limit:g}s")
+    return text
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _s(value: Any) -> str:
+    number = _num(value)
+    return "?" if number is None else f"{number:.2f}s"
+
+
+def _first_line(text: Any, limit: int = 100) -> str:
+    line = str(text).strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def describe(event: dict[str, Any]) -> str | None:
+    """What an event says, in words, for one line of plain output (None: not worth a line)."""
+    name = event.get("event")
+    e = event
+    if name in _QUIET:
+        return None
+    if name == "zeus.started":
+        return f"zeus started (pid {e.get('pid')}, routing {e.get('routing') or 'none'})"
+    if name == "zeus.stopped":
+        return "zeus stopped"
+    if name == "delegation.dispatched":
+        policy: dict[str, Any] = e["policy"] if isinstance(e.get("policy"), dict) else {}
+        extras = [f"timeout {_num(e.get('timeout_s')) or 0:g}s"]
+        if policy.get("isolation") == "process" or policy.get("command"):
+            extras.append("process")
+        if e.get("parent_id"):
+            extras.append(f"delegated by {e['parent_id']}")
+        return f'to {e.get("agent")}: "{_first_line(e.get("scope"), 70)}" ({", ".join(extras)})'
+    if name == "attempt.started":
+        pid = f", pid {e['pid']}" if e.get("pid") else ""
+        return (
+            f"attempt {e.get('attempt')} on {e.get('agent')} started{pid}, "
+            f"deadline in {_s(e.get('deadline_s'))}"
+        )
+    if name == "attempt.heartbeat":
+        note = f": {_first_line(e['note'], 70)}" if e.get("note") else ""
+        return f"alive, progress {e.get('progress')}{note}"
+    if name == "attempt.stale":
+        return f"no progress: stale after {_s(e.get('elapsed_s'))}"
+    if name == "attempt.timed_out":
+        return f"deadline passed after {_s(e.get('elapsed_s'))}; stopping it"
+    if name == "attempt.budget_exceeded":
+        return f"over budget ({e.get('limit')}); stopping it"
+    if name == "attempt.killed":
+        return f"stopped ({e.get('how')}) in {_s(e.get('latency_s'))}"
+    if name == "attempt.fenced":
+        return f"fenced: {e.get('reason')}"
+    if name == "attempt.completed":
+        return f"completed after {_s(e.get('duration_s'))}"
+    if name == "attempt.failed":
+        error = f": {_first_line(e['error'])}" if e.get("error") else ""
+        return f"ended {e.get('outcome')} after {_s(e.get('duration_s'))}{error}"
+    if name == "retry.scheduled":
+        return f"retry in {_s(e.get('backoff_s'))} as {e.get('next_attempt_id')}"
+    if name == "fallback.dispatched":
+        return f"fallback {e.get('from')} -> {e.get('to')}"
+    if name == "delegation.cancel_requested":
+        return f"cancel requested: {e.get('reason')}"
+    if name == "delegation.settled":
+        kind = f" ({e['timeout_kind']})" if e.get("timeout_kind") else ""
+        return (
+            f"settled {str(e.get('status')).upper()}{kind} after {_s(e.get('duration_s'))}, "
+            f"{e.get('attempts')} attempt(s)"
+        )
+    if name == "supervisor.intensity_exceeded":
+        return (
+            f"restart intensity exceeded: {e.get('restarts')} restarts within "
+            f"{e.get('within_s')}s; no more restarts"
+        )
+    return event_line(event)
+
+
+class LiveTree:
+    """The view of one Zeus run: a log target, an optional journal file, a live or plain output.
+
+    `console`: where to draw (None: nowhere, events are still recorded and
+    journalled). On a terminal the tree is redrawn inside `show(zeus)`;
+    elsewhere each event is printed as a line at once.
+    """
+
+    def __init__(
+        self,
+        console: Console | None,
+        *,
+        journal: IO[str] | None = None,
+        refresh_per_second: float = 4.0,
+        transient: bool = False,
+    ) -> None:
+        self._console = console
+        self._file = journal
+        self._refresh = refresh_per_second
+        self._transient = transient
+        self._lock = threading.RLock()
+        self._journal = jr.Journal()
+        self._t0: float | None = None
+        self._zeus: Zeus | None = None
+        self._live_nodes: dict[str, dict[str, Any]] = {}  # the last snapshot, by delegation id
+        self._seen: dict[str, dict[str, Any]] = {}  # the last snapshot of every delegation seen
+        self._counts: dict[str, Any] = {}
+        self._summaries: dict[str, Summary] = {}
+        self.write_error: str | None = None
+
+    @property
+    def live(self) -> bool:
+        """True when the output is a terminal, redrawn in place."""
+        return self._console is not None and self._console.is_terminal
+
+    # -- input --------------------------------------------------------------------------
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        """The log target: record the event, journal it, print it when the output is plain."""
+        with self._lock:
+            self._journal.apply(event)
+            ts = _num(event.get("ts"))
+            if self._t0 is None and ts is not None:
+                self._t0 = ts
+            self._write(event)
+            if self._console is not None and not self._console.is_terminal:
+                self._print_line(event, ts)
+
+    def add_summary(self, summary: Summary) -> None:
+        """Keep a settled delegation's summary (its partial results and usage show in the tree)."""
+        with self._lock:
+            self._summaries[summary.id] = summary
+
+    def _write(self, event: dict[str, Any]) -> None:
+        if self._file is None or self.write_error is not None:
+            return
+        try:
+            self._file.write(json.dumps(event, default=str) + "\n")
+            self._file.flush()
+        except (OSError, ValueError) as exc:  # a full disk, a closed file: stop journalling
+            self.write_error = f"the journal stopped being written: {exc}"
+
+    def _print_line(self, event: dict[str, Any], ts: float | None) -> None:
+        assert self._console is not None
+        text = describe(event)
+        if text is None:
+            return
+        when = 0.0 if ts is None or self._t0 is None else ts - self._t0
+        who = event.get("attempt_id") or event.get("delegation_id") or "zeus"
+        with contextlib.suppress(OSError, ValueError):  # the reader left; Zeus goes on
+            self._console.print(Text(f"{when:7.2f}s  {who:<18} {text}"), soft_wrap=True)
+
+    # -- live display -------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def show(self, zeus: Zeus) -> Iterator[None]:
+        """Redraw the tree from `zeus` a few times a second while the block runs (terminal only)."""
+        self._zeus = zeus
+        if not self.live:
+            yield
+            return
+        assert self._console is not None
+        with Live(
+            console=self._console,
+            get_renderable=self._frame,
+            refresh_per_second=self._refresh,
+            transient=self._transient,
+            redirect_stdout=False,
+            redirect_stderr=False,
+        ):
+            yield
+        self._poll()
+
+    def _frame(self) -> RenderableType:
+        """Runs in rich's refresh thread: a fresh snapshot, then the tree. Never raises."""
+        try:
+            self._poll()
+            return self.render()
+        except Exception as exc:  # noqa: BLE001 - a failed frame must not end the display
+            return Text(f"(the live view could not draw: {exc})", style="red")
+
+    def _poll(self) -> None:
+        zeus = self._zeus
+        if zeus is None:
+            return
+        try:
+            snapshot = zeus.tree()
+        except Exception:  # noqa: BLE001 - Zeus stopping under us: keep the last snapshot
+            return
+        if snapshot.get("stopped"):
+            return  # nothing is open any more; keep the last numbers
+        nodes: dict[str, dict[str, Any]] = {}
+
+        def index(items: list[dict[str, Any]]) -> None:
+            for node in items:
+                nodes[str(node.get("id"))] = node
+                index(node.get("children") or [])
+
+        index(snapshot.get("delegations") or [])
+        with self._lock:
+            self._live_nodes = nodes
+            self._seen.update(nodes)
+            self._counts = snapshot
+
+    # -- rendering ----------------------------------------------------------------------
+
+    def _extras(self, d: jr.Delegation) -> list[str]:
+        """Partial results and usage: from the summary once settled, else the last snapshot."""
+        summary = self._summaries.get(d.id)
+        if summary is not None:
+            partials, calls, cost = (
+                len(summary.partial_results),
+                summary.usage.calls,
+                summary.usage.cost,
+            )
+        else:
+            node = self._seen.get(d.id)
+            if node is None:
+                return []
+            usage = node.get("usage") or {}
+            partials, calls, cost = (
+                node.get("partials", 0),
+                usage.get("calls", 0),
+                usage.get("cost", 0.0),
+            )
+        extras = []
+        if partials:
+            extras.append(f"{partials} partial result(s)")
+        if calls:
+            extras.append(f"{calls} call(s), ${cost:.4f}")
+        return extras
+
+    def _open_label(self, d: jr.Delegation, plain: bool) -> Text:
+        node = self._live_nodes.get(d.id)
+        state = str(node.get("state")) if node else "running"
+        if node and node.get("cancel_requested"):
+            state += ", cancel requested"
+        agents = " -> ".join(d.agents) or "?"
+        label = Text(f"… {d.id} {agents}: {state}", style="cyan bold")
+        live = _live_attempt(node)
+        if live is not None:
+            elapsed, limit = _num(live.get("elapsed_s")) or 0.0, _num(live.get("timeout_s"))
+            if limit:
+                label.append("  ")
+                label.append_text(bar(elapsed, limit, plain=plain))
+        extras = self._extras(d)
+        if extras:
+            label.append("  " + ", ".join(extras), style="cyan")
+        if d.scope:
+            label.append(f'  "{_first_line(d.scope, 60)}"', style="dim")
+        return label
+
+    def _attempt_label(self, a: jr.Attempt, d: jr.Delegation) -> Text:
+        if a.ended:
+            style = "dim" if a.outcome == "completed" else "dim red"
+            return Text(attempt_label(a), style=style)
+        live = _live_attempt(self._live_nodes.get(d.id))
+        if live is None or live.get("id") != a.id:
+            return Text(attempt_label(a), style="dim")
+        head = " ".join(x for x in (a.id, a.agent, f"pid {a.pid}" if a.pid else None) if x)
+        text = Text(f"{head}: {live.get('state', 'running')}", style="cyan")
+        progress = live.get("progress")
+        ago = _num(live.get("last_progress_s_ago"))
+        if isinstance(progress, int) and progress < 0:
+            text.append(", starting")
+        else:
+            moved = "" if ago is None else f", last moved {ago:.1f}s ago"
+            text.append(f", progress {progress}{moved}")
+        if a.note:
+            text.append(f"  {_first_line(a.note, 50)}", style="dim")
+        return text
+
+    def _head(self, run: jr.Run) -> Text:
+        counts = self._counts
+        settled = sum(1 for d in run.delegations.values() if d.settled)
+        open_ = len(run.delegations) - settled
+        text = f"zeus: {open_} open, {settled} settled"
+        usage: dict[str, Any] = counts["usage"] if isinstance(counts.get("usage"), dict) else {}
+        roots = [self._summaries.get(d.id) for d in run.roots]
+        if all(roots) and roots:  # every root settled: their usage rolls up the whole tree
+            usage = {
+                "calls": sum(s.usage.calls for s in roots if s),
+                "cost": sum(s.usage.cost for s in roots if s),
+            }
+        if usage.get("calls"):
+            text += f", {usage['calls']} call(s), ${usage.get('cost', 0.0):.4f}"
+        if counts.get("abandoned_threads"):
+            text += f", {counts['abandoned_threads']} abandoned thread(s)"
+        if run.stopped:
+            text += ", stopped"
+        return Text(text, style="bold")
+
+    def render(self) -> RenderableType:
+        """The whole tree as rich renderables (settled and open delegations alike)."""
+        with self._lock:
+            run = self._journal.run
+            root = Tree(self._head(run))
+
+            def walk(d: jr.Delegation, node: Tree) -> None:
+                if d.settled:
+                    label, status = delegation_label(d, run)
+                    mark, style = status_mark(status)
+                    text = Text(f"{mark} {label}", style=style)
+                    extras = self._extras(d)
+                    if extras:
+                        text.append("  " + ", ".join(extras), style="dim")
+                else:
+                    text = self._open_label(d, plain=False)
+                branch = node.add(text)
+                for a in d.attempts:
+                    branch.add(self._attempt_label(a, d))
+                for child in d.children:
+                    walk(child, branch)
+
+            for d in run.roots:
+                walk(d, root)
+            if not run.delegations:
+                root.add(Text("(no delegations yet)", style="dim"))
+            return Group(root)
+
+    def render_plain(self) -> str:
+        """The whole tree as indented plain text: no colours, no box drawing."""
+        with self._lock:
+            run = self._journal.run
+            lines = [self._head(run).plain]
+
+            def walk(d: jr.Delegation, depth: int) -> None:
+                pad = "  " * depth
+                if d.settled:
+                    label, status = delegation_label(d, run)
+                    text = f"{status_mark(status)[0]} {label}"
+                    extras = self._extras(d)
+                    if extras:
+                        text += "  " + ", ".join(extras)
+                else:
+                    text = self._open_label(d, plain=True).plain
+                lines.append(pad + text)
+                lines.extend(f"{pad}  - {self._attempt_label(a, d).plain}" for a in d.attempts)
+                for child in d.children:
+                    walk(child, depth + 1)
+
+            for d in run.roots:
+                walk(d, 1)
+            return "\n".join(lines)
+
+    def print_tree(self) -> None:
+        """Print the tree once, as it stands (rich on a terminal, plain elsewhere)."""
+        if self._console is None:
+            return
+        self._poll()
+        if self._console.is_terminal:
+            self._console.print(self.render())
+        else:
+            self._console.print(Text(self.render_plain()), soft_wrap=True)
+
+    def delegations(self) -> dict[str, jr.Delegation]:
+        """Every delegation seen so far (nested ones included), by id."""
+        with self._lock:
+            return dict(self._journal.run.delegations)
+
+    def elapsed(self) -> float:
+        """Seconds since the first event (wall clock)."""
+        return 0.0 if self._t0 is None else max(0.0, time.time() - self._t0)
+
+
+def _live_attempt(node: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The running attempt of a snapshot node (the one with a deadline), if any."""
+    if not node:
+        return None
+    for attempt in reversed(node.get("attempts") or []):
+        if isinstance(attempt, dict) and "deadline_in_s" in attempt:
+            return attempt
+    return None

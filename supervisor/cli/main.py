@@ -1,0 +1,92 @@
+"""`zeus`: the command line. Each command is a module in `supervisor.cli.commands`.
+
+To add a command, write a module with `add_parser(subparsers)` and
+`run(args) -> int` (see `supervisor.cli.commands`) and list it in `COMMANDS`.
+Exit codes: 0 all completed, 1 some delegation did not complete, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+
+from supervisor import __version__
+from supervisor.cli.commands import (
+    EXIT_BAD_INPUT,
+    Command,
+    demo,
+    dispatch,
+    run,
+    schema,
+    sweep,
+    timeouts,
+    tree,
+    validate,
+)
+
+__all__ = ["COMMANDS", "build_parser", "main"]
+
+COMMANDS: tuple[Command, ...] = (demo, dispatch, run, validate, schema, tree, timeouts, sweep)
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
+    """The `zeus` parser, and which module runs each command name (aliases included)."""
+    parser = argparse.ArgumentParser(
+        prog="zeus",
+        description="Zeus: an Erlang/OTP-style supervision tree for AI-agent delegations.",
+        epilog="exit codes: 0 all completed, 1 some delegation did not complete, 2 bad input",
+    )
+    parser.add_argument("--version", action="version", version=f"zeus {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    by_name: dict[str, Command] = {}
+    for module in COMMANDS:
+        before = set(subparsers.choices)
+        module.add_parser(subparsers)
+        for name in set(subparsers.choices) - before:
+            by_name[name] = module
+    return parser, by_name
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `zeus` with `argv` (default: the process's arguments); return the exit code."""
+    parser, by_name = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error (already printed)
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        return EXIT_BAD_INPUT
+    try:
+        with _cwd_importable():
+            return by_name[args.command].run(args)
+    except KeyboardInterrupt:
+        print("zeus: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader left (`zeus schema | head`): stop quietly
+        with suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as shell tools end
+
+
+@contextmanager
+def _cwd_importable() -> Iterator[None]:
+    """Let `entrypoint: pkg.module:fn` import from the current directory, as `python -m` does.
+
+    A console script's `sys.path` starts with its own bin directory, not the cwd.
+    """
+    cwd = os.getcwd()
+    added = "" not in sys.path and cwd not in sys.path
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        yield
+    finally:
+        if added and cwd in sys.path:
+            sys.path.remove(cwd)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

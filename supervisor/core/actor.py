@@ -1,0 +1,795 @@
+"""The root actor. Every decision is taken here, in the actor's thread, one message at a time.
+
+The actor is a thin shell: it keeps the state of open delegations, feeds
+messages to the pure decisions (`_settle`, `_stale`, `_backoff`, `_budget`,
+`_intensity`) and carries out what they decide through the backends and the
+clock's timers. Nothing here blocks on a child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+import traceback
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from typing import Any
+
+import pykka
+
+from actors import AttemptOutcome, AttemptRecord, Brief, Report, Status, Summary, Usage
+from actors.backends import Backend, ChildSpec
+from actors.clock import Clock, Timer
+from actors.protocol import Charge, DelegateRequest, Finished, Heartbeat, Partial, ToolCall
+from supervisor.core.handle import Settled
+from supervisor.core.messages import (
+    AttemptDue,
+    BackoffOver,
+    Cancel,
+    Dispatch,
+    ForceSettle,
+    GraceOver,
+    Hold,
+    Ping,
+    ReviewDone,
+    Snapshot,
+    StopAll,
+)
+from supervisor.core.registry import Registry
+from supervisor.core.state import (
+    MAX_PARTIALS,
+    Attempt,
+    Delegation,
+    attempt_error,
+    build_summary,
+    snapshot_node,
+)
+from supervisor.errors import DelegationRefused, SupervisorError
+from supervisor.journal.events import EventLog
+from supervisor.routing import AgentPolicy
+from supervisor.rules.backoff import backoff_delay
+from supervisor.rules.budget import budget_overrun
+from supervisor.rules.framing import role_framing
+from supervisor.rules.groups import review_verdict, siblings_to_restart
+from supervisor.rules.intensity import RestartWindow
+from supervisor.rules.settle import Fallback, Retry, Settle, decide_next, resolve_outcome
+from supervisor.rules.stale import ProgressWatch
+
+__all__ = ["ZeusActor"]
+
+
+
+class ZeusActor(pykka.ThreadingActor):
+    """The root supervisor. All methods run in the actor's own thread."""
+
+    # A host that forgets `zeus.stop()` must still be able to exit.
+    use_daemon_thread = True
+
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        clock: Clock,
+        events: EventLog,
+        backends: dict[str, Backend],
+        rng: random.Random,
+    ) -> None:
+        super().__init__()
+        self._registry = registry
+        self._clock = clock
+        self._events = events
+        self._backends = backends
+        self._rng = rng
+        self._open: dict[str, Delegation] = {}
+        self._live: dict[str, tuple[Delegation, Attempt]] = {}  # attempt id -> owner
+        self._queue: deque[str] = deque()
+        self._running_roots = 0
+        self._tree_usage = Usage()
+        self._windows: dict[str | None, RestartWindow] = {}
+        self._fenced: dict[str, str] = {}  # attempt id -> delegation id, threads still running
+        self._sessions: dict[str, OrderedDict[str, dict[str, Any]]] = {}
+        self._settled_count = 0
+        self._dropped = 0
+        self._accepting = True
+        self._handlers: dict[type, Callable[[Any], Any]] = {
+            Heartbeat: self._on_heartbeat,
+            Partial: self._on_partial,
+            Charge: self._on_charge,
+            ToolCall: self._on_tool_call,
+            Finished: self._on_finished,
+            DelegateRequest: self._on_delegate_request,
+            Dispatch: self._on_dispatch,
+            Cancel: self._on_cancel,
+            AttemptDue: self._on_attempt_due,
+            GraceOver: self._on_grace_over,
+            BackoffOver: self._on_backoff_over,
+            ReviewDone: self._on_review_done,
+            Snapshot: self._on_snapshot,
+            Ping: lambda _msg: None,
+            Hold: self._on_hold,
+            StopAll: self._on_stop_all,
+            ForceSettle: self._on_force_settle,
+        }
+
+    # -- the mailbox ------------------------------------------------------------------
+
+    def on_receive(self, message: Any) -> Any:
+        """Runs in the actor thread. Nothing may escape: pykka would stop every actor."""
+        handler = self._handlers.get(type(message))
+        if handler is None:
+            self._events.emit("zeus.unknown_message", type=type(message).__name__)
+            return None
+        try:
+            return handler(message)
+        except BaseException as exc:  # noqa: BLE001 - Zeus survives everything
+            self._events.emit(
+                "zeus.internal_error",
+                message=type(message).__name__,
+                error=f"{type(exc).__name__}: {exc}",
+                traceback=traceback.format_exc(),
+            )
+            return exc if isinstance(exc, Exception) else None
+
+    def send(self, message: object) -> None:
+        """What children call (from their own threads) to report; dropped once Zeus is gone."""
+        try:  # noqa: SIM105 - not contextlib.suppress: the hot path of every child message
+            self.actor_ref.tell(message)
+        except pykka.ActorDeadError:
+            pass
+
+    def _after(self, delay: float, message: object) -> Timer:
+        return self._clock.call_at(self._clock.now() + delay, lambda: self.send(message))
+
+    # -- dispatch -----------------------------------------------------------------------
+
+    def _on_dispatch(self, msg: Dispatch) -> None:
+        now = self._clock.now()
+        policy = self._registry.policy(msg.brief.agent)
+        parent = self._open.get(msg.parent_id) if msg.parent_id else None
+        d = Delegation(
+            id=msg.delegation_id,
+            brief=msg.brief,
+            parent_id=msg.parent_id,
+            depth=parent.depth + 1 if parent else 1,
+            settled=msg.settled,
+            dispatched_at=now,
+            agent=msg.brief.agent,
+            policy=policy,
+            visited=[msg.brief.agent],
+            group=msg.group,
+        )
+        if parent is not None:
+            parent.children.append(d.id)
+            if parent.current is not None:
+                d.deadline_cap = parent.current.deadline
+        self._open[d.id] = d
+        if d.group is not None:
+            d.group.members.append(d.id)
+        if self._events.enabled:
+            self._emit(
+                "delegation.dispatched",
+                d,
+                scope=d.brief.scope,
+                depth=d.depth,
+                timeout_s=self._timeout_s(d),
+                policy=_effective(policy, d.brief),
+            )
+        if not self._accepting:
+            self._settle(d, Settle(Status.cancelled, reason="zeus is stopping"))
+        elif parent is not None and parent.cancel_requested:
+            d.cancel_requested = True
+            self._settle(d, Settle(Status.cancelled, reason="its parent was cancelled"))
+        # max_concurrent queues the host's delegations; a nested one never waits behind
+        # them (its parent holds a slot already, and would deadlock waiting for it).
+        elif d.depth > 1 or self._running_roots < self._registry.routing.supervisor.max_concurrent:
+            self._start(d)
+        else:
+            self._queue.append(d.id)
+
+    def _start(self, d: Delegation) -> None:
+        if d.depth == 1 and d.state == "queued":
+            self._running_roots += 1
+        d.state = "running"
+        self._start_attempt(d)
+
+    def _timeout_s(self, d: Delegation) -> float:
+        if d.brief.timeout_s is not None and d.agent == d.brief.agent:
+            return d.brief.timeout_s
+        return d.policy.timeout_s
+
+    def _start_attempt(self, d: Delegation) -> None:
+        now = self._clock.now()
+        d.attempt_count += 1
+        policy = d.policy
+        deadline = now + self._timeout_s(d)
+        if d.deadline_cap is not None:
+            deadline = min(deadline, d.deadline_cap)
+        a = Attempt(
+            id=f"{d.id}-a{d.attempt_count}",
+            number=d.attempt_count,
+            agent=d.agent,
+            policy=policy,
+            started_at=now,
+            deadline=deadline,
+            watch=ProgressWatch.start(now),
+        )
+        d.current = a
+        self._live[a.id] = (d, a)
+        try:
+            work = None if policy.command else self._registry.work(d.agent)
+            if work is None and not policy.command:
+                raise SupervisorError(
+                    f"agent {d.agent!r} has no work function: zeus.register({d.agent!r}, fn) "
+                    "or give it an `entrypoint:` or `command:` in routing.yml"
+                )
+            isolation = "process" if policy.command else policy.isolation
+            spec = ChildSpec(
+                agent=d.agent,
+                delegation_id=d.id,
+                attempt=a.number,
+                attempt_id=a.id,
+                brief=d.brief if d.agent == d.brief.agent else d.brief.model_copy(
+                    update={"agent": d.agent}
+                ),
+                deadline=deadline,
+                clock=self._clock,
+                work=work,
+                command=policy.command,
+                heartbeat_interval_s=policy.heartbeat.interval_s,
+                term_s=policy.shutdown.term_s,
+                session=self._session(d),
+                session_key=d.brief.session,
+                # Process agents keep at least one warm worker: no spawn per delegation.
+                session_max=max(1, policy.session_max),
+                previous_partials=tuple(d.partials),
+                depth=d.depth,
+                framing=role_framing(d.agent, policy, self._registry.routing, d.depth,
+                                     deadline - now, d.usage),
+            )
+            a.child = self._backend(isolation).start(spec, self.send)
+            a.pid = a.child.pid
+        except Exception as exc:  # noqa: BLE001 - a child that cannot start is a failed attempt
+            self._emit("attempt.started", d, a, attempt=a.number, pid=None,
+                       pid_start_time=None, deadline_s=deadline - now)
+            self._end_attempt(d, a, Finished(a.id, AttemptOutcome.error,
+                                             error=f"{type(exc).__name__}: {exc}",
+                                             error_type=type(exc).__name__))
+            return
+        self._arm(a)
+        self._emit(
+            "attempt.started",
+            d,
+            a,
+            attempt=a.number,
+            pid=a.pid,
+            pid_start_time=getattr(a.child, "pid_start_time", None),
+            deadline_s=round(deadline - now, 6),
+        )
+
+    def _arm(self, a: Attempt) -> None:
+        """One timer per attempt, at its deadline or the moment it would go stale."""
+        when = min(a.deadline, a.watch.stale_at(a.policy.heartbeat.stale_after_s))
+        a.timers.append(self._clock.call_at(when, lambda: self.send(AttemptDue(a.id))))
+
+    def _backend(self, isolation: str) -> Backend:
+        try:
+            return self._backends[isolation]
+        except KeyError:
+            raise SupervisorError(f"no {isolation!r} backend is available") from None
+
+    def _session(self, d: Delegation) -> dict[str, Any] | None:
+        """The thread-side session dict a brief names (LRU, at most session_max per agent)."""
+        key = d.brief.session
+        if key is None or d.policy.session_max == 0:
+            return None
+        sessions = self._sessions.setdefault(d.agent, OrderedDict())
+        if key in sessions:
+            sessions.move_to_end(key)
+        else:
+            sessions[key] = {}
+            while len(sessions) > d.policy.session_max:
+                sessions.popitem(last=False)
+        return sessions[key]
+
+    # -- what children report ------------------------------------------------------------
+
+    def _owner(self, message: Any) -> tuple[Delegation, Attempt] | None:
+        owner = self._live.get(message.attempt_id)
+        if owner is None:
+            self._drop(message)
+            return None
+        a = owner[1]
+        a.watch = a.watch.observe(message.progress, self._clock.now())
+        return owner
+
+    def _drop(self, message: Any) -> None:
+        """A late message of a settled delegation, a superseded or a fenced attempt."""
+        self._dropped += 1
+        attempt_id = getattr(message, "attempt_id", None)
+        if isinstance(message, Finished) and attempt_id in self._fenced:
+            delegation_id = self._fenced.pop(attempt_id)
+            self._events.emit("attempt.fenced", delegation_id=delegation_id,
+                              attempt_id=attempt_id, reason="the abandoned thread ended late",
+                              exited=True)
+        elif self._events.enabled:
+            self._events.emit("message.dropped", attempt_id=attempt_id,
+                              message=type(message).__name__)
+        if isinstance(message, DelegateRequest):
+            message.reply(DelegationRefused(
+                f"attempt {attempt_id} is no longer running; its delegation was refused"))
+
+    def _on_heartbeat(self, msg: Heartbeat) -> None:
+        owner = self._owner(msg)
+        if owner is None or not self._events.enabled:
+            return
+        d, a = owner
+        now = self._clock.now()
+        if now - a.last_logged_beat >= a.policy.heartbeat.interval_s:
+            a.last_logged_beat = now
+            self._emit("attempt.heartbeat", d, a, progress=msg.progress, note=msg.note)
+
+    def _on_partial(self, msg: Partial) -> None:
+        owner = self._owner(msg)
+        if owner is None:
+            return
+        d, _a = owner
+        if len(d.partials) < MAX_PARTIALS:
+            d.partials.append(msg.item)
+        else:
+            d.partials_dropped += 1
+
+    def _on_tool_call(self, msg: ToolCall) -> None:
+        owner = self._owner(msg)
+        if owner is not None and not msg.read_only:
+            owner[1].side_effects = True
+
+    def _on_charge(self, msg: Charge) -> None:
+        owner = self._owner(msg)
+        if owner is None:
+            return
+        d, a = owner
+        # The charge counts against the delegation, every ancestor, and the whole tree.
+        node: Delegation | None = d
+        while node is not None:
+            node.usage = node.usage + msg.usage
+            overrun = budget_overrun(node.usage, node.policy.budget)
+            if overrun is not None and node.current is not None:
+                self._request_stop(node, node.current, AttemptOutcome.budget_exceeded,
+                                   detail=overrun)
+            node = self._open.get(node.parent_id) if node.parent_id else None
+        self._tree_usage = self._tree_usage + msg.usage
+        overrun = budget_overrun(self._tree_usage, self._registry.routing.supervisor.budget)
+        if overrun is not None:
+            self._request_stop(d, a, AttemptOutcome.budget_exceeded,
+                               detail=f"tree budget: {overrun}")
+
+    def _on_delegate_request(self, msg: DelegateRequest) -> None:
+        owner = self._live.get(msg.attempt_id)
+        if owner is None:
+            self._drop(msg)
+            return
+        d, a = owner
+        a.watch = a.watch.observe(a.watch.progress + 1, self._clock.now())
+        try:
+            self._check_delegation(d, msg.brief)
+            child_id = self._registry.next_id(msg.brief.agent)
+        except SupervisorError as exc:
+            msg.reply(exc)
+            return
+        settled = Settled()
+        settled.add_callback(msg.reply)
+        self._on_dispatch(Dispatch(child_id, msg.brief, settled, parent_id=d.id))
+
+    def _check_delegation(self, d: Delegation, brief: Brief) -> None:
+        policy = d.policy
+        if policy.kind != "orchestrator":
+            raise DelegationRefused(
+                f"{d.agent} is a leaf agent and may not delegate; do the work yourself "
+                "(or make it `kind: orchestrator` in routing.yml)"
+            )
+        max_depth = self._registry.routing.supervisor.max_depth
+        if d.depth + 1 > max_depth:
+            raise DelegationRefused(
+                f"delegating from {d.id} (depth {d.depth}) would exceed max_depth {max_depth}; "
+                "do the work yourself"
+            )
+        if policy.can_delegate_to is not None and brief.agent not in policy.can_delegate_to:
+            raise DelegationRefused(
+                f"{d.agent} may delegate only to {list(policy.can_delegate_to)}, "
+                f"not to {brief.agent!r}"
+            )
+        self._registry.policy(brief.agent)  # UnknownAgent, which is a SupervisorError
+
+    # -- stopping an attempt --------------------------------------------------------------
+
+    def _request_stop(
+        self, d: Delegation, a: Attempt, cause: AttemptOutcome, *, detail: str | None = None
+    ) -> None:
+        """Record a stop cause; the first one asks the child to stop and starts the grace."""
+        if self._live.get(a.id) is None:
+            return
+        now = self._clock.now()
+        a.stop_causes.append(cause)
+        event = {
+            AttemptOutcome.timeout: "attempt.timed_out",
+            AttemptOutcome.stale: "attempt.stale",
+            AttemptOutcome.budget_exceeded: "attempt.budget_exceeded",
+        }.get(cause)
+        if event is not None:
+            extra: dict[str, Any] = {"elapsed_s": round(now - a.started_at, 6)}
+            if cause is AttemptOutcome.budget_exceeded:
+                extra.update(usage=d.usage.model_dump(), limit=detail)
+            self._emit(event, d, a, **extra)
+        if a.stopping_since is not None:
+            return
+        a.stopping_since = now
+        # What this attempt delegated has lost its purpose: cancel it now, so that a
+        # parent blocked in `ctx.delegate()` gets its answer and can stop.
+        self._cancel_children(d, f"the attempt that delegated it ({a.id}) is stopping")
+        assert a.child is not None
+        a.child.cancel()
+        grace = a.policy.shutdown.grace_s
+        if grace <= 0:
+            self._on_grace_over(GraceOver(a.id))
+        else:
+            a.timers.append(self._after(grace, GraceOver(a.id)))
+
+    def _on_attempt_due(self, msg: AttemptDue) -> None:
+        owner = self._live.get(msg.attempt_id)
+        if owner is None:
+            return
+        d, a = owner
+        now = self._clock.now()
+        if now >= a.deadline:
+            self._request_stop(d, a, AttemptOutcome.timeout)  # kept as a losing cause if late
+        elif a.stopping_since is not None:
+            return
+        elif a.watch.is_stale(now, a.policy.heartbeat.stale_after_s):
+            self._request_stop(d, a, AttemptOutcome.stale)
+        else:
+            self._arm(a)  # progress moved the stale moment on
+
+    def _on_grace_over(self, msg: GraceOver) -> None:
+        owner = self._live.get(msg.attempt_id)
+        if owner is None:
+            return
+        d, a = owner
+        assert a.child is not None
+        if a.child.killable:
+            a.child.kill()  # `Finished` follows once the process is reaped
+            return
+        # A thread cannot be killed: fence it. Its late messages are dropped from now on.
+        self._fenced[a.id] = d.id
+        self._emit("attempt.fenced", d, a, reason="did not stop within grace_s",
+                   grace_s=a.policy.shutdown.grace_s)
+        self._end_attempt(d, a, None, fenced=True)
+
+    # -- an attempt ends ------------------------------------------------------------------
+
+    def _on_finished(self, msg: Finished) -> None:
+        owner = self._live.get(msg.attempt_id)
+        if owner is None:
+            self._drop(msg)
+            return
+        self._end_attempt(*owner, msg)
+
+    def _end_attempt(
+        self, d: Delegation, a: Attempt, finished: Finished | None, *, fenced: bool = False
+    ) -> None:
+        now = self._clock.now()
+        self._live.pop(a.id, None)
+        for timer in a.timers:
+            timer.cancel()
+        d.current = None
+        outcome = resolve_outcome(
+            finished.outcome if finished else None,
+            a.stop_causes,
+            cancel_requested=d.cancel_requested,
+        )
+        killed = finished.killed if finished else None
+        if finished is not None and a.stopping_since is not None and killed is None:
+            killed = "cooperative"
+        if killed is not None and finished is not None:
+            latency = finished.kill_latency_s
+            if latency is None and a.stopping_since is not None:
+                latency = now - a.stopping_since
+            self._emit("attempt.killed", d, a, how=killed, pid=finished.pid or a.pid,
+                       latency_s=None if latency is None else round(latency, 6))
+        error = attempt_error(a, outcome, finished)
+        if d.restart_pending is not None and outcome is AttemptOutcome.cancelled:
+            error = f"restarted: {d.restart_pending}"
+        losing = [c.value for c in a.stop_causes if c is not outcome]
+        if finished is not None and finished.outcome is not outcome:
+            losing.append(f"child:{finished.outcome.value}")
+        record = AttemptRecord(
+            id=a.id,
+            agent=a.agent,
+            outcome=outcome,
+            duration_s=round(now - a.started_at, 6),
+            error=error if outcome is not AttemptOutcome.completed else None,
+            pid=(finished.pid if finished and finished.pid else a.pid),
+            losing_causes=losing,
+            fenced=fenced,
+            killed=killed,
+        )
+        d.attempts.append(record)
+        if record.error is not None:
+            d.last_error = record.error
+            d.last_traceback = finished.traceback if finished is not None else None
+        if outcome is AttemptOutcome.completed:
+            self._emit("attempt.completed", d, a, duration_s=record.duration_s)
+        else:
+            self._emit("attempt.failed", d, a, outcome=outcome.value, error=record.error,
+                       duration_s=record.duration_s)
+        # An attempt's own children lose their owner with it.
+        self._cancel_children(d, "the attempt that delegated it ended")
+        if d.forced is not None and not d.cancel_requested:
+            self._settle(d, d.forced)
+            return
+        if d.restart_pending is not None and not d.cancel_requested:
+            reason, d.restart_pending = d.restart_pending, None
+            if outcome is not AttemptOutcome.completed:
+                if self._restart_allowed(d):
+                    self._emit("group.restarted", d, a, reason=reason)
+                    self._start_attempt(d)
+                return
+        if outcome is AttemptOutcome.completed:
+            value = finished.value if finished else None
+            reviewer = d.policy.review_by
+            if d.brief.mode == "task" and reviewer is not None:
+                self._start_review(d, reviewer, value)
+            else:
+                self._settle(d, Settle(Status.completed), value=value)
+            return
+        if d.group is not None and outcome is not AttemptOutcome.cancelled:
+            self._restart_siblings(d, outcome)
+        partial_ok = d.brief.partial_ok if d.brief.partial_ok is not None else d.policy.partial_ok
+        step = decide_next(
+            outcome,
+            d.policy,
+            retries_used=d.retries_used,
+            has_partials=bool(d.partials),
+            partial_ok=partial_ok,
+            side_effects=a.side_effects,
+            visited=d.visited,
+            fenced_writer=fenced and not a.policy.read_only,
+        )
+        if isinstance(step, Settle):
+            self._settle(d, step)
+        elif not self._restart_allowed(d):
+            return
+        elif isinstance(step, Retry):
+            d.retries_used += 1
+            delay = backoff_delay(d.policy.retry, step.number, self._rng)
+            self._emit("retry.scheduled", d, a, backoff_s=round(delay, 6),
+                       next_attempt_id=f"{d.id}-a{d.attempt_count + 1}",
+                       follow_up=step.follow_up)
+            d.state = "backoff"
+            if delay <= 0:
+                self._on_backoff_over(BackoffOver(d.id))
+            else:
+                d.backoff_timer = self._after(delay, BackoffOver(d.id))
+        elif isinstance(step, Fallback):
+            self._emit("fallback.dispatched", d, a, **{"from": d.agent, "to": step.agent})
+            d.agent = step.agent
+            d.policy = self._registry.policy(step.agent)
+            d.visited.append(step.agent)
+            d.retries_used = 0
+            self._start_attempt(d)
+
+    def _restart_siblings(self, d: Delegation, outcome: AttemptOutcome) -> None:
+        """one_for_all / rest_for_one: stop the siblings still running, then restart them."""
+        group = d.group
+        assert group is not None
+        running = {m for m in group.members
+                   if m in self._open and self._open[m].current is not None}
+        for sibling_id in siblings_to_restart(group.strategy, group.members, d.id, running):
+            sibling = self._open[sibling_id]
+            assert sibling.current is not None
+            sibling.restart_pending = (
+                f"{group.strategy}: sibling {d.id} failed ({outcome.value})"
+            )
+            self._request_stop(sibling, sibling.current, AttemptOutcome.cancelled)
+
+    def _start_review(self, d: Delegation, reviewer: str, value: Any) -> None:
+        """A task's second stage: the reviewer gets the performer's summary."""
+        d.performed = value
+        report = value if isinstance(value, Report) else Report(output=value)
+        review_brief = Brief(
+            agent=reviewer,
+            scope=f"Review the work of {d.id}: {d.brief.scope}",
+            inputs={
+                "performer": d.agent,
+                "output": report.output,
+                "changes": report.changes,
+                "findings": report.findings,
+                "partial_results": d.partials[:100],
+            },
+            expected_output="a verdict (approve or reject) and findings",
+        )
+        review_id = self._registry.next_id(reviewer)
+        settled = Settled()
+        settled.add_callback(lambda summary: self.send(ReviewDone(d.id, summary)))
+        self._on_dispatch(Dispatch(review_id, review_brief, settled, parent_id=d.id))
+
+    def _on_review_done(self, msg: ReviewDone) -> None:
+        d = self._open.get(msg.delegation_id)
+        if d is None:
+            return
+        d.review = msg.review
+        approved, why = review_verdict(msg.review)
+        if approved:
+            self._settle(d, Settle(Status.completed), value=d.performed)
+        else:
+            self._settle(d, Settle(Status.blocked, reason=why), value=d.performed)
+
+    def _restart_allowed(self, d: Delegation) -> bool:
+        """Count a restart against the supervisor's intensity; False (and settled) in a storm."""
+        intensity = self._registry.routing.supervisor.intensity
+        window = self._windows.get(d.parent_id, RestartWindow()).record(
+            self._clock.now(), intensity
+        )
+        self._windows[d.parent_id] = window
+        if not window.exceeded(intensity):
+            return True
+        reason = (
+            f"restart intensity exceeded: more than {intensity.max_restarts} restarts "
+            f"within {intensity.within_s:g} s; the supervisor stopped restarting"
+        )
+        self._events.emit("supervisor.intensity_exceeded", delegation_id=d.parent_id,
+                          restarts=len(window.restarts), within_s=intensity.within_s)
+        self._windows[d.parent_id] = RestartWindow()
+        give_up = Settle(Status.failed, reason=reason)
+        self._settle(d, give_up)
+        for other in list(self._open.values()):
+            if other.parent_id == d.parent_id and other.state != "settled":
+                other.forced = give_up
+                if other.current is not None:
+                    self._request_stop(other, other.current, AttemptOutcome.cancelled)
+                else:
+                    self._settle(other, give_up)
+        return False
+
+    def _on_backoff_over(self, msg: BackoffOver) -> None:
+        d = self._open.get(msg.delegation_id)
+        if d is None or d.state != "backoff":
+            return
+        d.backoff_timer = None
+        d.state = "running"
+        self._start_attempt(d)
+
+    # -- cancellation ----------------------------------------------------------------------
+
+    def _on_cancel(self, msg: Cancel) -> None:
+        d = self._open.get(msg.delegation_id)
+        if d is None:
+            return  # unknown or already settled: a no-op
+        self._cancel(d, msg.reason or "cancelled by its owner")
+
+    def _cancel_children(self, d: Delegation, reason: str) -> None:
+        """Cancel whatever `d` delegated that is still open."""
+        for child_id in list(d.children):
+            child = self._open.get(child_id)
+            if child is not None:
+                self._cancel(child, reason)
+
+    def _cancel(self, d: Delegation, reason: str) -> None:
+        if d.cancel_requested or d.state == "settled":
+            return
+        d.cancel_requested = True
+        d.cancel_reason = reason
+        self._emit("delegation.cancel_requested", d, d.current, reason=reason)
+        self._cancel_children(d, f"its parent {d.id} was cancelled")
+        if d.current is not None:
+            self._request_stop(d, d.current, AttemptOutcome.cancelled)
+        else:
+            self._settle(d, Settle(Status.cancelled, reason=reason))
+
+    # -- settlement ------------------------------------------------------------------------
+
+    def _settle(self, d: Delegation, step: Settle, *, value: Any = None) -> None:
+        """The single, final decision of a delegation."""
+        if d.state == "settled":
+            return
+        if d.backoff_timer is not None:
+            d.backoff_timer.cancel()
+        if d.state == "queued":
+            with contextlib.suppress(ValueError):
+                self._queue.remove(d.id)
+        elif d.depth == 1:
+            self._running_roots -= 1
+        d.state = "settled"
+        try:
+            summary = build_summary(d, step, value, self._clock.now())
+        except Exception as exc:  # noqa: BLE001 - a delegation settles exactly once, whatever
+            summary = Summary(
+                id=d.id, agent=d.agent, scope=d.brief.scope,
+                status=Status.cancelled if d.cancel_requested else step.status,
+                attempts=list(d.attempts), usage=d.usage,
+                error=f"its summary could not be built: {type(exc).__name__}: {exc}",
+            )
+        self._open.pop(d.id, None)
+        self._settled_count += 1
+        self._emit("delegation.settled", d, None, status=summary.status.value,
+                   duration_s=summary.duration_s, attempts=len(d.attempts),
+                   timeout_kind=summary.timeout_kind,
+                   error=(summary.error or "").split("\n")[0] or None)
+        d.settled.set(summary)
+        self._cancel_children(d, f"its parent {d.id} settled")
+        self._fill_slots()
+
+    def _fill_slots(self) -> None:
+        limit = self._registry.routing.supervisor.max_concurrent
+        while self._queue and self._running_roots < limit and self._accepting:
+            d = self._open.get(self._queue.popleft())
+            if d is not None and d.state == "queued":
+                self._start(d)
+
+    # -- stop and snapshot ----------------------------------------------------------------
+
+    def _on_hold(self, msg: Hold) -> None:
+        msg.held.set()
+        msg.release.wait()
+
+    def _on_stop_all(self, msg: StopAll) -> list[Settled]:
+        self._accepting = False
+        pending = [d.settled for d in self._open.values()]
+        for d in list(self._open.values()):
+            self._cancel(d, msg.reason)
+        return pending
+
+    def _on_force_settle(self, msg: ForceSettle) -> None:
+        """Settle what is still open after the stop wait: kill processes, fence threads."""
+        for d in list(self._open.values()):
+            a = d.current
+            if a is not None and a.child is not None:
+                if a.child.killable:
+                    a.child.kill()  # its `Finished` will arrive late and be dropped
+                else:
+                    self._fenced[a.id] = d.id
+                self._end_attempt(d, a, None, fenced=not a.child.killable)
+            if d.state != "settled":
+                self._settle(d, Settle(Status.cancelled, reason=msg.reason))
+
+    def _on_snapshot(self, _msg: Snapshot) -> dict[str, Any]:
+        now = self._clock.now()
+        nodes = {d.id: snapshot_node(d, now) for d in self._open.values()}
+        roots: list[dict[str, Any]] = []
+        for node in nodes.values():
+            parent = nodes.get(node["parent_id"]) if node["parent_id"] else None
+            (parent["children"] if parent else roots).append(node)
+        return {
+            "delegations": roots,
+            "open": len(self._open),
+            "queued": len(self._queue),
+            "settled": self._settled_count,
+            "abandoned_threads": len(self._fenced),
+            "dropped_messages": self._dropped,
+            "usage": self._tree_usage.model_dump(),
+            "actor_cpu_s": time.thread_time(),  # CPU the supervisor's own thread has used
+        }
+
+    # -- events ----------------------------------------------------------------------------
+
+    def _emit(self, event: str, d: Delegation, a: Attempt | None = None, **fields: Any) -> None:
+        if self._events.enabled:
+            self._events.emit(
+                event,
+                delegation_id=d.id,
+                attempt_id=a.id if a else None,
+                parent_id=d.parent_id,
+                agent=a.agent if a else d.agent,
+                **fields,
+            )
+
+
+def _effective(policy: AgentPolicy, brief: Brief) -> dict[str, Any]:
+    """The policy a delegation runs under: the agent's, with the brief's overrides applied."""
+    overrides = {
+        key: value
+        for key, value in (("timeout_s", brief.timeout_s), ("partial_ok", brief.partial_ok))
+        if value is not None
+    }
+    effective = policy.model_copy(update=overrides) if overrides else policy
+    return effective.model_dump(mode="json", exclude={"metadata"}, by_alias=True)

@@ -1,0 +1,185 @@
+"""What Zeus knows about each open delegation and its current attempt.
+
+Owned by the actor's thread: nothing here is shared or locked. Also the pure
+functions that turn that state into what the host sees: the summary, the
+snapshot node, an attempt's error line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors import AttemptOutcome, AttemptRecord, Brief, Report, Status, Summary, Usage
+from actors.backends import ChildHandle
+from actors.clock import Timer
+from actors.protocol import Finished
+from supervisor.core.handle import Settled
+from supervisor.routing import AgentPolicy
+from supervisor.rules.groups import Group, review_verdict
+from supervisor.rules.results import shape_result
+from supervisor.rules.settle import Settle
+from supervisor.rules.stale import ProgressWatch
+
+__all__ = [
+    "MAX_PARTIALS",
+    "Attempt",
+    "Delegation",
+    "attempt_error",
+    "build_summary",
+    "snapshot_node",
+]
+
+
+@dataclass(slots=True)
+class Attempt:
+    id: str
+    number: int  # 1-based within the delegation
+    agent: str
+    policy: AgentPolicy
+    started_at: float
+    deadline: float
+    watch: ProgressWatch
+    child: ChildHandle | None = None
+    pid: int | None = None
+    # Why Zeus asked the child to stop, in arrival order; the first starts the grace period.
+    stop_causes: list[AttemptOutcome] = field(default_factory=list)
+    stopping_since: float | None = None
+    side_effects: bool = False
+    timers: list[Timer] = field(default_factory=list)
+    last_logged_beat: float = float("-inf")
+
+
+@dataclass(slots=True)
+class Delegation:
+    id: str
+    brief: Brief
+    parent_id: str | None
+    depth: int
+    settled: Settled
+    dispatched_at: float
+    agent: str
+    policy: AgentPolicy
+    deadline_cap: float | None = None  # the parent attempt's deadline, for nested delegations
+    state: str = "queued"  # queued | running | backoff | settled
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    current: Attempt | None = None
+    attempt_count: int = 0
+    visited: list[str] = field(default_factory=list)
+    retries_used: int = 0  # on the current agent
+    partials: list[Any] = field(default_factory=list)
+    partials_dropped: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cancel_requested: bool = False
+    cancel_reason: str | None = None
+    forced: Settle | None = None  # set when the supervisor gives up (restart intensity)
+    children: list[str] = field(default_factory=list)
+    backoff_timer: Timer | None = None
+    last_error: str | None = None
+    last_traceback: str | None = None
+    group: Group | None = None
+    restart_pending: str | None = None  # why a group restart stops the current attempt
+    performed: Any = None  # a task's performer result, while its review runs
+    review: Summary | None = None
+
+
+_TIMED_OUT = (Status.timed_out, Status.partial)
+MAX_PARTIALS = 10_000  # kept per delegation; a child that floods gets the rest counted, not kept
+
+
+def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summary:
+    """The delegation's summary: its result shaped by the result policy, and its story."""
+    status = Status.cancelled if d.cancel_requested else step.status
+    report = value if isinstance(value, Report) else Report(output=value)
+    shaped = shape_result(report.output, d.policy.result, delegation_id=d.id)
+    error = None
+    if status is Status.cancelled:
+        error = d.cancel_reason or step.reason
+    elif status is not Status.completed:
+        error = step.reason or d.last_error
+        if step.reason and d.last_error:
+            error = f"{d.last_error} ({step.reason})"
+        if status is Status.failed and d.last_traceback:
+            error = f"{error}\n{d.last_traceback.rstrip()}"
+    risks = list(report.risks)
+    findings = list(report.findings)
+    validation = list(report.validation)
+    if d.review is not None:
+        _, why = review_verdict(d.review)
+        validation.append(f"review {d.review.id}: {why}")
+        findings += [f"review: {f}" for f in d.review.findings]
+        risks += [f"review: {r}" for r in d.review.risks]
+    if shaped.note:
+        risks.append(shaped.note)
+    if d.partials_dropped:
+        risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS})")
+    return Summary(
+        id=d.id,
+        agent=d.agent,
+        scope=d.brief.scope,
+        status=status,
+        output=shaped.output,
+        findings=findings,
+        changes=list(report.changes),
+        validation=validation,
+        risks=risks,
+        partial_results=list(d.partials),
+        attempts=list(d.attempts),
+        usage=d.usage,
+        error=error,
+        timeout_kind=step.timeout_kind if status in _TIMED_OUT else None,
+        schema_error=shaped.schema_error,
+        truncated_chars=shaped.truncated_chars,
+        artifact=shaped.artifact,
+        duration_s=round(now - d.dispatched_at, 6),
+        session_alias=d.brief.session,
+    )
+
+
+def snapshot_node(d: Delegation, now: float) -> dict[str, Any]:
+    """One open delegation as `zeus.tree()` shows it (children filled in by the caller)."""
+    a = d.current
+    attempts = [r.model_dump(mode="json") for r in d.attempts]
+    if a is not None:
+        attempts.append({
+            "id": a.id,
+            "agent": a.agent,
+            "state": "stopping" if a.stopping_since is not None else "running",
+            "pid": a.pid,
+            "elapsed_s": round(now - a.started_at, 3),
+            "deadline_in_s": round(a.deadline - now, 3),
+            "timeout_s": round(a.deadline - a.started_at, 3),
+            "progress": a.watch.progress,
+            "last_progress_s_ago": round(now - a.watch.progressed_at, 3),
+            "last_seen_s_ago": round(now - a.watch.seen_at, 3),
+        })
+    return {
+        "id": d.id,
+        "agent": d.agent,
+        "requested_agent": d.brief.agent,
+        "scope": d.brief.scope,
+        "state": d.state,
+        "parent_id": d.parent_id,
+        "depth": d.depth,
+        "elapsed_s": round(now - d.dispatched_at, 3),
+        "partials": len(d.partials),
+        "usage": d.usage.model_dump(),
+        "cancel_requested": d.cancel_requested,
+        "attempts": attempts,
+        "children": [],
+    }
+
+def attempt_error(a: Attempt, outcome: AttemptOutcome, finished: Finished | None) -> str | None:
+    """What went wrong in one attempt, in a line (the winning cause, then the child's error)."""
+    if outcome is AttemptOutcome.completed:
+        return None
+    own = finished.error if finished is not None else None
+    stopped = {
+        AttemptOutcome.timeout: f"deadline of {a.deadline - a.started_at:g} s passed",
+        AttemptOutcome.stale: f"no progress for {a.policy.heartbeat.stale_after_s:g} s (stale)",
+        AttemptOutcome.budget_exceeded: "over budget",
+        AttemptOutcome.cancelled: "cancelled",
+    }.get(outcome) if outcome in a.stop_causes else None
+    if stopped and own:
+        return f"{stopped}; the child then reported {own}"
+    return stopped or own or (None if finished else "the child never reported back")

@@ -1,0 +1,237 @@
+"""`Zeus`: the host's facade over the root supervisor actor."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pykka
+
+from actors import Brief
+from actors.backends import Backend, ProcessBackend, ThreadBackend
+from actors.clock import Clock, SystemClock
+from supervisor.core.actor import ZeusActor
+from supervisor.core.handle import GroupHandle, Handle, Settled
+from supervisor.core.messages import (
+    Cancel,
+    Dispatch,
+    ForceSettle,
+    Hold,
+    Ping,
+    Snapshot,
+    StopAll,
+)
+from supervisor.core.registry import Registry
+from supervisor.errors import SupervisorError, ZeusStopped
+from supervisor.journal.events import EventLog, LogTarget
+from supervisor.routing import AgentPolicy, Routing
+from supervisor.rules.groups import STRATEGIES, Group, Strategy
+
+__all__ = ["Zeus"]
+
+class Zeus:
+    """The root of the supervision tree, as the host sees it. Thread-safe."""
+
+    def __init__(
+        self,
+        routing: Routing,
+        *,
+        log: LogTarget = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        backends: Mapping[str, Backend] | None = None,
+    ) -> None:
+        self._owns_clock = clock is None
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._registry = Registry(routing)
+        self._events = EventLog(log, self._clock.wall)
+        self._backends: dict[str, Backend] = {"thread": ThreadBackend()}
+        if backends:
+            self._backends.update(backends)
+        else:
+            self._backends.update(_process_backends(routing))
+        self._stopped = threading.Event()
+        self._stop_lock = threading.Lock()
+        self._ref = ZeusActor.start(
+            registry=self._registry,
+            clock=self._clock,
+            events=self._events,
+            backends=self._backends,
+            rng=rng if rng is not None else random.Random(),
+        )
+        self._events.emit("zeus.started", pid=os.getpid(), routing=routing.source)
+
+    @classmethod
+    def start(
+        cls,
+        routing: Routing | str | Path | None = None,
+        *,
+        agents: Mapping[str, Callable[..., Any]] | None = None,
+        log: LogTarget = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        backends: Mapping[str, Backend] | None = None,
+    ) -> Zeus:
+        """Start the root actor.
+
+        `routing`: a `Routing`, a path to routing.yml, or None for an empty routing
+        (agents registered with `agents=` or `register()` then get the default policy).
+        `log`: a path for the JSON-lines journal, an open text file, a structlog
+        logger, or a callable taking each event dict. `clock` and `rng` are for tests.
+        """
+        if routing is None:
+            routing = Routing.from_dict({"version": 1, "agents": {}})
+        elif not isinstance(routing, Routing):
+            routing = Routing.load(routing)
+        zeus = cls(routing, log=log, clock=clock, rng=rng, backends=backends)
+        for name, work in (agents or {}).items():
+            zeus.register(name, work)
+        return zeus
+
+    # -- the host's calls --------------------------------------------------------------
+
+    def register(
+        self, agent: str, work: Callable[..., Any], policy: AgentPolicy | None = None
+    ) -> None:
+        """Use `work(brief, ctx)` for `agent` (its routing policy, or the defaults).
+
+        Registering a process agent readies the process backend here, in the host's
+        thread, so that its first attempt does not hold up Zeus's mailbox.
+        """
+        self._registry.register(agent, work, policy)
+        if self._registry.policy(agent).isolation == "process":
+            backend = self._backends.get("process")
+            if isinstance(backend, ProcessBackend):
+                backend.prestart()
+
+    @property
+    def routing(self) -> Routing:
+        return self._registry.routing
+
+    def dispatch(self, brief: Brief | Mapping[str, Any]) -> Handle:
+        """Dispatch one brief; returns at once. `UnknownAgent` if nobody defines the agent."""
+        return self._dispatch(self._check(brief), None)
+
+    def dispatch_group(
+        self, briefs: Iterable[Brief | Mapping[str, Any]], strategy: Strategy = "one_for_one"
+    ) -> GroupHandle:
+        """Dispatch briefs together under a restart strategy.
+
+        `one_for_one`: a member's failure restarts nothing else; `one_for_all`: it
+        restarts every sibling still running; `rest_for_one`: it restarts the siblings
+        after it. `.results()` gives the summaries in brief order.
+        """
+        if strategy not in STRATEGIES:
+            raise SupervisorError(
+                f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}"
+            )
+        checked = [self._check(b) for b in briefs]  # all or nothing: refuse before dispatching
+        group = Group(self._registry.next_id("group"), strategy)
+        handles = [self._dispatch(b, group) for b in checked]
+        return GroupHandle(group.id, handles, self)
+
+    def _check(self, brief: Brief | Mapping[str, Any]) -> Brief:
+        if not isinstance(brief, Brief):
+            brief = Brief.model_validate(brief)
+        self._registry.policy(brief.agent)
+        if self._stopped.is_set():
+            raise ZeusStopped("Zeus is stopped; start a new one to dispatch")
+        return brief
+
+    def _dispatch(self, brief: Brief, group: Group | None) -> Handle:
+        delegation_id = self._registry.next_id(brief.agent)
+        settled = Settled()
+        self._tell(Dispatch(delegation_id, brief, settled, group=group))
+        return Handle(delegation_id, self, settled)
+
+    def cancel(self, delegation_id: str, reason: str | None = None) -> None:
+        """Owner cancellation: wins over any cause racing it; a no-op once settled."""
+        if not self._stopped.is_set():
+            self._tell(Cancel(delegation_id, reason))
+
+    def tree(self) -> dict[str, Any]:
+        """A JSON-able snapshot of the live tree (open delegations, their attempts, counts)."""
+        if self._stopped.is_set():
+            return {"delegations": [], "open": 0, "queued": 0, "stopped": True}
+        snapshot: dict[str, Any] = self._ask(Snapshot())
+        return snapshot
+
+    def sync(self) -> None:
+        """Wait until Zeus has handled every message sent before this call (for tests)."""
+        if not self._stopped.is_set():
+            self._ask(Ping())
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold Zeus's mailbox for the duration of the block (for tests and benchmarks).
+
+        Messages sent meanwhile queue up in order and are handled once the block ends.
+        """
+        release, is_held = threading.Event(), threading.Event()
+        self._tell(Hold(release, is_held))
+        is_held.wait()
+        try:
+            yield
+        finally:
+            release.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Cancel and settle everything still open, kill what does not stop, leak nothing.
+
+        Waits up to `timeout` seconds of real time for cooperative stops and the
+        kill ladder; whatever is still open then is settled `cancelled` at once.
+        """
+        with self._stop_lock:
+            if self._stopped.is_set():
+                return
+            pending: list[Settled] = self._ask(StopAll("zeus is stopping"))
+            deadline = time.monotonic() + timeout
+            for settled in pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not settled.wait_done(remaining):
+                    break
+            self._ask(ForceSettle("zeus stopped before it settled"))
+            self._stopped.set()
+            for backend in self._backends.values():
+                backend.close()
+            self._events.emit("zeus.stopped")
+            self._ref.stop()
+            if self._owns_clock:
+                self._clock.close()
+            self._events.close()
+
+    def __enter__(self) -> Zeus:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _ask(self, message: object) -> Any:
+        return self._ref.ask(message)
+
+    def _tell(self, message: object) -> None:
+        try:
+            self._ref.tell(message)
+        except pykka.ActorDeadError:
+            raise ZeusStopped("Zeus is stopped; start a new one") from None
+
+
+def _process_backends(routing: Routing) -> dict[str, Backend]:
+    """The process backend. Its fork server starts now when an agent will need it,
+    so that the first process attempt does not stall Zeus's mailbox on imports."""
+    backend = ProcessBackend()
+    if any(p.isolation == "process" or p.command for p in routing.agents.values()):
+        backend.prestart()
+    return {"process": backend}

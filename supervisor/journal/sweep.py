@@ -1,0 +1,251 @@
+"""Sweeping the child processes a crashed supervisor left running.
+
+`sweep` stops the child processes the journal says may still run, and only
+those: a pid is signalled only while it is alive and its start time is the one
+the journal recorded, so a reused pid is never hit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from actors.osproc import process_start_time as _proc_start_time
+from supervisor.journal.replay import Attempt, Journal, Run
+
+__all__ = [
+    "SweepAction",
+    "SweepResult",
+    "SweepTarget",
+    "process_start_time",
+    "sweep",
+    "sweep_targets",
+]
+
+
+def process_start_time(pid: int) -> float | None:
+    """When process `pid` started (epoch seconds), or None if it is not running.
+
+    A zombie (dead, not yet reaped) counts as not running. Linux reads
+    `/proc/<pid>/stat` (the reading the process backends record in the journal);
+    elsewhere psutil, when installed. Raises `NotImplementedError` when neither
+    is there.
+    """
+    if Path("/proc/self/stat").exists():
+        started = _proc_start_time(pid)
+        return None if started is None or _dead(pid) else started
+    try:
+        import psutil
+    except ImportError:
+        raise NotImplementedError(
+            "cannot read process start times here (no /proc); `pip install psutil`"
+        ) from None
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return float(process.create_time())
+    except psutil.NoSuchProcess:
+        return None
+
+
+def _dead(pid: int) -> bool:
+    """Linux: `pid` is gone, or a zombie (dead, its exit status not yet collected)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return True
+    # Field 3, the state, follows the name in parentheses (which may hold spaces or ")").
+    return stat[stat.rindex(b")") + 2 :].split()[0] in (b"Z", b"X")
+
+
+class SweepAction(StrEnum):
+    """What `sweep` did with (or found about) one recorded child process."""
+
+    stopped = "stopped"  # it ended after SIGTERM
+    killed = "killed"  # it needed SIGKILL
+    would_stop = "would stop"  # a dry run: alive, and the journal's process
+    not_running = "not running"
+    reused = "pid reused"  # alive, but another process: left alone
+    unverifiable = "unverifiable"  # no start time to check against: left alone
+    dead = "dead"  # the journal records its death (killed, crashed)
+    protected = "protected"  # the supervisor, this process or its parent: never signalled
+    supervisor_running = "supervisor running"  # its supervisor still runs: left to it
+    failed = "failed"  # alive after SIGKILL, or not ours to signal
+
+
+@dataclass(frozen=True)
+class SweepTarget:
+    """A child process the journal recorded: (pid, start time) names it uniquely."""
+
+    pid: int
+    pid_start_time: float | None
+    attempt_ids: tuple[str, ...]
+    delegation_id: str
+    agent: str | None
+    run: int
+    death_confirmed: bool
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    target: SweepTarget
+    action: SweepAction
+    detail: str
+
+
+def sweep_targets(journal: Journal) -> list[SweepTarget]:
+    """Every child process any run started, one per (pid, start time), in journal order."""
+    found: dict[tuple[int, float | None, int], list[Attempt]] = {}
+    for run in journal.runs:
+        for a in run.attempts.values():
+            if a.pid is not None:
+                found.setdefault((a.pid, a.pid_start_time, run.index), []).append(a)
+    return [
+        SweepTarget(
+            pid=pid,
+            pid_start_time=start,
+            attempt_ids=tuple(a.id for a in attempts),
+            delegation_id=attempts[-1].delegation_id,
+            agent=attempts[-1].agent,
+            run=run_index,
+            # The last attempt in that process decides: a warm session child lives on.
+            death_confirmed=attempts[-1].death_confirmed,
+        )
+        for (pid, start, run_index), attempts in found.items()
+    ]
+
+
+def _same(actual: float | None, recorded: float, tolerance_s: float) -> bool:
+    return actual is not None and abs(actual - recorded) <= tolerance_s
+
+
+def _supervisor_alive(run: Run, probe: Callable[[int], float | None], tolerance_s: float) -> bool:
+    """The run's supervisor still runs: its pid is alive and started before the run began."""
+    if run.stopped or run.zeus_pid is None or run.started_ts is None:
+        return False
+    try:
+        started = probe(run.zeus_pid)
+    except NotImplementedError:
+        return False
+    return started is not None and started <= run.started_ts + tolerance_s
+
+
+def sweep(
+    journal: Journal,
+    *,
+    dry_run: bool = False,
+    grace_s: float = 1.0,
+    tolerance_s: float = 1.0,
+    probe: Callable[[int], float | None] = process_start_time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[SweepResult]:
+    """Stop the recorded child processes that still run: SIGTERM to each one's process
+    group, up to `grace_s` to end, then SIGKILL.
+
+    A process is signalled only if it is alive and started within `tolerance_s`
+    of the start time the journal recorded (so a reused pid is left alone), and
+    never while the supervisor that wrote its run is still running. Every
+    recorded process gets a result saying what was done and why.
+    """
+    own = {0, 1, os.getpid(), os.getppid()}
+    results = []
+    live_runs = {r.index for r in journal.runs if _supervisor_alive(r, probe, tolerance_s)}
+    zeus_pids = {r.zeus_pid for r in journal.runs}
+    for target in sweep_targets(journal):
+
+        def result(action: SweepAction, detail: str, t: SweepTarget = target) -> None:
+            results.append(SweepResult(t, action, detail))
+
+        recorded = target.pid_start_time
+        if target.death_confirmed:
+            result(SweepAction.dead, "the journal records that it was killed or crashed")
+        elif target.pid in own or target.pid in zeus_pids:
+            result(SweepAction.protected, "a supervisor or this process; never signalled")
+        elif target.run in live_runs:
+            result(
+                SweepAction.supervisor_running,
+                "the supervisor of this run still runs; stop it instead (zeus.stop)",
+            )
+        elif recorded is None:
+            result(
+                SweepAction.unverifiable,
+                "no start time recorded, so a reused pid cannot be ruled out; left alone",
+            )
+        else:
+            try:
+                actual = probe(target.pid)
+            except NotImplementedError as exc:
+                result(SweepAction.unverifiable, f"{exc}; left alone")
+                continue
+            if actual is None:
+                result(SweepAction.not_running, "already gone")
+            elif not _same(actual, recorded, tolerance_s):
+                result(
+                    SweepAction.reused,
+                    f"pid {target.pid} now belongs to a process started at {actual:.2f}, "
+                    f"not {recorded:.2f}; left alone",
+                )
+            elif dry_run:
+                result(SweepAction.would_stop, "alive, and the journal's process")
+            else:
+                action, detail = _stop(target.pid, recorded, grace_s, tolerance_s, probe, sleep)
+                result(action, detail)
+    return results
+
+
+def _signal(pid: int, sig: int, group: bool) -> None:
+    if group:
+        os.killpg(pid, sig)
+    else:
+        os.kill(pid, sig)
+
+
+def _stop(
+    pid: int,
+    recorded: float,
+    grace_s: float,
+    tolerance_s: float,
+    probe: Callable[[int], float | None],
+    sleep: Callable[[float], None],
+) -> tuple[SweepAction, str]:
+    """SIGTERM, wait up to `grace_s`, SIGKILL; to the group when `pid` leads its own."""
+    try:
+        group = os.getpgid(pid) == pid and pid != os.getpgrp()
+    except ProcessLookupError:
+        return SweepAction.not_running, "gone before it was signalled"
+    where = "process group" if group else "process"
+
+    def gone(within: float) -> bool:
+        deadline = time.monotonic() + within
+        while True:
+            if not _same(probe(pid), recorded, tolerance_s):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            sleep(0.02)
+
+    try:
+        _signal(pid, signal.SIGTERM, group)
+        if gone(grace_s):
+            action, detail = SweepAction.stopped, f"SIGTERM to its {where}"
+        else:
+            _signal(pid, signal.SIGKILL, group)
+            if not gone(2.0):
+                return SweepAction.failed, f"still alive 2s after SIGKILL to its {where}"
+            action, detail = SweepAction.killed, f"SIGKILL to its {where} (SIGTERM ignored)"
+    except ProcessLookupError:
+        return SweepAction.not_running, "gone before it was signalled"
+    except PermissionError:
+        return SweepAction.failed, "not permitted to signal it (another user's process?)"
+    if group:
+        # Descendants the leader left behind still hold its group id: end them too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+    return action, detail

@@ -1,0 +1,40 @@
+"""The routing file: `Routing` (table), the policy models (policies), YAML line marks
+(lines), problem reports (problems), the Pantheon dialect (pantheon) and entrypoint
+imports (entrypoints).
+"""
+
+from pathlib import Path
+
+from supervisor.routing.table import (
+    OWNER,
+    AgentPolicy,
+    Backoff,
+    BudgetPolicy,
+    HeartbeatPolicy,
+    IntensityPolicy,
+    ResultPolicy,
+    RetryOn,
+    RetryPolicy,
+    Routing,
+    ShutdownPolicy,
+    SupervisorPolicy,
+)
+
+DEFAULT_ROUTING = Path(__file__).with_name("routing.yml")
+"""The pantheon Zeus ships with (the repository's top-level routing.yml is the same file)."""
+
+__all__ = [
+    "DEFAULT_ROUTING",
+    "OWNER",
+    "AgentPolicy",
+    "Backoff",
+    "BudgetPolicy",
+    "HeartbeatPolicy",
+    "IntensityPolicy",
+    "ResultPolicy",
+    "RetryOn",
+    "RetryPolicy",
+    "Routing",
+    "ShutdownPolicy",
+    "SupervisorPolicy",
+]
