@@ -19,6 +19,7 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from actors import Brief, Summary
+from supervisor._bounded_input import BoundExceeded, loads_json_bounded
 from supervisor.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console
 from supervisor.errors import RoutingError, SupervisorError
 from supervisor.live import LiveTree, open_journal
@@ -81,10 +82,13 @@ def brief_problems(exc: ValidationError) -> str:
 
 
 def _inputs(raw: str | None) -> Any:
+    """`--inputs`: JSON, else the plain string; `BoundExceeded` for JSON nested too deep."""
     if raw is None:
         return None
     try:
-        return json.loads(raw)
+        return loads_json_bounded(raw)
+    except BoundExceeded:
+        raise
     except ValueError:
         return raw
 
@@ -102,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
             partial_ok=args.partial_ok,
             timeout_s=args.timeout,
         )
+    except BoundExceeded as exc:
+        print(f"zeus dispatch: --inputs: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except ValidationError as exc:
         problems = brief_problems(exc).replace("timeout_s:", "--timeout:")
         print(f"zeus dispatch: bad brief: {problems}", file=sys.stderr)

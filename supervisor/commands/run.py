@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from rich.text import Text
 
 from actors import Brief, Summary
+from supervisor._bounded_input import BoundExceeded, load_bounded, read_bounded
 from supervisor._groups import STRATEGIES, Strategy
 from supervisor.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console
 from supervisor.commands.dispatch import brief_problems, load_routing
@@ -77,13 +78,14 @@ class Plan:
 def load_plan(path: Path) -> Plan:
     """Read and check a plan file; `PlanError` says what is wrong and where."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data, _ = load_bounded(read_bounded(path))
     except OSError as exc:
         raise PlanError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise PlanError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    try:
-        data = yaml.safe_load(text)
+    except BoundExceeded as exc:
+        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        raise PlanError(f"{where}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
