@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from actors.limits import Seconds
+
 __all__ = [
     "AttemptOutcome",
     "AttemptRecord",
@@ -63,7 +65,7 @@ class Brief(BaseModel):
     expected_output: str | None = None
     constraints: str | None = None
     partial_ok: bool | None = None
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: Seconds | None = Field(default=None, gt=0)
     session: str | None = None
     mode: Literal["subtask", "task"] = "subtask"
 

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors import Brief
+from actors.limits import MAX_DURATION_S
 
 # Strings that look like the format itself, or that plain text cannot carry on one line.
 TRICKY = [
@@ -37,7 +38,7 @@ briefs = st.builds(
     constraints=st.none() | texts,
     partial_ok=st.none() | st.booleans(),
     timeout_s=st.none()
-    | st.floats(min_value=0, exclude_min=True, allow_nan=False, allow_infinity=False),
+    | st.floats(min_value=0, max_value=MAX_DURATION_S, exclude_min=True),
     session=st.none() | texts,
     mode=st.sampled_from(["subtask", "task"]),
 )

@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from supervisor.routing.bounded import BoundedLoader
+
 __all__ = ["KeyPath", "Lines", "Loader", "dotted", "yaml_problem"]
 
 KeyPath = tuple[str | int, ...]
@@ -20,8 +22,8 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 _BOOL_TAG, _STR_TAG = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:str"
 
 
-class Loader(yaml.SafeLoader):
-    """SafeLoader, except that a key spelled like a YAML 1.1 boolean stays a string.
+class Loader(BoundedLoader):
+    """SafeLoader (bounded), except that a key spelled like a YAML 1.1 boolean stays a string.
 
     YAML 1.1 reads `on`, `off`, `yes` and `no` as booleans, which would turn
     `retry: {on: [timeout]}` into a key `True`. Values are left as YAML reads them.

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from actors.limits import Seconds
+
 __all__ = [
     "AGENT_DEFAULT_KEYS",
     "OWNER",
@@ -48,9 +50,9 @@ class RetryOn(StrEnum):
 class RetryPolicy(Frozen):
     max_retries: int = Field(default=0, ge=0, description="Retries on the same agent.")
     backoff: Backoff = Backoff.exponential
-    initial_s: float = Field(default=1.0, ge=0, description="The first wait, in seconds.")
+    initial_s: Seconds = Field(default=1.0, ge=0, description="The first wait, in seconds.")
     factor: float = Field(default=2.0, ge=1, description="Each wait is the last one times this.")
-    max_s: float = Field(default=30.0, gt=0, description="No wait is longer than this.")
+    max_s: Seconds = Field(default=30.0, gt=0, description="No wait is longer than this.")
     # Fraction of each wait drawn at random, +/- (0.2 means 80%..120% of the wait).
     jitter: float = Field(default=0.2, ge=0, le=1)
     on: tuple[RetryOn, ...] = Field(
@@ -60,16 +62,16 @@ class RetryPolicy(Frozen):
 
 class HeartbeatPolicy(Frozen):
     # Invariant (checked when a file is loaded): stale_after_s > interval_s.
-    interval_s: float = Field(default=1.0, gt=0, description="Seconds between heartbeats.")
-    stale_after_s: float = Field(
+    interval_s: Seconds = Field(default=1.0, gt=0, description="Seconds between heartbeats.")
+    stale_after_s: Seconds = Field(
         default=10.0, gt=0, description="No progress for this long: the attempt is stale."
     )
 
 
 class ShutdownPolicy(Frozen):
     # Cooperative cancel -> grace_s -> SIGTERM -> term_s -> SIGKILL. 0 means "kill at once".
-    grace_s: float = Field(default=2.0, ge=0)
-    term_s: float = Field(default=0.5, ge=0)
+    grace_s: Seconds = Field(default=2.0, ge=0)
+    term_s: Seconds = Field(default=0.5, ge=0)
 
 
 class BudgetPolicy(Frozen):
@@ -97,7 +99,7 @@ class AgentPolicy(Frozen):
     kind: Literal["leaf", "orchestrator"] = Field(
         default="leaf", description="Only orchestrators may delegate (ctx.delegate)."
     )
-    timeout_s: float = Field(default=120.0, gt=0, description="Each attempt's deadline.")
+    timeout_s: Seconds = Field(default=120.0, gt=0, description="Each attempt's deadline.")
     retry: RetryPolicy = RetryPolicy()
     fallback: str | None = Field(
         default=None, description="An agent to try when retries are spent, or 'zeus' (the owner)."
@@ -130,7 +132,7 @@ class AgentPolicy(Frozen):
 
 class IntensityPolicy(Frozen):
     max_restarts: int = Field(default=20, ge=0)
-    within_s: float = Field(default=60.0, gt=0)
+    within_s: Seconds = Field(default=60.0, gt=0)
 
 
 class SupervisorPolicy(Frozen):

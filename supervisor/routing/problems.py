@@ -19,6 +19,7 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from actors.limits import MAX_DURATION_S, MAX_DURATION_WORDS
 from supervisor.errors import RoutingError
 from supervisor.routing.lines import KeyPath, Lines, dotted
 from supervisor.routing.policies import RetryOn
@@ -226,6 +227,8 @@ def explain(root: type[BaseModel], err: Any) -> str:
     seconds = " of seconds" if name.endswith("_s") and number == "a number" else ""
     if name in WORDS:
         allowed = WORDS[name]
+    elif seconds and (kind == "finite_number" or ctx.get("le") == MAX_DURATION_S):
+        allowed = f"a finite number of seconds <= {MAX_DURATION_S:g} ({MAX_DURATION_WORDS})"
     elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         sign = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<"}.get(kind, "<=")
         bound = next(iter(ctx.values()), "?")

@@ -19,6 +19,7 @@ checks of the native dialect, and re-exports the models.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -29,6 +30,7 @@ from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import models_json_schema
 
 from supervisor.errors import RoutingError, UnknownAgent
+from supervisor.routing.bounded import BoundExceeded, load_bounded, read_bounded
 from supervisor.routing.entrypoints import EntrypointError, import_entrypoint
 from supervisor.routing.lines import KeyPath, Lines, Loader, yaml_problem
 from supervisor.routing.pantheon import from_pantheon
@@ -99,14 +101,15 @@ class Routing(Frozen):
         """Read and validate a routing.yml file (either dialect)."""
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_bounded(path)
+            data, root = load_bounded(text, Loader)  # a SafeLoader: no arbitrary objects
         except OSError as exc:
             raise RoutingError(f"{path}: cannot read it: {exc.strerror or exc}") from None
         except UnicodeDecodeError as exc:
             raise RoutingError(f"{path}: not UTF-8 text ({exc.reason})") from None
-        try:
-            root = yaml.compose(text, Loader=Loader)
-            data = yaml.load(text, Loader=Loader)  # a SafeLoader: no arbitrary objects
+        except BoundExceeded as exc:
+            where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+            raise RoutingError(f"{where}: {exc}") from None
         except yaml.MarkedYAMLError as exc:
             raise RoutingError(yaml_problem(str(path), exc)) from None
         except yaml.YAMLError as exc:
@@ -295,28 +298,38 @@ def _check_native(
     for err in _strict_errors(Routing, payload):
         problems.add(tuple(err["loc"]), explain(Routing, err))
     names = set(agents)
+
+    @functools.cache  # once per file, not per agent: loading stays linear in the agents
+    def others() -> str:
+        return allowed_list(names) or "none defined"
+
     for name, merged in payload["agents"].items():
-        _check_agent(name, merged, names, problems)
+        _check_agent(name, merged, names, others, problems)
     return payload
 
 
-def _check_agent(name: str, agent: Mapping[str, Any], names: set[str], problems: Problems) -> None:
+def _check_agent(
+    name: str,
+    agent: Mapping[str, Any],
+    names: set[str],
+    others: Callable[[], str],
+    problems: Problems,
+) -> None:
     """What pydantic cannot see: names of other agents, imports, and the heartbeat invariant."""
     at: KeyPath = ("agents", name)
-    others = allowed_list(names) or "none defined"
     fallback = agent.get("fallback")
     if isinstance(fallback, str) and fallback != OWNER and fallback not in names:
-        problems.add((*at, "fallback"), f"unknown agent {fallback!r}; allowed: {others}, "
+        problems.add((*at, "fallback"), f"unknown agent {fallback!r}; allowed: {others()}, "
                      "or zeus (give the failure back to the owner)")
     review_by = agent.get("review_by")
     if isinstance(review_by, str) and review_by not in names:
-        problems.add((*at, "review_by"), f"unknown agent {review_by!r}; allowed: {others}")
+        problems.add((*at, "review_by"), f"unknown agent {review_by!r}; allowed: {others()}")
     targets = agent.get("can_delegate_to")
     if isinstance(targets, list | tuple):
         for index, target in enumerate(targets):
             if isinstance(target, str) and target not in names:
                 problems.add((*at, "can_delegate_to", index),
-                             f"unknown agent {target!r}; allowed: {others}")
+                             f"unknown agent {target!r}; allowed: {others()}")
     entrypoint = agent.get("entrypoint")
     if isinstance(entrypoint, str):
         try:

@@ -24,6 +24,7 @@ from supervisor.cli.live import LiveTree, open_journal
 from supervisor.core.zeus import Zeus
 from supervisor.errors import RoutingError, SupervisorError
 from supervisor.routing import DEFAULT_ROUTING, Routing
+from supervisor.routing.bounded import BoundExceeded, loads_json_bounded
 
 __all__ = ["add_parser", "brief_problems", "default_routing", "load_routing", "run"]
 
@@ -81,10 +82,13 @@ def brief_problems(exc: ValidationError) -> str:
 
 
 def _inputs(raw: str | None) -> Any:
+    """`--inputs`: JSON, else the plain string; `BoundExceeded` for JSON nested too deep."""
     if raw is None:
         return None
     try:
-        return json.loads(raw)
+        return loads_json_bounded(raw)
+    except BoundExceeded:
+        raise
     except ValueError:
         return raw
 
@@ -102,6 +106,9 @@ def run(args: argparse.Namespace) -> int:
             partial_ok=args.partial_ok,
             timeout_s=args.timeout,
         )
+    except BoundExceeded as exc:
+        print(f"zeus dispatch: --inputs: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except ValidationError as exc:
         problems = brief_problems(exc).replace("timeout_s:", "--timeout:")
         print(f"zeus dispatch: bad brief: {problems}", file=sys.stderr)

@@ -35,6 +35,7 @@ from supervisor.core.handle import Handle
 from supervisor.core.zeus import Zeus
 from supervisor.errors import SupervisorError
 from supervisor.routing import Routing
+from supervisor.routing.bounded import BoundExceeded, load_bounded, read_bounded
 from supervisor.rules.groups import STRATEGIES, Strategy
 
 __all__ = ["Entry", "Plan", "PlanError", "add_parser", "load_plan", "run"]
@@ -77,13 +78,14 @@ class Plan:
 def load_plan(path: Path) -> Plan:
     """Read and check a plan file; `PlanError` says what is wrong and where."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data, _ = load_bounded(read_bounded(path))
     except OSError as exc:
         raise PlanError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise PlanError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    try:
-        data = yaml.safe_load(text)
+    except BoundExceeded as exc:
+        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        raise PlanError(f"{where}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
