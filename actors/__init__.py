@@ -5,7 +5,7 @@ message protocol, and the isolation backends that run attempts.
 """
 
 from actors._backend import Backend, ChildHandle, ChildSpec, Send
-from actors._clock import Clock, FakeClock, SystemClock, Timer
+from actors._clock import Clock, FakeClock, SystemClock, Timer, TimerError
 from actors._command import CommandChild
 from actors._context import Context
 from actors._errors import Cancelled, DelegationRefused, TransientError
@@ -53,6 +53,7 @@ __all__ = [
     "ThreadBackend",
     "ThreadChild",
     "Timer",
+    "TimerError",
     "ToolCall",
     "TransientError",
     "Usage",
