@@ -14,6 +14,8 @@ import threading
 
 from actors._backend import ChildSpec, Send
 from actors._context import Context
+from actors._errors import describe_error
+from actors._models import AttemptOutcome
 from actors._protocol import Finished
 from actors._run import run_work
 
@@ -90,7 +92,11 @@ class _PooledThread:
             if child is None:
                 return
             self.thread.name = f"zeus-child-{child.context.attempt_id}"
-            finished = child.run()  # run_work catches everything agent code raises
+            try:
+                finished = child.run()  # run_work catches everything agent code raises
+            except BaseException as exc:  # noqa: BLE001 - and if it cannot, Zeus still hears
+                finished = Finished(child.context.attempt_id, AttemptOutcome.error,
+                                    error=describe_error(exc), error_type=type(exc).__name__)
             self.thread.name = "zeus-child"
             # Idle first, then report: whatever Zeus starts next may reuse this thread.
             self._pool.rest(self)
