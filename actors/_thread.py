@@ -101,6 +101,8 @@ class _PooledThread:
             # Idle first, then report: whatever Zeus starts next may reuse this thread.
             self._pool.rest(self)
             child.report(finished)
+            # An idle thread keeps nothing of the attempt it ran (its brief, its context).
+            del child, finished
 
 
 class ThreadBackend:

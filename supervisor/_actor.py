@@ -747,6 +747,7 @@ class ZeusActor(pykka.ThreadingActor):
                 error=f"its summary could not be built: {type(exc).__name__}: {exc}",
             )
         self._open.pop(d.id, None)
+        self._windows.pop(d.id, None)  # its children's restart window goes with it
         self._settled_count += 1
         self._emit("delegation.settled", d, None, status=summary.status.value,
                    duration_s=summary.duration_s, attempts=len(d.attempts),
