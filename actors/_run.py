@@ -50,9 +50,11 @@ def run_work(work: WorkFunction, brief: Brief, ctx: Context, *, pid: int | None 
             traceback=_format_traceback(exc),
             pid=pid,
             progress=ctx.progress,
+            partials_dropped=ctx.partials_dropped,
         )
     return Finished(
-        ctx.attempt_id, AttemptOutcome.completed, value=value, pid=pid, progress=ctx.progress
+        ctx.attempt_id, AttemptOutcome.completed, value=value, pid=pid, progress=ctx.progress,
+        partials_dropped=ctx.partials_dropped,
     )
 
 

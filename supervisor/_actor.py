@@ -519,6 +519,8 @@ class ZeusActor(pykka.ThreadingActor):
         for timer in a.timers:
             timer.cancel()
         d.current = None
+        if finished is not None:
+            d.partials_dropped += finished.partials_dropped  # not sent by the child
         outcome = resolve_outcome(
             finished.outcome if finished else None,
             a.stop_causes,
