@@ -11,26 +11,63 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import math
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["Clock", "FakeClock", "SystemClock", "Timer"]
+__all__ = ["Clock", "FakeClock", "SystemClock", "Timer", "TimerError"]
+
+# The longest the timer thread waits before it looks at its heap again: a timer
+# due later than this (a week away, or never) costs one wake-up per hour, and no
+# wait ever reaches the platform's limit on a timeout.
+MAX_WAIT_S = 3600.0
+
+ErrorHook = Callable[[BaseException], None]
+
+
+class TimerError(ValueError):
+    """A timer that cannot be scheduled: its time is not a finite number."""
+
+
+def check_when(when: float) -> float:
+    """`when` as a float, or `TimerError` if no timer service could keep it."""
+    try:
+        value = float(when)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TimerError(f"cannot schedule a timer at {when!r}: {exc}") from None
+    if not math.isfinite(value):
+        raise TimerError(f"cannot schedule a timer at {value!r} s: a timer needs a finite time")
+    return value
 
 
 class Timer:
-    """A scheduled callback; `cancel()` is idempotent and thread-safe."""
+    """A scheduled callback; `cancel()` is idempotent and thread-safe.
 
-    __slots__ = ("callback", "cancelled", "when")
+    A cancelled timer lets go of its callback at once (and with it whatever the
+    callback refers to), though its slot may stay in the heap until it is
+    compacted or falls due.
+    """
+
+    __slots__ = ("_heap", "callback", "cancelled", "when")
 
     def __init__(self, when: float, callback: Callable[[], None]) -> None:
         self.when = when
-        self.callback = callback
+        self.callback: Callable[[], None] | None = callback
         self.cancelled = False
+        self._heap: _TimerHeap | None = None
 
     def cancel(self) -> None:
+        if self.cancelled:
+            return
         self.cancelled = True
+        self.callback = None
+        heap = self._heap
+        if heap is not None:
+            heap.cancelled += 1  # a hint for compaction; an occasional lost count is harmless
 
 
 class Clock(Protocol):
@@ -47,30 +84,80 @@ class Clock(Protocol):
         """Stop the timer service; pending timers never run."""
 
 
+def run_callback(timer: Timer, on_error: ErrorHook | None) -> None:
+    """Run a due timer's callback; whatever it raises goes to `on_error`, never further.
+
+    Runs in the timer thread (or the hub's): one failing callback, even with a
+    `BaseException` such as `SystemExit`, must not stop the timers of everyone else.
+    """
+    callback = timer.callback
+    if timer.cancelled or callback is None:
+        return
+    timer.callback = None  # it runs once; what it refers to can go as soon as it returns
+    try:
+        callback()
+    except BaseException as exc:  # noqa: BLE001 - the service outlives any callback
+        report_error(exc, on_error)
+
+
+def report_error(exc: BaseException, on_error: ErrorHook | None) -> None:
+    """Hand `exc` to `on_error`, or print it; a failing hook is printed too."""
+    if on_error is not None:
+        # A broken hook must not stop the service either: then the error is printed.
+        with contextlib.suppress(BaseException):
+            on_error(exc)
+            return
+    with contextlib.suppress(BaseException):  # no stderr left: nothing more to do
+        sys.stderr.write("".join(traceback.format_exception(exc)))
+
+
 class _TimerHeap:
+    """Timers by due time. Cancelled ones are dropped lazily, and in bulk when they pile up."""
+
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, Timer]] = []
         self._seq = itertools.count()
+        self.cancelled = 0  # timers cancelled while in the heap (approximately)
 
     def push(self, timer: Timer) -> None:
+        timer._heap = self
         heapq.heappush(self._heap, (timer.when, next(self._seq), timer))
+        if self.cancelled > 64 and self.cancelled * 2 > len(self._heap):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop every cancelled timer (most deadlines are cancelled long before they fall due)."""
+        self._heap = [entry for entry in self._heap if not entry[2].cancelled]
+        heapq.heapify(self._heap)
+        self.cancelled = 0
+
+    def __len__(self) -> int:
+        return len(self._heap)
 
     def next_when(self) -> float | None:
         while self._heap and self._heap[0][2].cancelled:
             heapq.heappop(self._heap)
+            self.cancelled = max(0, self.cancelled - 1)
         return self._heap[0][0] if self._heap else None
 
     def pop_due(self, now: float) -> Timer | None:
         when = self.next_when()
         if when is None or when > now:
             return None
-        return heapq.heappop(self._heap)[2]
+        timer = heapq.heappop(self._heap)[2]
+        timer._heap = None
+        return timer
 
 
 class SystemClock:
-    """Real time, with one daemon timer thread started on first use."""
+    """Real time, with one daemon timer thread started on first use.
 
-    def __init__(self) -> None:
+    `on_error(exc)` is called in the timer thread with whatever a callback
+    raised (by default it is printed); the thread goes on with the next timer.
+    """
+
+    def __init__(self, on_error: ErrorHook | None = None) -> None:
+        self.on_error = on_error
         self._heap = _TimerHeap()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -84,7 +171,8 @@ class SystemClock:
         return time.time()
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
-        timer = Timer(when, callback)
+        """`TimerError` (in the caller's thread) for a time that is not a finite number."""
+        timer = Timer(check_when(when), callback)
         with self._cond:
             if self._closed:
                 timer.cancel()
@@ -108,23 +196,34 @@ class SystemClock:
             thread.join(timeout=5)
 
     def _run(self) -> None:
-        """Runs in the `zeus-timers` thread: fires due timers in time order."""
+        """Runs in the `zeus-timers` thread: fires due timers in time order, until closed.
+
+        Nothing ends it but `close()`: a callback's exception, whatever its type,
+        goes to `on_error`, and so does a fault of the loop itself.
+        """
         while True:
-            with self._cond:
-                if self._closed:
+            try:
+                if self._step():
                     return
-                now = time.monotonic()
-                timer = self._heap.pop_due(now)
-                if timer is None:
-                    when = self._heap.next_when()
-                    self._wake_at = float("inf") if when is None else when
-                    self._cond.wait(None if when is None else max(0.0, when - now))
-                    self._wake_at = float("-inf")  # awake: it looks at the heap again anyway
-                    continue
-            if not timer.cancelled:
-                # A timer callback must never kill the service.
-                with contextlib.suppress(Exception):
-                    timer.callback()
+            except BaseException as exc:  # noqa: BLE001 - the one timer thread must not die
+                report_error(exc, self.on_error)
+
+    def _step(self) -> bool:
+        """Wait for the next due timer and run it; True once the clock is closed."""
+        with self._cond:
+            if self._closed:
+                return True
+            now = time.monotonic()
+            timer = self._heap.pop_due(now)
+            if timer is None:
+                when = self._heap.next_when()
+                self._wake_at = float("inf") if when is None else when
+                wait = MAX_WAIT_S if when is None else min(max(0.0, when - now), MAX_WAIT_S)
+                self._cond.wait(wait)
+                self._wake_at = float("-inf")  # awake: it looks at the heap again anyway
+                return False
+        run_callback(timer, self.on_error)
+        return False
 
 
 class FakeClock:
@@ -143,7 +242,8 @@ class FakeClock:
         return self._now + self._wall_offset
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
-        timer = Timer(when, callback)
+        """`TimerError` for a time that is not a finite number, as `SystemClock`."""
+        timer = Timer(check_when(when), callback)
         with self._lock:
             self._heap.push(timer)
         return timer
@@ -160,8 +260,10 @@ class FakeClock:
                     self._now = target
                     return
                 self._now = max(self._now, timer.when)
-            if not timer.cancelled:
-                timer.callback()
+            callback = timer.callback
+            timer.callback = None
+            if not timer.cancelled and callback is not None:
+                callback()  # in the test's thread: what it raises is the test's to see
 
     def pending(self) -> list[float]:
         """When the live timers are due (for assertions)."""

@@ -11,7 +11,11 @@ from actors.errors import Cancelled
 from actors.models import Brief, Summary, Usage
 from actors.protocol import Charge, DelegateRequest, Heartbeat, Partial, ToolCall
 
-__all__ = ["Context"]
+__all__ = ["MAX_PARTIALS_SENT", "Context"]
+
+# The most partial results one attempt sends; the rest are counted, not sent, so
+# a child that floods `partial()` cannot fill Zeus's mailbox (thread or process).
+MAX_PARTIALS_SENT = 10_000
 
 
 class Context:
@@ -57,6 +61,8 @@ class Context:
         self._interval = heartbeat_interval_s
         self._progress = 0
         self._last_beat = float("-inf")
+        self._partials_sent = 0
+        self.partials_dropped = 0  # over MAX_PARTIALS_SENT: counted, not sent
 
     # -- reading -----------------------------------------------------------------
     @property
@@ -93,8 +99,16 @@ class Context:
             self._send(Heartbeat(self.attempt_id, self._progress, note))
 
     def partial(self, item: Any) -> None:
-        """Report a partial result (kept on every outcome); counts as progress."""
+        """Report a partial result (kept on every outcome); counts as progress.
+
+        Past `MAX_PARTIALS_SENT` in one attempt, results are counted (the summary
+        says how many) and not sent.
+        """
         self._progress += 1
+        if self._partials_sent >= MAX_PARTIALS_SENT:
+            self.partials_dropped += 1
+            return
+        self._partials_sent += 1
         self._send(Partial(self.attempt_id, self._progress, item))
 
     def charge(

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["Cancelled", "DelegationRefused", "TransientError"]
+__all__ = ["Cancelled", "DelegationRefused", "TransientError", "describe_error"]
+
+
+def describe_error(exc: BaseException) -> str:
+    """`Type: message` of an exception, even one whose `str()` raises (it is agent code too)."""
+    name = type(exc).__name__
+    try:
+        return f"{name}: {exc}"
+    except BaseException as inner:  # noqa: BLE001 - whatever its __str__ raises
+        return f"{name}: <its str() raised {type(inner).__name__}>"
 
 
 class Cancelled(BaseException):

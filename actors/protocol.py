@@ -77,6 +77,8 @@ class Finished:
     progress: int = 0
     # The child process's exit code when it ended with the attempt (negative: the signal).
     exit_code: int | None = None
+    # Partial results the child's Context did not send (over `MAX_PARTIALS_SENT`).
+    partials_dropped: int = 0
 
 
 @dataclass(slots=True)

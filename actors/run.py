@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actors.context import Context
-from actors.errors import Cancelled, TransientError
+from actors.errors import Cancelled, TransientError, describe_error
 from actors.models import AttemptOutcome, Brief
 from actors.protocol import Finished
 
@@ -45,15 +45,25 @@ def run_work(work: WorkFunction, brief: Brief, ctx: Context, *, pid: int | None 
         return Finished(
             ctx.attempt_id,
             classify_exception(exc),
-            error=f"{type(exc).__name__}: {exc}",
+            error=describe_error(exc),
             error_type=type(exc).__name__,
-            traceback="".join(tb.format_exception(exc)),
+            traceback=_format_traceback(exc),
             pid=pid,
             progress=ctx.progress,
+            partials_dropped=ctx.partials_dropped,
         )
     return Finished(
-        ctx.attempt_id, AttemptOutcome.completed, value=value, pid=pid, progress=ctx.progress
+        ctx.attempt_id, AttemptOutcome.completed, value=value, pid=pid, progress=ctx.progress,
+        partials_dropped=ctx.partials_dropped,
     )
+
+
+def _format_traceback(exc: BaseException) -> str | None:
+    """The traceback's text, or None if even that fails (agent code decides what it holds)."""
+    try:
+        return "".join(tb.format_exception(exc))
+    except BaseException:  # noqa: BLE001 - the error line says enough then
+        return None
 
 
 async def _await(awaitable: Any) -> Any:

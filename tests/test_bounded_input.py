@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from supervisor import Routing, RoutingError
-from supervisor.cli.main import main
 from supervisor.cli.commands import EXIT_BAD_INPUT
 from supervisor.cli.commands.run import PlanError, load_plan
+from supervisor.cli.main import main
 from supervisor.routing.bounded import (
     MAX_ALIAS_NODES,
     MAX_DEPTH,

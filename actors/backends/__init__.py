@@ -8,7 +8,7 @@ from actors.backends.base import Backend, ChildHandle, ChildSpec, Send
 from actors.backends.command import CommandChild
 from actors.backends.process import ProcessBackend, ProcessChild
 from actors.backends.thread import ThreadBackend, ThreadChild
-from actors.clock import Clock, FakeClock, SystemClock, Timer
+from actors.clock import Clock, FakeClock, SystemClock, Timer, TimerError
 from actors.osproc import process_start_time
 from actors.protocol import (
     Charge,
@@ -41,6 +41,7 @@ __all__ = [
     "ThreadBackend",
     "ThreadChild",
     "Timer",
+    "TimerError",
     "ToolCall",
     "classify_exception",
     "process_start_time",

@@ -24,11 +24,10 @@ import os
 import selectors
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
-from actors.clock import Timer, _TimerHeap
+from actors.clock import MAX_WAIT_S, Timer, _TimerHeap, check_when, report_error
 
 __all__ = ["Hub"]
 
@@ -70,8 +69,9 @@ class Hub:
             self._selector.unregister(obj)
 
     def call_at(self, when: float, callback: Handler) -> Timer:
-        """Run `callback` in the hub thread at `time.monotonic() >= when`."""
-        timer = Timer(when, callback)
+        """Run `callback` in the hub thread at `time.monotonic() >= when` (`TimerError` if
+        `when` is not a finite number)."""
+        timer = Timer(check_when(when), callback)
         with self._lock:
             if self._closed:
                 timer.cancel()
@@ -116,18 +116,28 @@ class Hub:
             self._thread.start()
 
     def _run(self) -> None:
+        """The hub thread: nothing but `close()` ends it (a fault is printed, then it goes on)."""
         while True:
-            with self._lock:
-                if self._closed:
+            try:
+                if self._step():
                     return
-                when = self._timers.next_when()
-            timeout = None if when is None else max(0.0, when - time.monotonic())
-            for key, _ in self._selector.select(timeout):
-                if key.data is None:
-                    self._drain_wake()
-                else:
-                    self._call(key.data)
-            self._run_due_timers()
+            except BaseException as exc:  # noqa: BLE001 - the reader of every child must not die
+                report_error(exc, None)
+
+    def _step(self) -> bool:
+        """Wait for fds and timers once and handle them; True once the hub is closed."""
+        with self._lock:
+            if self._closed:
+                return True
+            when = self._timers.next_when()
+        timeout = MAX_WAIT_S if when is None else min(max(0.0, when - time.monotonic()), MAX_WAIT_S)
+        for key, _ in self._selector.select(timeout):
+            if key.data is None:
+                self._drain_wake()
+            else:
+                self._call(key.data)
+        self._run_due_timers()
+        return False
 
     def _run_due_timers(self) -> None:
         now = time.monotonic()
@@ -136,8 +146,10 @@ class Hub:
                 timer = self._timers.pop_due(now)
             if timer is None:
                 return
-            if not timer.cancelled:
-                self._call(timer.callback)
+            callback = timer.callback
+            timer.callback = None
+            if not timer.cancelled and callback is not None:
+                self._call(callback)
 
     def _drain_wake(self) -> None:
         with contextlib.suppress(BlockingIOError):
@@ -149,5 +161,5 @@ class Hub:
         # A handler's bug must not stop the reader of every other child.
         try:
             handler()
-        except Exception:  # noqa: BLE001
-            traceback.print_exc()
+        except BaseException as exc:  # noqa: BLE001 - even SystemExit from a handler
+            report_error(exc, None)

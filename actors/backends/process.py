@@ -55,6 +55,7 @@ from actors.backends.base import ChildSpec, Send
 from actors.backends.command import CommandChild
 from actors.backends.hub import Hub
 from actors.backends.pool import WarmPool
+from actors.errors import describe_error
 from actors.models import AttemptOutcome
 from actors.osproc import describe_exit, process_start_time, signal_group
 from actors.protocol import DelegateRequest, Finished
@@ -557,10 +558,14 @@ class ProcessBackend:
             message = None if packed[0] == _wire.DELEGATE else _wire.unpack(packed)
         except Exception as exc:  # noqa: BLE001 - e.g. a class the supervisor cannot import
             with self._lock:
-                child.read_error = child.read_error or (
-                    "a message from the child process could not be read in the supervisor: "
-                    f"{type(exc).__name__}: {exc}"
-                )
+                first = child.read_error is None
+                if first:
+                    child.read_error = (
+                        "a message from the child process could not be read in the supervisor: "
+                        f"{describe_error(exc)}"
+                    )
+            if first:
+                self._abandon(worker, child)
             return
         if message is None:
             _, request_id, brief = packed
@@ -571,6 +576,19 @@ class ProcessBackend:
             child.progress = max(child.progress, message.progress)
             if not child.finished:
                 _deliver(child, message)
+
+    def _abandon(self, worker: _Worker, child: ProcessChild) -> None:
+        """Runs in the hub thread: what the worker sends can no longer be read (it may have
+        been its result), so it is killed at once and the attempt fails, with the reason,
+        when it is reaped, instead of waiting out its deadline."""
+        with self._lock:
+            if child.finished or worker.dead or worker.attempt is not child:
+                return
+            worker.retiring = True
+            if child.kill_t is None:
+                child.kill_t = time.monotonic()
+            worker.sigkill_sent = True
+        signal_group(worker.pid, signal.SIGKILL)
 
     def _on_finished(self, worker: _Worker, child: ProcessChild, finished: Finished) -> None:
         now = time.monotonic()
@@ -656,6 +674,16 @@ class ProcessBackend:
         self, worker: _Worker, child: ProcessChild, code: int | None, now: float
     ) -> Finished:
         """The Finished of an attempt whose worker died. Called with the lock held."""
+        if child.read_error is not None:
+            return Finished(
+                child.attempt_id,
+                AttemptOutcome.error,
+                error=child.read_error,
+                error_type="CrossingError",
+                pid=worker.pid,
+                progress=child.progress,
+                exit_code=code,
+            )
         if child.kill_t is not None:
             return Finished(
                 child.attempt_id,

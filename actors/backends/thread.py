@@ -14,6 +14,8 @@ import threading
 
 from actors.backends.base import ChildSpec, Send
 from actors.context import Context
+from actors.errors import describe_error
+from actors.models import AttemptOutcome
 from actors.protocol import Finished
 from actors.run import run_work
 
@@ -90,11 +92,17 @@ class _PooledThread:
             if child is None:
                 return
             self.thread.name = f"zeus-child-{child.context.attempt_id}"
-            finished = child.run()  # run_work catches everything agent code raises
+            try:
+                finished = child.run()  # run_work catches everything agent code raises
+            except BaseException as exc:  # noqa: BLE001 - and if it cannot, Zeus still hears
+                finished = Finished(child.context.attempt_id, AttemptOutcome.error,
+                                    error=describe_error(exc), error_type=type(exc).__name__)
             self.thread.name = "zeus-child"
             # Idle first, then report: whatever Zeus starts next may reuse this thread.
             self._pool.rest(self)
             child.report(finished)
+            # An idle thread keeps nothing of the attempt it ran (its brief, its context).
+            del child, finished
 
 
 class ThreadBackend:

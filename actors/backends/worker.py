@@ -54,6 +54,7 @@ from typing import Any, NoReturn
 from actors import wire as _wire
 from actors.clock import SystemClock
 from actors.context import Context
+from actors.errors import describe_error
 from actors.models import AttemptOutcome
 from actors.protocol import DelegateRequest, Finished, Heartbeat, Partial
 from actors.run import run_work
@@ -172,7 +173,7 @@ class _Child:
                     AttemptOutcome.error,
                     error="the attempt (its work function, brief, previous partial results or "
                     f"session) could not be unpickled in the child process: "
-                    f"{type(exc).__name__}: {exc}",
+                    f"{describe_error(exc)}",
                     error_type=type(exc).__name__,
                     traceback="".join(tb.format_exception(exc)),
                     pid=self._pid,

@@ -138,8 +138,19 @@ class ZeusActor(pykka.ThreadingActor):
         except pykka.ActorDeadError:
             pass
 
-    def _after(self, delay: float, message: object) -> Timer:
-        return self._clock.call_at(self._clock.now() + delay, lambda: self.send(message))
+    def _after(self, delay: float, message: object) -> Timer | None:
+        """`message` to the mailbox in `delay` s; at once (and an error event) if no timer
+        can be set for that delay, so a wait that cannot be kept never stops a delegation."""
+        try:
+            return self._clock.call_at(self._clock.now() + delay, lambda: self.send(message))
+        except Exception as exc:  # noqa: BLE001 - e.g. TimerError for a delay of inf or nan
+            self._timer_refused(exc, type(message).__name__)
+            self.send(message)
+            return None
+
+    def _timer_refused(self, exc: BaseException, what: str) -> None:
+        self._events.emit("zeus.internal_error", message=what,
+                          error=f"a timer could not be set: {type(exc).__name__}: {exc}")
 
     # -- dispatch -----------------------------------------------------------------------
 
@@ -247,6 +258,7 @@ class ZeusActor(pykka.ThreadingActor):
                 framing=role_framing(d.agent, policy, self._registry.routing, d.depth,
                                      deadline - now, d.usage),
             )
+            self._arm(a)  # before the child starts: a deadline no timer can keep fails it here
             a.child = self._backend(isolation).start(spec, self.send)
             a.pid = a.child.pid
         except Exception as exc:  # noqa: BLE001 - a child that cannot start is a failed attempt
@@ -256,7 +268,6 @@ class ZeusActor(pykka.ThreadingActor):
                                              error=f"{type(exc).__name__}: {exc}",
                                              error_type=type(exc).__name__))
             return
-        self._arm(a)
         self._emit(
             "attempt.started",
             d,
@@ -268,9 +279,14 @@ class ZeusActor(pykka.ThreadingActor):
         )
 
     def _arm(self, a: Attempt) -> None:
-        """One timer per attempt, at its deadline or the moment it would go stale."""
+        """One timer per attempt, at its deadline or the moment it would go stale.
+
+        The timer holds the attempt's id, not the attempt: once cancelled it keeps
+        nothing of the delegation alive. `TimerError` if that moment is not a finite time.
+        """
         when = min(a.deadline, a.watch.stale_at(a.policy.heartbeat.stale_after_s))
-        a.timers.append(self._clock.call_at(when, lambda: self.send(AttemptDue(a.id))))
+        due = AttemptDue(a.id)
+        a.timers.append(self._clock.call_at(when, lambda: self.send(due)))
 
     def _backend(self, isolation: str) -> Backend:
         try:
@@ -433,7 +449,9 @@ class ZeusActor(pykka.ThreadingActor):
         if grace <= 0:
             self._on_grace_over(GraceOver(a.id))
         else:
-            a.timers.append(self._after(grace, GraceOver(a.id)))
+            timer = self._after(grace, GraceOver(a.id))
+            if timer is not None:
+                a.timers.append(timer)
 
     def _on_attempt_due(self, msg: AttemptDue) -> None:
         owner = self._live.get(msg.attempt_id)
@@ -448,7 +466,11 @@ class ZeusActor(pykka.ThreadingActor):
         elif a.watch.is_stale(now, a.policy.heartbeat.stale_after_s):
             self._request_stop(d, a, AttemptOutcome.stale)
         else:
-            self._arm(a)  # progress moved the stale moment on
+            try:
+                self._arm(a)  # progress moved the stale moment on
+            except Exception as exc:  # noqa: BLE001 - no timer: stop it rather than lose it
+                self._timer_refused(exc, "AttemptDue")
+                self._request_stop(d, a, AttemptOutcome.stale)
 
     def _on_grace_over(self, msg: GraceOver) -> None:
         owner = self._live.get(msg.attempt_id)
@@ -482,6 +504,8 @@ class ZeusActor(pykka.ThreadingActor):
         for timer in a.timers:
             timer.cancel()
         d.current = None
+        if finished is not None:
+            d.partials_dropped += finished.partials_dropped  # not sent by the child
         outcome = resolve_outcome(
             finished.outcome if finished else None,
             a.stop_causes,
@@ -710,6 +734,7 @@ class ZeusActor(pykka.ThreadingActor):
                 error=f"its summary could not be built: {type(exc).__name__}: {exc}",
             )
         self._open.pop(d.id, None)
+        self._windows.pop(d.id, None)  # its children's restart window goes with it
         self._settled_count += 1
         self._emit("delegation.settled", d, None, status=summary.status.value,
                    duration_s=summary.duration_s, attempts=len(d.attempts),

@@ -112,7 +112,8 @@ def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summar
     if shaped.note:
         risks.append(shaped.note)
     if d.partials_dropped:
-        risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS})")
+        risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS}"
+                     " in the delegation, or in one attempt)")
     return Summary(
         id=d.id,
         agent=d.agent,

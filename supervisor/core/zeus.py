@@ -49,7 +49,7 @@ class Zeus:
         backends: Mapping[str, Backend] | None = None,
     ) -> None:
         self._owns_clock = clock is None
-        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._clock: Clock = clock if clock is not None else SystemClock(self._timer_failed)
         self._registry = Registry(routing)
         self._events = EventLog(log, self._clock.wall)
         self._backends: dict[str, Backend] = {"thread": ThreadBackend()}
@@ -217,6 +217,11 @@ class Zeus:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+    def _timer_failed(self, exc: BaseException) -> None:
+        """Runs in the timer thread: a timer callback raised (the timers go on regardless)."""
+        self._events.emit("zeus.internal_error", message="timer",
+                          error=f"{type(exc).__name__}: {exc}")
 
     def _ask(self, message: object) -> Any:
         return self._ref.ask(message)

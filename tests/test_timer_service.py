@@ -1,0 +1,193 @@
+"""The timer service outlives anything: callbacks that raise, times no platform can wait for.
+
+One timer thread serves every deadline, stale check, grace and backoff in a
+Zeus; if it died, no delegation of that Zeus would ever time out again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from actors import Brief, Context, Status
+from actors.backends.hub import Hub
+from actors.clock import FakeClock, SystemClock, TimerError
+from supervisor import Routing, Zeus
+from tests.conftest import Recorder, ZeusFactory
+
+
+class _Custom(BaseException):
+    pass
+
+
+EVERY_KIND = [
+    Exception("plain"),
+    ValueError("value"),
+    OverflowError("timestamp out of range for platform time_t"),
+    RecursionError("deep"),
+    MemoryError(),
+    SystemExit(3),
+    KeyboardInterrupt(),
+    GeneratorExit(),
+    _Custom("a BaseException of its own"),
+]
+
+
+def _raiser(exc: BaseException) -> object:
+    def callback() -> None:
+        raise exc
+
+    return callback
+
+
+@pytest.mark.realtime
+@pytest.mark.parametrize("exc", EVERY_KIND, ids=lambda e: type(e).__name__)
+def test_a_timer_callback_that_raises_anything_leaves_the_other_timers_firing(
+    exc: BaseException,
+) -> None:
+    errors: list[BaseException] = []
+    clock = SystemClock(on_error=errors.append)
+    fired = threading.Event()
+    try:
+        now = clock.now()
+        clock.call_at(now, _raiser(exc))  # type: ignore[arg-type]
+        clock.call_at(now + 0.01, fired.set)
+        assert fired.wait(10), "the timer after the failing one never fired"
+        assert errors == [exc]
+        again = threading.Event()
+        clock.call_at(clock.now(), again.set)
+        assert again.wait(10)
+    finally:
+        clock.close()
+
+
+@pytest.mark.realtime
+def test_a_failing_error_hook_does_not_stop_the_timer_thread_either() -> None:
+    def broken_hook(exc: BaseException) -> None:
+        raise SystemExit("the hook itself")
+
+    clock = SystemClock(on_error=broken_hook)
+    fired = threading.Event()
+    try:
+        clock.call_at(clock.now(), _raiser(KeyboardInterrupt()))  # type: ignore[arg-type]
+        clock.call_at(clock.now() + 0.01, fired.set)
+        assert fired.wait(10)
+    finally:
+        clock.close()
+
+
+@pytest.mark.realtime
+@pytest.mark.parametrize("delay", [1e10, 1e300])
+def test_a_timer_due_beyond_the_platform_limit_does_not_stop_sooner_ones(delay: float) -> None:
+    errors: list[BaseException] = []
+    clock = SystemClock(on_error=errors.append)
+    fired = threading.Event()
+    try:
+        far = clock.call_at(clock.now() + delay, fired.clear)
+        time.sleep(0.05)  # let the timer thread go to sleep on the far timer (not asserted)
+        clock.call_at(clock.now() + 0.01, fired.set)
+        assert fired.wait(10)
+        assert errors == []
+        assert not far.cancelled
+    finally:
+        clock.close()
+
+
+@pytest.mark.realtime
+def test_the_process_hub_survives_a_timer_beyond_the_platform_limit_and_a_raising_handler(
+) -> None:
+    hub = Hub(name="test-hub")
+    fired = threading.Event()
+    try:
+        hub.call_later(1e10, fired.clear)
+        hub.call_later(0.0, _raiser(SystemExit(1)))  # type: ignore[arg-type]
+        hub.call_later(0.02, fired.set)
+        assert fired.wait(10)
+    finally:
+        hub.close()
+
+
+@pytest.mark.parametrize("when", [float("nan"), float("inf"), float("-inf"), "soon"])
+def test_a_time_that_is_not_a_finite_number_is_refused_where_it_is_scheduled(
+    when: object,
+) -> None:
+    clock = SystemClock()
+    try:
+        with pytest.raises(TimerError, match="cannot schedule a timer"):
+            clock.call_at(when, lambda: None)  # type: ignore[arg-type]
+        with pytest.raises(TimerError):
+            FakeClock().call_at(when, lambda: None)  # type: ignore[arg-type]
+    finally:
+        clock.close()
+
+
+def test_a_cancelled_timer_lets_go_of_its_callback_at_once() -> None:
+    clock = FakeClock()
+    payload = bytearray(10_000)
+    timer = clock.call_at(clock.now() + 3600, lambda: payload.clear())
+    assert timer.callback is not None
+    timer.cancel()
+    assert timer.callback is None
+    timer.cancel()  # idempotent
+
+
+def test_cancelled_timers_do_not_pile_up_in_the_heap() -> None:
+    clock = FakeClock()
+    for _ in range(10_000):
+        clock.call_at(clock.now() + 3600, lambda: None).cancel()
+    assert len(clock._heap) < 200
+    assert clock.pending() == []
+
+
+def _hang(brief: Brief, ctx: Context) -> None:
+    ctx.sleep(60)
+
+
+@pytest.mark.realtime
+@pytest.mark.parametrize("timeout_s", [1e10, float("inf"), float("nan")])
+def test_a_delegation_with_an_unkeepable_deadline_never_stops_the_deadlines_of_others(
+    timeout_s: float,
+) -> None:
+    """Validation is bypassed on purpose: the timer service must hold without it."""
+    recorder = Recorder()
+    r = Routing.from_dict({"version": 1, "agents": {"h": {
+        "timeout_s": 30, "heartbeat": {"interval_s": 0.05, "stale_after_s": 3600}}}})
+    with Zeus.start(r, agents={"h": _hang}, log=recorder) as zeus:
+        bad = zeus.dispatch(Brief.model_construct(agent="h", scope="bad", timeout_s=timeout_s))
+        zeus.sync()
+        victim = zeus.dispatch(Brief(agent="h", scope="victim", timeout_s=0.2))
+        summary = victim.result(10)
+        assert summary.status is Status.timed_out
+        if timeout_s != timeout_s:  # nan: no timer can be set, so the attempt fails at once
+            failed = bad.result(10)
+            assert failed.status is Status.failed
+            assert "TimerError" in (failed.error or "")
+        zeus.cancel(bad.id)
+    assert not [e for e in recorder.events if e["event"] == "zeus.internal_error"]
+
+
+def test_a_grace_no_timer_can_keep_ends_at_once_with_an_error_event(
+    make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder
+) -> None:
+    release = threading.Event()
+
+    def deaf(brief: Brief, ctx: Context) -> None:
+        release.wait(30)
+
+    zeus = make_zeus({"d": {"timeout_s": 1}}, works={"d": deaf})
+    policy = zeus.routing.agents["d"]
+    shutdown = policy.shutdown.model_construct(grace_s=float("nan"), term_s=0.0)
+    zeus.register("d", deaf, policy.model_copy(update={"shutdown": shutdown}))
+    try:
+        handle = zeus.dispatch(Brief(agent="d", scope="s"))
+        zeus.sync()
+        clock.advance(1.0)
+        summary = handle.result(10)
+    finally:
+        release.set()
+    assert summary.status is Status.timed_out
+    assert summary.attempts[0].fenced
+    errors = recorder.named("zeus.internal_error")
+    assert errors and "a timer could not be set" in errors[0]["error"]
