@@ -16,6 +16,7 @@ import pykka
 
 from actors import Backend, Brief, Clock, ProcessBackend, SystemClock, ThreadBackend
 from supervisor._actor import ZeusActor
+from supervisor._admission import writer_partial_refusal
 from supervisor._groups import STRATEGIES, Group, Strategy
 from supervisor._messages import (
     Cancel,
@@ -27,7 +28,7 @@ from supervisor._messages import (
     StopAll,
 )
 from supervisor._registry import Registry
-from supervisor.errors import SupervisorError, ZeusStopped
+from supervisor.errors import DelegationRefused, SupervisorError, ZeusStopped
 from supervisor.events import EventLog, LogTarget
 from supervisor.handle import GroupHandle, Handle, Settled
 from supervisor.routing import AgentPolicy, Routing
@@ -141,7 +142,9 @@ class Zeus:
     def _check(self, brief: Brief | Mapping[str, Any]) -> Brief:
         if not isinstance(brief, Brief):
             brief = Brief.model_validate(brief)
-        self._registry.policy(brief.agent)
+        refusal = writer_partial_refusal(brief, self._registry.policy(brief.agent))
+        if refusal is not None:
+            raise DelegationRefused(refusal)
         if self._stopped.is_set():
             raise ZeusStopped("Zeus is stopped; start a new one to dispatch")
         return brief
@@ -220,7 +223,11 @@ class Zeus:
         self.stop()
 
     def _ask(self, message: object) -> Any:
-        return self._ref.ask(message)
+        """Ask the actor; what its handler raised is raised here (it comes back as a value)."""
+        answer = self._ref.ask(message)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
 
     def _tell(self, message: object) -> None:
         try:
