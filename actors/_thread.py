@@ -14,7 +14,7 @@ import threading
 
 from actors._backend import ChildSpec, Send
 from actors._context import Context
-from actors._protocol import Finished
+from actors._protocol import Finished, Heartbeat
 from actors._run import run_work
 
 __all__ = ["ThreadBackend", "ThreadChild"]
@@ -43,12 +43,17 @@ class ThreadChild:
             previous_partials=list(spec.previous_partials),
             depth=spec.depth,
             framing=spec.framing,
+            previous_error=spec.previous_error,
+            reasoning_effort=spec.reasoning_effort,
+            budget_left=spec.budget_left,
         )
         self._send = send
 
     def run(self) -> Finished:
         """Runs in a pooled child thread: the work, and how it ended (not yet sent)."""
         assert self._spec.work is not None
+        # The first sign of life: Zeus's stale clock starts here, not when it dispatched.
+        self._send(Heartbeat(self._spec.attempt_id, 0, liveness=True))
         return run_work(self._spec.work, self._spec.brief, self.context)
 
     def report(self, finished: Finished) -> None:
