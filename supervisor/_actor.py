@@ -37,8 +37,10 @@ from actors import (
     ToolCall,
     Usage,
 )
+from supervisor._admission import writer_partial_refusal
 from supervisor._backoff import backoff_delay
 from supervisor._budget import budget_overrun
+from supervisor._circuit import admit_restart, circuit_reason, when_circuit_open
 from supervisor._framing import role_framing
 from supervisor._groups import review_verdict, siblings_to_restart
 from supervisor._intensity import RestartWindow
@@ -56,7 +58,14 @@ from supervisor._messages import (
     StopAll,
 )
 from supervisor._registry import Registry
-from supervisor._settle import Fallback, Retry, Settle, decide_next, resolve_outcome
+from supervisor._settle import (
+    Fallback,
+    NextStep,
+    Retry,
+    Settle,
+    decide_next,
+    resolve_outcome,
+)
 from supervisor._stale import ProgressWatch
 from supervisor._state import (
     MAX_PARTIALS,
@@ -66,6 +75,7 @@ from supervisor._state import (
     build_summary,
     snapshot_node,
 )
+from supervisor._tree import ancestors, budget_left
 from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.events import EventLog
 from supervisor.handle import Settled
@@ -101,8 +111,10 @@ class ZeusActor(pykka.ThreadingActor):
         self._queue: deque[str] = deque()
         self._running_roots = 0
         self._tree_usage = Usage()
-        self._windows: dict[str | None, RestartWindow] = {}
-        self._fenced: dict[str, str] = {}  # attempt id -> delegation id, threads still running
+        self._windows: dict[str | None, RestartWindow] = {}  # by agent, or by supervisor
+        self._open_circuits: set[str] = set()  # agents whose restarts are refused for now
+        # attempt id -> its delegation, threads still running
+        self._fenced: dict[str, Delegation] = {}
         self._sessions: dict[str, OrderedDict[str, dict[str, Any]]] = {}
         self._settled_count = 0
         self._dropped = 0
@@ -261,6 +273,10 @@ class ZeusActor(pykka.ThreadingActor):
                 depth=d.depth,
                 framing=role_framing(d.agent, policy, self._registry.routing, d.depth,
                                      deadline - now, d.usage),
+                previous_error=(f"{d.attempts[-1].outcome.value}: {d.attempts[-1].error}"
+                                if d.attempts else None),
+                reasoning_effort=policy.reasoning_effort,
+                budget_left=self._budget_left(d),
             )
             a.child = self._backend(isolation).start(spec, self.send)
             a.pid = a.child.pid
@@ -272,6 +288,7 @@ class ZeusActor(pykka.ThreadingActor):
                                              error_type=type(exc).__name__))
             return
         self._arm(a)
+        self._nudge_ancestors(d, now)  # an attempt starting is progress of its subtree
         self._emit(
             "attempt.started",
             d,
@@ -284,8 +301,23 @@ class ZeusActor(pykka.ThreadingActor):
 
     def _arm(self, a: Attempt) -> None:
         """One timer per attempt, at its deadline or the moment it would go stale."""
-        when = min(a.deadline, a.watch.stale_at(a.policy.heartbeat.stale_after_s))
-        a.timers.append(self._clock.call_at(when, lambda: self.send(AttemptDue(a.id))))
+        when = min(a.deadline, a.watch.stale_at(a.stale_after_s))
+        if a.due is not None:
+            a.due.cancel()  # moved: the first sign of life, a long tool call ending
+        a.due = self._clock.call_at(when, lambda: self.send(AttemptDue(a.id)))
+        a.timers.append(a.due)
+
+    def _budget_left(self, d: Delegation) -> dict[str, float] | None:
+        """What `d`'s attempt may spend before its, an ancestor's or the tree's budget is over."""
+        chain = [d, *ancestors(d, self._open)]
+        return budget_left([*((n.usage, n.policy.budget) for n in chain),
+                            (self._tree_usage, self._registry.routing.supervisor.budget)])
+
+    def _nudge_ancestors(self, d: Delegation, now: float) -> None:
+        """Progress in `d`'s subtree is progress of every ancestor waiting on it."""
+        for parent in ancestors(d, self._open):
+            if parent.current is not None:
+                parent.current.watch = parent.current.watch.nudge(now)
 
     def _backend(self, isolation: str) -> Backend:
         try:
@@ -314,16 +346,25 @@ class ZeusActor(pykka.ThreadingActor):
         if owner is None:
             self._drop(message)
             return None
-        a = owner[1]
-        a.watch = a.watch.observe(message.progress, self._clock.now())
+        d, a = owner
+        before, now = a.watch, self._clock.now()
+        a.watch = before.observe(message.progress, now)
+        if a.watch.progress > before.progress:
+            if before.progress < 0:
+                self._arm(a)  # its first sign of life starts the stale clock
+            if d.parent_id is not None:
+                self._nudge_ancestors(d, now)
         return owner
 
     def _drop(self, message: Any) -> None:
         """A late message of a settled delegation, a superseded or a fenced attempt."""
         self._dropped += 1
         attempt_id = getattr(message, "attempt_id", None)
+        if isinstance(message, Charge) and attempt_id in self._fenced:
+            # Late spend is real money: it counts against the tree all the same.
+            self._spend(self._fenced[attempt_id], None, message.usage)
         if isinstance(message, Finished) and attempt_id in self._fenced:
-            delegation_id = self._fenced.pop(attempt_id)
+            delegation_id = self._fenced.pop(attempt_id).id
             self._events.emit("attempt.fenced", delegation_id=delegation_id,
                               attempt_id=attempt_id, reason="the abandoned thread ended late",
                               exited=True)
@@ -336,9 +377,13 @@ class ZeusActor(pykka.ThreadingActor):
 
     def _on_heartbeat(self, msg: Heartbeat) -> None:
         owner = self._owner(msg)
-        if owner is None or not self._events.enabled:
+        if owner is None:
             return
         d, a = owner
+        if msg.note is not None:
+            a.last_note = msg.note
+        if not self._events.enabled or (msg.liveness and msg.progress <= 0):
+            return  # alive, nothing done yet: nothing to log
         now = self._clock.now()
         if now - a.last_logged_beat >= a.policy.heartbeat.interval_s:
             a.last_logged_beat = now
@@ -356,28 +401,53 @@ class ZeusActor(pykka.ThreadingActor):
 
     def _on_tool_call(self, msg: ToolCall) -> None:
         owner = self._owner(msg)
-        if owner is not None and not msg.read_only:
-            owner[1].side_effects = True
-
-    def _on_charge(self, msg: Charge) -> None:
-        owner = self._owner(msg)
         if owner is None:
             return
         d, a = owner
-        # The charge counts against the delegation, every ancestor, and the whole tree.
-        node: Delegation | None = d
-        while node is not None:
-            node.usage = node.usage + msg.usage
+        if msg.running is False:  # a long tool call ended
+            if a.stopping_since is None:  # (a stopping attempt keeps it, as evidence)
+                a.in_tool = None
+                self._arm(a)  # the shorter threshold applies again
+            return
+        a.tool_calls += 1
+        a.last_tool = msg.name
+        if msg.running:
+            a.in_tool = msg.name
+        if not msg.read_only:
+            # Side effects are a tree: every ancestor attempt that delegated this one wrote.
+            a.side_effects = True
+            for parent in ancestors(d, self._open):
+                if parent.current is not None:
+                    parent.current.side_effects = True
+
+    def _on_charge(self, msg: Charge) -> None:
+        owner = self._owner(msg)
+        if owner is not None:
+            self._spend(*owner, msg.usage)
+
+    def _spend(self, d: Delegation, a: Attempt | None, usage: Usage) -> None:
+        """Count `usage` against `d` (while open), every open ancestor, and the whole tree.
+
+        `a` is the attempt that charged it, None for the late spend of a fenced one."""
+        chain = [d, *ancestors(d, self._open)] if d.id in self._open else [
+            *ancestors(d, self._open)]
+        for node in chain:
+            node.usage = node.usage + usage
             overrun = budget_overrun(node.usage, node.policy.budget)
             if overrun is not None and node.current is not None:
                 self._request_stop(node, node.current, AttemptOutcome.budget_exceeded,
                                    detail=overrun)
-            node = self._open.get(node.parent_id) if node.parent_id else None
-        self._tree_usage = self._tree_usage + msg.usage
+        self._tree_usage = self._tree_usage + usage
         overrun = budget_overrun(self._tree_usage, self._registry.routing.supervisor.budget)
-        if overrun is not None:
-            self._request_stop(d, a, AttemptOutcome.budget_exceeded,
-                               detail=f"tree budget: {overrun}")
+        if overrun is None:
+            return
+        payer = a if a is not None else next(
+            (n.current for n in chain if n.current is not None), None)
+        if payer is not None:
+            owner = self._live.get(payer.id)
+            if owner is not None:
+                self._request_stop(owner[0], payer, AttemptOutcome.budget_exceeded,
+                                   detail=f"tree budget: {overrun}")
 
     def _on_delegate_request(self, msg: DelegateRequest) -> None:
         owner = self._live.get(msg.attempt_id)
@@ -386,6 +456,7 @@ class ZeusActor(pykka.ThreadingActor):
             return
         d, a = owner
         a.watch = a.watch.observe(a.watch.progress + 1, self._clock.now())
+        self._nudge_ancestors(d, self._clock.now())
         try:
             self._check_delegation(d, msg.brief)
             child_id = self._registry.next_id(msg.brief.agent)
@@ -414,7 +485,9 @@ class ZeusActor(pykka.ThreadingActor):
                 f"{d.agent} may delegate only to {list(policy.can_delegate_to)}, "
                 f"not to {brief.agent!r}"
             )
-        self._registry.policy(brief.agent)  # UnknownAgent, which is a SupervisorError
+        refusal = writer_partial_refusal(brief, self._registry.policy(brief.agent))
+        if refusal is not None:  # (an unknown agent raises UnknownAgent, a SupervisorError)
+            raise DelegationRefused(refusal)
 
     # -- stopping an attempt --------------------------------------------------------------
 
@@ -457,10 +530,11 @@ class ZeusActor(pykka.ThreadingActor):
         d, a = owner
         now = self._clock.now()
         if now >= a.deadline:
-            self._request_stop(d, a, AttemptOutcome.timeout)  # kept as a losing cause if late
+            if AttemptOutcome.timeout not in a.stop_causes:
+                self._request_stop(d, a, AttemptOutcome.timeout)  # a losing cause if late
         elif a.stopping_since is not None:
             return
-        elif a.watch.is_stale(now, a.policy.heartbeat.stale_after_s):
+        elif a.watch.is_stale(now, a.stale_after_s):
             self._request_stop(d, a, AttemptOutcome.stale)
         else:
             self._arm(a)  # progress moved the stale moment on
@@ -475,7 +549,7 @@ class ZeusActor(pykka.ThreadingActor):
             a.child.kill()  # `Finished` follows once the process is reaped
             return
         # A thread cannot be killed: fence it. Its late messages are dropped from now on.
-        self._fenced[a.id] = d.id
+        self._fenced[a.id] = d
         self._emit("attempt.fenced", d, a, reason="did not stop within grace_s",
                    grace_s=a.policy.shutdown.grace_s)
         self._end_attempt(d, a, None, fenced=True)
@@ -527,8 +601,15 @@ class ZeusActor(pykka.ThreadingActor):
             losing_causes=losing,
             fenced=fenced,
             killed=killed,
+            progress=max(a.watch.progress, finished.progress if finished else 0, 0),
+            tool_calls=a.tool_calls,
+            last_tool=a.last_tool,
+            last_note=a.last_note,
         )
         d.attempts.append(record)
+        if (finished is not None and finished.outcome is AttemptOutcome.completed
+                and outcome is not AttemptOutcome.completed):
+            d.lost_output = finished.value  # a result that lost to a stop cause is kept
         if record.error is not None:
             d.last_error = record.error
             d.last_traceback = finished.traceback if finished is not None else None
@@ -536,7 +617,8 @@ class ZeusActor(pykka.ThreadingActor):
             self._emit("attempt.completed", d, a, duration_s=record.duration_s)
         else:
             self._emit("attempt.failed", d, a, outcome=outcome.value, error=record.error,
-                       duration_s=record.duration_s)
+                       duration_s=record.duration_s, progress=record.progress,
+                       tool_calls=record.tool_calls, last_tool=record.last_tool)
         # An attempt's own children lose their owner with it.
         self._cancel_children(d, "the attempt that delegated it ended")
         if d.forced is not None and not d.cancel_requested:
@@ -545,7 +627,7 @@ class ZeusActor(pykka.ThreadingActor):
         if d.restart_pending is not None and not d.cancel_requested:
             reason, d.restart_pending = d.restart_pending, None
             if outcome is not AttemptOutcome.completed:
-                if self._restart_allowed(d):
+                if self._group_restart_allowed(d):
                     self._emit("group.restarted", d, a, reason=reason)
                     self._start_attempt(d)
                 return
@@ -570,10 +652,13 @@ class ZeusActor(pykka.ThreadingActor):
             visited=d.visited,
             fenced_writer=fenced and not a.policy.read_only,
         )
+        if not isinstance(step, Settle):
+            allowed = self._through_circuit(d, step, outcome)
+            if allowed is None:
+                return  # the supervisor gave up (scope: supervisor) and settled it
+            step = allowed
         if isinstance(step, Settle):
             self._settle(d, step)
-        elif not self._restart_allowed(d):
-            return
         elif isinstance(step, Retry):
             d.retries_used += 1
             delay = backoff_delay(d.policy.retry, step.number, self._rng)
@@ -639,6 +724,47 @@ class ZeusActor(pykka.ThreadingActor):
         else:
             self._settle(d, Settle(Status.blocked, reason=why), value=d.performed)
 
+    def _through_circuit(
+        self, d: Delegation, step: Retry | Fallback, outcome: AttemptOutcome
+    ) -> NextStep | None:
+        """The restart `step` if intensity allows it, else what follows instead (None: the
+        supervisor gave up and settled `d`)."""
+        intensity = self._registry.routing.supervisor.intensity
+        if intensity.scope == "supervisor":
+            return step if self._restart_allowed(d) else None
+        if isinstance(step, Fallback) or self._admit(d):
+            return step  # a fallback to another agent is always allowed
+        return when_circuit_open(step, outcome, d.policy, d.visited,
+                                 circuit_reason(d.agent, intensity))
+
+    def _group_restart_allowed(self, d: Delegation) -> bool:
+        """A group restart of `d` counts like any restart; refused, `d` settles `failed`."""
+        intensity = self._registry.routing.supervisor.intensity
+        if intensity.scope == "supervisor":
+            return self._restart_allowed(d)
+        if self._admit(d):
+            return True
+        self._settle(d, Settle(Status.failed, reason=circuit_reason(d.agent, intensity)))
+        return False
+
+    def _admit(self, d: Delegation) -> bool:
+        """Count one restart of `d`'s agent against its circuit (scope: agent)."""
+        intensity = self._registry.routing.supervisor.intensity
+        admission = admit_restart(self._windows.get(d.agent, RestartWindow()),
+                                  self._clock.now(), intensity,
+                                  was_open=d.agent in self._open_circuits)
+        self._windows[d.agent] = admission.window
+        if admission.allowed:
+            self._open_circuits.discard(d.agent)
+            return True
+        self._open_circuits.add(d.agent)
+        if admission.tripped:
+            self._events.emit("supervisor.intensity_exceeded", delegation_id=d.id,
+                              agent=d.agent, scope="agent",
+                              restarts=len(admission.window.restarts),
+                              within_s=intensity.within_s)
+        return False
+
     def _restart_allowed(self, d: Delegation) -> bool:
         """Count a restart against the supervisor's intensity; False (and settled) in a storm."""
         intensity = self._registry.routing.supervisor.intensity
@@ -653,6 +779,7 @@ class ZeusActor(pykka.ThreadingActor):
             f"within {intensity.within_s:g} s; the supervisor stopped restarting"
         )
         self._events.emit("supervisor.intensity_exceeded", delegation_id=d.parent_id,
+                          agent=d.agent, scope="supervisor",
                           restarts=len(window.restarts), within_s=intensity.within_s)
         self._windows[d.parent_id] = RestartWindow()
         give_up = Settle(Status.failed, reason=reason)
@@ -715,6 +842,8 @@ class ZeusActor(pykka.ThreadingActor):
         elif d.depth == 1:
             self._running_roots -= 1
         d.state = "settled"
+        if value is None:
+            value = d.lost_output
         try:
             summary = build_summary(d, step, value, self._clock.now())
         except Exception as exc:  # noqa: BLE001 - a delegation settles exactly once, whatever
@@ -762,7 +891,7 @@ class ZeusActor(pykka.ThreadingActor):
                 if a.child.killable:
                     a.child.kill()  # its `Finished` will arrive late and be dropped
                 else:
-                    self._fenced[a.id] = d.id
+                    self._fenced[a.id] = d
                 self._end_attempt(d, a, None, fenced=not a.child.killable)
             if d.state != "settled":
                 self._settle(d, Settle(Status.cancelled, reason=msg.reason))
