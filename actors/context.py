@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from actors.clock import Clock
@@ -21,10 +22,13 @@ MAX_PARTIALS_SENT = 10_000
 class Context:
     """The child's side of one attempt.
 
-    Every reporting call (`heartbeat`, `partial`, `charge`, `tool_call`) advances
-    the progress counter; heartbeats are sent at most once per `interval_s`,
-    everything else at once. All methods are called from the work function's
-    thread (or, in an `async def` work function, its event loop thread).
+    Every reporting call (`heartbeat`, `partial`, `charge`, `tool_call`, `tool`)
+    advances the progress counter; heartbeats are sent at most once per
+    `interval_s`, everything else at once. Every call is also a cancellation
+    point: once Zeus has asked the attempt to stop (or a charge went over the
+    budget the attempt was given), it raises `actors.Cancelled`. All methods are
+    called from the work function's thread (or, in an `async def` work function,
+    its event loop thread).
     """
 
     def __init__(
@@ -44,6 +48,9 @@ class Context:
         previous_partials: list[Any] | None = None,
         depth: int = 1,
         framing: str = "",
+        previous_error: str | None = None,
+        reasoning_effort: str | None = None,
+        budget_left: dict[str, float] | None = None,
     ) -> None:
         self.brief = brief
         self.agent = agent
@@ -55,6 +62,10 @@ class Context:
         self.previous_partials: list[Any] = list(previous_partials or [])
         self.depth = depth
         self.framing = framing
+        # How the previous attempt of this delegation ended ("stale: no progress ..."), if any.
+        self.previous_error = previous_error
+        self.reasoning_effort = reasoning_effort
+        self._budget_left = dict(budget_left) if budget_left else None
         self._clock = clock
         self._send = send
         self._cancel = cancel_event if cancel_event is not None else threading.Event()
@@ -92,6 +103,7 @@ class Context:
     # -- reporting ---------------------------------------------------------------
     def heartbeat(self, note: str | None = None) -> None:
         """Say "still working"; counts as progress. Sent at most once per interval."""
+        self.check()
         self._progress += 1
         now = self._clock.now()
         if now - self._last_beat >= self._interval:
@@ -104,6 +116,7 @@ class Context:
         Past `MAX_PARTIALS_SENT` in one attempt, results are counted (the summary
         says how many) and not sent.
         """
+        self.check()
         self._progress += 1
         if self._partials_sent >= MAX_PARTIALS_SENT:
             self.partials_dropped += 1
@@ -118,17 +131,45 @@ class Context:
         output_tokens: int = 0,
         cost: float = 0.0,
     ) -> None:
-        """Charge usage against the budgets; the first charge over a cap stops the attempt."""
+        """Charge usage against the budgets; the first charge over a cap stops the attempt
+        (the next Context call raises `Cancelled`). Spent money is always reported: once
+        the attempt was asked to stop, the charge is sent, then `Cancelled` raised."""
+        stopped = self._cancel.is_set()
         self._progress += 1
         usage = Usage(
             calls=calls, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost
         )
         self._send(Charge(self.attempt_id, self._progress, usage))
+        left = self._budget_left
+        if left is not None:
+            for name, used in (("calls", calls), ("input_tokens", input_tokens),
+                               ("output_tokens", output_tokens), ("cost", cost)):
+                if name in left:
+                    left[name] -= used
+                    if left[name] < 0:
+                        self._cancel.set()  # Zeus stops it too, once the charge arrives
+        if stopped:
+            raise Cancelled(self.attempt_id)
 
     def tool_call(self, name: str, *, read_only: bool = False) -> None:
         """Record a tool call. One with side effects blocks retries unless the policy allows."""
+        self.check()
         self._progress += 1
         self._send(ToolCall(self.attempt_id, self._progress, name, read_only))
+
+    @contextlib.contextmanager
+    def tool(self, name: str, *, read_only: bool = False) -> Iterator[None]:
+        """A long tool call: `with ctx.tool("pytest"): ...`. Inside it, staleness uses
+        the agent's `heartbeat.stale_in_tool_s`, since such a tool reports nothing."""
+        self.check()
+        self._progress += 1
+        self._send(ToolCall(self.attempt_id, self._progress, name, read_only, running=True))
+        try:
+            yield
+        finally:
+            self._progress += 1
+            self._send(ToolCall(self.attempt_id, self._progress, name, read_only, running=False))
+        self.check()
 
     def delegate(self, brief: Brief) -> Summary:
         """Delegate `brief` as a child of this delegation and wait for its summary.

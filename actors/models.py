@@ -145,6 +145,12 @@ class AttemptRecord(BaseModel):
     losing_causes: list[str] = Field(default_factory=list)
     fenced: bool = False
     killed: str | None = None  # cooperative | terminate | kill, when Zeus stopped it
+    # The evidence it left (DESIGN §15): its progress counter at the end, how many tool
+    # calls it made, the last one, and its last heartbeat note.
+    progress: int = 0
+    tool_calls: int = 0
+    last_tool: str | None = None
+    last_note: str | None = None
 
 
 class Summary(BaseModel):
@@ -234,7 +240,11 @@ class Summary(BaseModel):
 
         Tolerant of surrounding text, label case, `**bold**` labels and the status
         words of other protocols (`complete`, `escalated`); a block without `Id:`
-        gets an empty id. `ValueError` says what is missing or wrong.
+        gets an empty id. Without that tag, the reference table's markdown block is
+        read: `## subtask_summary` then `**status:** complete | partial | escalated`
+        (`complete` is `completed`, `escalated` is `blocked`), `**files_changed:**`
+        (the changes), `**summary:**` (the output), `**tests:**` (the validation).
+        `ValueError` says what is missing or wrong.
         """
         return _parse_summary(text)
 
@@ -253,9 +263,12 @@ _DURATION = re.compile(
 _UNIT_S = {"ms": 0.001, "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
            "h": 3600.0, "hour": 3600.0, "hours": 3600.0}
 _TOKEN = r"[\w.@/+-]+"
+_QUOTED = r'"(?:[^"\\]|\\.)*"'  # a JSON string
+_EXTRA = re.compile(rf" (\w+)(?:=({_QUOTED}|\S+))?")
 _ATTEMPT = re.compile(
     rf"(?P<id>{_TOKEN}) (?P<agent>{_TOKEN}) (?P<outcome>\w+) (?P<duration>[-+0-9.eE]+)s"
-    rf"(?P<extras>(?: pid=-?\d+| killed={_TOKEN}| fenced| losing={_TOKEN}(?:,{_TOKEN})*)*)"
+    rf"(?P<extras>(?: pid=-?\d+| killed={_TOKEN}| fenced| losing={_TOKEN}(?:,{_TOKEN})*"
+    rf"| progress=\d+| tool_calls=\d+| last_tool={_TOKEN}| last_note={_QUOTED})*)"
     r"(?: error: (?P<error>.*))?"
 )
 _USAGE = re.compile(
@@ -506,7 +519,98 @@ def _summary_block(text: str) -> list[str]:
     return lines[start + 1:end]
 
 
+_MD_HEADING = re.compile(r"#{1,6}\s*subtask_summary\s*:?", re.IGNORECASE)
+_MD_LABELS = {
+    "status": "status",
+    "agent": "agent",
+    "scope": "scope",
+    "id": "id",
+    "files changed": "changes",
+    "changes": "changes",
+    "summary": "output",
+    "tests": "validation",
+    "findings": "findings",
+    "risks": "risks",
+}
+
+
+def _markdown_block(text: str) -> list[str] | None:
+    """The lines under the last `## subtask_summary` heading (references/000), if any."""
+    lines = _lines(text)
+    starts = [i for i, line in enumerate(lines) if _MD_HEADING.fullmatch(line.strip())]
+    if not starts:
+        return None
+    block = []
+    for line in lines[starts[-1] + 1:]:
+        if line.lstrip().startswith(("#", "```")):
+            break
+        block.append(line)
+    return block
+
+
+def _parse_markdown_summary(block: list[str]) -> Summary:
+    """The reference table's block: `**status:** complete | partial | escalated`,
+    `**files_changed:** [paths]`, `**summary:**`, `**tests:**`. It names no agent or
+    scope; those stay empty unless given."""
+    scalars: dict[str, str] = {}
+    lists: dict[str, list[str]] = {}
+    section: str | None = None
+    for raw_line in block:
+        line = raw_line.strip()
+        if not line:
+            continue
+        if section is not None and line.startswith(("- ", "* ")):
+            lists[section].append(line[2:].strip())
+            continue
+        found = _label(line, _MD_LABELS)
+        if found is None:
+            continue
+        key, value = found
+        if key in _LIST_FIELDS:
+            section = key
+            items = [] if value.lower() in _NONE_WORDS else _md_items(value)
+            lists[key] = items
+        else:
+            section = None
+            scalars[key] = value
+    if "status" not in scalars:
+        raise ValueError("the ## subtask_summary block has no **status:** line "
+                         "(complete, partial or escalated)")
+    output = scalars.get("output")
+    try:
+        return Summary(
+            id=_untext(scalars.get("id", "")),
+            agent=_agent(scalars["agent"]) if "agent" in scalars else "",
+            scope=_untext(scalars.get("scope", "")),
+            status=_status(scalars["status"]),
+            output=None if output is None or output.lower() in _NONE_WORDS else output,
+            changes=lists.get("changes", []),
+            validation=lists.get("validation", []),
+            findings=lists.get("findings", []),
+            risks=lists.get("risks", []),
+        )
+    except ValidationError as exc:
+        raise _invalid("the ## subtask_summary block", exc) from None
+
+
+def _md_items(value: str) -> list[str]:
+    """`[a.py, b.py]`, `a.py, b.py` or a JSON list: the items."""
+    if value.startswith("["):
+        try:
+            items = json.loads(value)
+        except ValueError:
+            value = value.strip("[]")
+        else:
+            if isinstance(items, list):
+                return [str(item) for item in items]
+    return [item.strip().strip("`") for item in value.split(",") if item.strip()]
+
+
 def _parse_summary(text: str) -> Summary:
+    if not any(line.strip().lower() == _OPEN for line in _lines(text)):
+        block = _markdown_block(text)
+        if block is not None:
+            return _parse_markdown_summary(block)
     scalars: dict[str, str] = {}
     lists: dict[str, list[str]] = {}
     section: str | None = None
@@ -591,7 +695,8 @@ def _attempt_line(record: AttemptRecord) -> str:
 
     Falls back to the record as JSON when a name does not fit in a token.
     """
-    tokens: Sequence[str | None] = (record.id, record.agent, record.killed, *record.losing_causes)
+    tokens: Sequence[str | None] = (record.id, record.agent, record.killed, record.last_tool,
+                                    *record.losing_causes)
     if not (
         all(t is None or re.fullmatch(_TOKEN, t) for t in tokens)
         and math.isfinite(record.duration_s)
@@ -606,6 +711,14 @@ def _attempt_line(record: AttemptRecord) -> str:
         line += " fenced"
     if record.losing_causes:
         line += f" losing={','.join(record.losing_causes)}"
+    if record.progress:
+        line += f" progress={record.progress}"
+    if record.tool_calls:
+        line += f" tool_calls={record.tool_calls}"
+    if record.last_tool is not None:
+        line += f" last_tool={record.last_tool}"
+    if record.last_note is not None:
+        line += f" last_note={json.dumps(record.last_note)}"
     if record.error is not None:
         line += f" error: {_text(record.error)}"
     return line
@@ -626,9 +739,15 @@ def _parse_attempt(raw: str) -> AttemptRecord:
             "outcome": match["outcome"],
             "duration_s": float(match["duration"]),
         }
-        for extra in match["extras"].split():
-            name, _, value = extra.partition("=")
-            if name == "pid":
+        for extra in _EXTRA.finditer(match["extras"]):
+            name, value = extra[1], extra[2] or ""
+            if name in ("pid", "progress", "tool_calls"):
+                fields[name] = int(value)
+            elif name == "last_tool":
+                fields[name] = value
+            elif name == "last_note":
+                fields[name] = json.loads(value)
+            elif name == "pid":
                 fields["pid"] = int(value)
             elif name == "killed":
                 fields["killed"] = value

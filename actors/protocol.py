@@ -55,6 +55,9 @@ class ToolCall:
     progress: int
     name: str
     read_only: bool = False
+    # None: an instantaneous call (`ctx.tool_call`); True: a long one began (`with ctx.tool`);
+    # False: that long call ended.
+    running: bool | None = None
 
 
 @dataclass(slots=True)

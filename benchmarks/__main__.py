@@ -1,11 +1,20 @@
-"""Run every benchmark: `python -m benchmarks` (tables on stdout, JSON in benchmarks/results/)."""
+"""Run every benchmark: `python -m benchmarks` (tables on stdout, JSON in benchmarks/results/).
+
+`python -m benchmarks chaos [--n 1000] [--seed 1] [--storm]`: the chaos run instead.
+"""
 
 from __future__ import annotations
+
+import sys
 
 from benchmarks import bench_process, bench_runtime
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["chaos"]:
+        from benchmarks import chaos
+
+        raise SystemExit(chaos.main(sys.argv[2:]))
     print("== runtime (thread children) ==")
     bench_runtime.main()
     print()

@@ -6,12 +6,16 @@ import random
 
 import pytest
 
-from actors import AttemptOutcome, Cancelled, TransientError, Usage
+from actors import AttemptOutcome, Brief, Cancelled, Status, TransientError, Usage
 from actors.run import classify_exception
-from supervisor.routing import BudgetPolicy, IntensityPolicy, RetryPolicy
+from supervisor.core.tree import budget_left
+from supervisor.routing import AgentPolicy, BudgetPolicy, IntensityPolicy, RetryPolicy
+from supervisor.rules.admission import writer_partial_refusal
 from supervisor.rules.backoff import backoff_delay
 from supervisor.rules.budget import budget_overrun
+from supervisor.rules.circuit import admit_restart, when_circuit_open
 from supervisor.rules.intensity import RestartWindow
+from supervisor.rules.settle import Fallback, Retry, Settle
 from supervisor.rules.stale import ProgressWatch
 
 # -- backoff ---------------------------------------------------------------------------
@@ -69,9 +73,24 @@ def test_the_first_report_counts_as_progress_even_with_counter_zero() -> None:
 
 
 def test_a_slow_first_call_is_not_stale_before_stale_after_s() -> None:
-    watch = ProgressWatch.start(100.0)
+    watch = ProgressWatch.start(100.0).observe(0, 100.0)  # alive at once, then a long call
     assert not watch.is_stale(109.99, 10)
     assert watch.is_stale(110.0, 10)
+
+
+def test_the_stale_clock_starts_at_the_first_sign_of_life_not_at_dispatch() -> None:
+    watch = ProgressWatch.start(100.0)  # dispatched; the thread has not started yet
+    assert watch.stale_at(0.3) == float("inf")
+    assert not watch.is_stale(103.8, 0.3)  # a slow start is not "no progress"
+    alive = watch.observe(0, 103.8)
+    assert not alive.is_stale(104.09, 0.3)
+    assert alive.is_stale(104.1, 0.3)
+
+
+def test_a_nudge_from_a_descendant_moves_the_stale_moment_but_not_the_counter() -> None:
+    watch = ProgressWatch.start(0.0).observe(4, 1.0).nudge(9.0)
+    assert (watch.progress, watch.stale_at(10)) == (4, 19.0)
+    assert ProgressWatch.start(0.0).nudge(5.0).stale_at(10) == float("inf")
 
 
 def test_liveness_without_progress_does_not_reset_the_stale_clock() -> None:
@@ -146,3 +165,102 @@ def test_errors_are_classified_transient_or_permanent(
     exc: BaseException, outcome: AttemptOutcome
 ) -> None:
     assert classify_exception(exc) is outcome
+
+
+# -- restart intensity as a circuit per agent (DESIGN §6) ---------------------------------
+
+AGENT3 = IntensityPolicy(max_restarts=3, within_s=60)
+SUPERVISOR3 = IntensityPolicy(max_restarts=3, within_s=60, scope="supervisor")
+
+
+@pytest.mark.parametrize(
+    ("restarts", "now", "was_open", "allowed", "tripped", "kept"),
+    [
+        ((), 0.0, False, True, False, 1),
+        ((1.0, 2.0), 3.0, False, True, False, 3),
+        ((1.0, 2.0, 3.0), 4.0, False, False, True, 3),  # the fourth is refused, not recorded
+        ((1.0, 2.0, 3.0), 5.0, True, False, False, 3),  # still open: no new trip
+        ((1.0, 2.0, 3.0), 61.0, True, True, False, 3),  # the oldest slid out: room again
+        ((1.0, 2.0, 3.0), 200.0, True, True, False, 1),
+    ],
+)
+def test_an_agents_circuit_opens_past_max_restarts_and_closes_when_the_window_has_room(
+    restarts: tuple[float, ...], now: float, was_open: bool, allowed: bool, tripped: bool,
+    kept: int,
+) -> None:
+    admission = admit_restart(RestartWindow(restarts), now, AGENT3, was_open=was_open)
+    assert (admission.allowed, admission.tripped) == (allowed, tripped)
+    assert len(admission.window.restarts) == kept
+
+
+def test_scope_supervisor_records_the_restart_that_exceeds_the_limit() -> None:
+    admission = admit_restart(RestartWindow((1.0, 2.0, 3.0)), 4.0, SUPERVISOR3, was_open=False)
+    assert (admission.allowed, admission.tripped, len(admission.window.restarts)) == (
+        False, True, 4)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "policy", "visited", "expected"),
+    [
+        (AttemptOutcome.transient, AgentPolicy(), ["f"], Settle(Status.failed, reason="r")),
+        (AttemptOutcome.crash, AgentPolicy(), ["f"], Settle(Status.failed, reason="r")),
+        (AttemptOutcome.timeout, AgentPolicy(), ["f"],
+         Settle(Status.timed_out, "deadline", "r")),
+        (AttemptOutcome.stale, AgentPolicy(), ["f"], Settle(Status.timed_out, "stale", "r")),
+        (AttemptOutcome.transient, AgentPolicy(fallback="g"), ["f"], Fallback("g")),
+        (AttemptOutcome.transient, AgentPolicy(fallback="g"), ["g", "f"],
+         Settle(Status.failed, reason="r")),
+        (AttemptOutcome.transient, AgentPolicy(fallback="zeus"), ["f"],
+         Settle(Status.failed, reason="r")),
+    ],
+)
+def test_a_retry_refused_by_an_open_circuit_falls_back_or_settles_as_if_retries_were_spent(
+    outcome: AttemptOutcome, policy: AgentPolicy, visited: list[str], expected: object
+) -> None:
+    assert when_circuit_open(Retry(1), outcome, policy, visited, "r") == expected
+
+
+# -- what an attempt may still spend -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pairs", "expected"),
+    [
+        ([], None),
+        ([(Usage(cost=1), BudgetPolicy())], None),
+        ([(Usage(cost=0.1), BudgetPolicy(max_cost=0.35))], {"cost": pytest.approx(0.25)}),
+        ([(Usage(calls=2), BudgetPolicy(max_calls=5)),
+          (Usage(calls=9), BudgetPolicy(max_calls=10))],
+         {"calls": 1}),  # the tightest room wins: an ancestor's
+        ([(Usage(), BudgetPolicy(max_calls=5)), (Usage(cost=2), BudgetPolicy(max_cost=3))],
+         {"calls": 5, "cost": 1}),
+    ],
+)
+def test_budget_left_is_the_least_room_under_each_cap(
+    pairs: list[tuple[Usage, BudgetPolicy]], expected: dict[str, float] | None
+) -> None:
+    assert budget_left(pairs) == expected
+
+
+# -- writers never settle partial ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("brief_partial", "policy", "refused"),
+    [
+        (True, AgentPolicy(), True),
+        (True, AgentPolicy(read_only=True), False),
+        (True, AgentPolicy(partial_ok=True), False),
+        (False, AgentPolicy(), False),
+        (None, AgentPolicy(), False),
+        (False, AgentPolicy(partial_ok=True), False),  # a brief may narrow a policy
+    ],
+)
+def test_a_brief_may_not_widen_a_writers_policy_to_partial(
+    brief_partial: bool | None, policy: AgentPolicy, refused: bool
+) -> None:
+    why = writer_partial_refusal(Brief(agent="hephaestus", scope="s",
+                                       partial_ok=brief_partial), policy)
+    assert (why is not None) == refused
+    if why is not None:
+        assert "read_only: false" in why and "partial_ok: false" in why

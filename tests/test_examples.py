@@ -585,7 +585,9 @@ def test_flaky_fails_transiently_on_its_first_attempt_and_succeeds_on_the_next()
 def test_hang_ignores_cancellation_and_returns_only_when_its_sleep_ends() -> None:
     brief = Brief(agent="hang", scope="x", inputs={"seconds": 0.01})
     out = Outbox()
-    out.cancel.set()
+    # Cancelled once it has reported (every Context call is a cancellation point, so a
+    # cancel before its reports would stop it there): its sleep does not listen.
+    out.after(1, Partial, lambda _: out.cancel.set())
 
     report = faulty.hang(brief, context(brief, out))
 

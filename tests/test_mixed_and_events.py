@@ -15,9 +15,10 @@ from actors import Brief, Context, Status, TransientError
 from actors.clock import FakeClock
 from supervisor import SupervisorError, Zeus
 from supervisor.rules.results import truncate
+from tests._support import eventually
 from tests.conftest import Recorder, ZeusFactory
 
-KINDS = ("ok", "permanent", "transient_then_ok", "timeout", "cancelled")
+KINDS = ("ok", "permanent", "transient_then_ok", "timeout", "cancelled", "flaky")
 
 
 def mixed(brief: Brief, ctx: Context) -> str:
@@ -25,7 +26,7 @@ def mixed(brief: Brief, ctx: Context) -> str:
     ctx.partial(brief.scope)
     if kind == "permanent":
         raise RuntimeError("permanent failure")
-    if kind == "transient_then_ok" and ctx.attempt == 1:
+    if kind == "flaky" or (kind == "transient_then_ok" and ctx.attempt == 1):
         raise TransientError("try again")
     if kind in ("timeout", "cancelled"):
         ctx.sleep(600)
@@ -35,18 +36,26 @@ def mixed(brief: Brief, ctx: Context) -> str:
 def test_a_hundred_mixed_delegations_settle_exactly_once_with_the_right_status(
     make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder
 ) -> None:
+    # The default intensity (20 restarts in 60 s, per agent): the flaky agent's storm
+    # (17 delegations, 3 retries each) opens its circuit and touches nothing else.
+    retry = {"max_retries": 1, "backoff": "none", "on": ["transient"]}
     zeus = make_zeus(
-        {"m": {"timeout_s": 30, "heartbeat": {"stale_after_s": 1000},
-               "retry": {"max_retries": 1, "backoff": "none", "on": ["transient"]}}},
+        {"m": {"timeout_s": 30, "heartbeat": {"stale_after_s": 1000}, "retry": retry},
+         "f": {"timeout_s": 30, "retry": {**retry, "max_retries": 3}}},
         supervisor={"max_concurrent": 100},
-        works={"m": mixed},
+        works={"m": mixed, "f": mixed},
     )
-    handles = [zeus.dispatch(Brief(agent="m", scope=f"{KINDS[i % 5]}:{i}")) for i in range(100)]
-    for handle in handles[4::5]:
-        handle.cancel("owner cancel")
+    briefs = [(KINDS[i % 6], i) for i in range(100)]
+    handles = [zeus.dispatch(Brief(agent="f" if kind == "flaky" else "m", scope=f"{kind}:{i}"))
+               for kind, i in briefs]
+    for handle, (kind, _) in zip(handles, briefs, strict=True):
+        if kind == "cancelled":
+            handle.cancel("owner cancel")
     # Everything that can finish by itself has; then the deadline passes for the rest.
-    recorder.wait_for("delegation.settled", count=80)
-    recorder.wait_for("attempt.started", count=120)
+    hanging = {h.id for h, (kind, _) in zip(handles, briefs, strict=True) if kind == "timeout"}
+    recorder.wait_for("delegation.settled", count=100 - len(hanging))
+    assert eventually(lambda: hanging <= {e["delegation_id"]
+                                          for e in recorder.named("attempt.started")})
     clock.advance(30)
     summaries = [h.result(10) for h in handles]
     expected = {
@@ -55,12 +64,15 @@ def test_a_hundred_mixed_delegations_settle_exactly_once_with_the_right_status(
         "transient_then_ok": Status.completed,
         "timeout": Status.timed_out,
         "cancelled": Status.cancelled,
+        "flaky": Status.failed,
     }
     for summary in summaries:
         assert summary.status is expected[summary.scope.split(":")[0]], summary
     settled = recorder.named("delegation.settled")
     assert sorted(e["delegation_id"] for e in settled) == sorted(h.id for h in handles)
     assert len(settled) == 100
+    (storm,) = recorder.named("supervisor.intensity_exceeded")
+    assert (storm["agent"], storm["scope"]) == ("f", "agent")
 
 
 def test_every_event_carries_the_pinned_fields(

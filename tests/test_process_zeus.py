@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 import pytest
 
-from actors import Brief, Context, Status, TransientError
+from actors import Brief, Cancelled, Context, Status, TransientError
 from supervisor import Routing, Zeus
 from tests._support import alive
 
@@ -105,7 +105,8 @@ def crash_then_note(brief: Brief, ctx: Context) -> int:
 
 def test_a_retry_never_starts_while_its_previous_process_lives(tmp_path: Path) -> None:
     log = tmp_path / "starts.log"
-    r = routing(w={"timeout_s": 1.0, "retry": {"max_retries": 1, "backoff": "none"},
+    # 2.5 s: room for a cold process start on a loaded machine (the first attempt hangs anyway)
+    r = routing(w={"timeout_s": 2.5, "retry": {"max_retries": 1, "backoff": "none"},
                    "shutdown": {"grace_s": 0.3, "term_s": 0.3}})
     with Zeus.start(r, agents={"w": crash_then_note}) as zeus:
         summary = zeus.dispatch(Brief(agent="w", scope=str(log))).result(20)
@@ -203,3 +204,30 @@ def test_a_transient_error_in_a_process_child_is_retried() -> None:
     with Zeus.start(r, agents={"f": flaky}) as zeus:
         summary = zeus.dispatch(Brief(agent="f", scope="s")).result(15)
     assert summary.status is Status.completed and len(summary.attempts) == 2
+
+
+def report_context(brief: Brief, ctx: Context) -> dict[str, Any]:
+    """Attempt 1 fails transiently; attempt 2 says what it was told, then charges past its
+    budget and shows that its next Context call is a cancellation point."""
+    if ctx.attempt == 1:
+        raise TransientError("rate limited")
+    seen = {"previous_error": ctx.previous_error, "effort": ctx.reasoning_effort,
+            "framing": ctx.framing}
+    ctx.charge(cost=1.0)
+    try:
+        ctx.heartbeat("after the charge")
+    except Cancelled:
+        return {**seen, "raised": "Cancelled"}  # kept: a result that lost to the budget
+    return seen
+
+
+def test_a_process_child_gets_previous_error_effort_and_its_budget(tmp_path: Path) -> None:
+    with Zeus.start(routing(p={"reasoning_effort": "low", "budget": {"max_cost": 0.5},
+                               "retry": {"max_retries": 1, "backoff": "none"}})) as zeus:
+        zeus.register("p", report_context)
+        summary = zeus.dispatch(Brief(agent="p", scope="s")).result(30)
+    assert summary.status is Status.budget_exceeded
+    seen = summary.output
+    assert seen["previous_error"] == "transient: TransientError: rate limited"
+    assert seen["effort"] == "low" and "Reasoning effort: low." in seen["framing"]
+    assert seen["raised"] == "Cancelled"

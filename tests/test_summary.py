@@ -244,3 +244,40 @@ def test_a_malformed_attempt_line_is_refused_showing_the_expected_shape() -> Non
     with pytest.raises(ValueError, match=r"is not `<id> <agent> <outcome> <duration>s"):
         Summary.parse("<subtask_summary>\nStatus: failed\nAgent: a\nScope: s\nAttempts:\n"
                       "- a-1-a1 crashed badly\n</subtask_summary>")
+
+
+REFERENCE_BLOCK = """Done with the auth fix.
+
+## subtask_summary
+**files_changed:** [src/auth.py, tests/test_auth.py]
+**summary:** Added the missing token check
+**tests:** ✅
+**status:** {status}
+"""
+
+
+@pytest.mark.parametrize(("word", "status"), [("complete", Status.completed),
+                                              ("escalated", Status.blocked),
+                                              ("partial", Status.partial)])
+def test_the_reference_tables_markdown_block_is_read(word: str, status: Status) -> None:
+    summary = Summary.parse(REFERENCE_BLOCK.format(status=word))
+    assert summary.status is status
+    assert summary.changes == ["src/auth.py", "tests/test_auth.py"]
+    assert summary.output == "Added the missing token check"
+    assert summary.validation == ["✅"]
+
+
+def test_a_markdown_block_without_status_is_refused_saying_so() -> None:
+    with pytest.raises(ValueError, match=r"no \*\*status:\*\* line"):
+        Summary.parse("## subtask_summary\n**summary:** did it\n")
+
+
+def test_an_attempts_evidence_survives_render_and_parse() -> None:
+    record = AttemptRecord(id="a-1-a1", agent="a", outcome="stale", progress=20,
+                           tool_calls=14, last_tool="pytest",
+                           last_note='ran "pytest -x" error: 3 failed', error="no progress")
+    summary = Summary(id="a-1", agent="a", scope="s", status=Status.timed_out,
+                      attempts=[record])
+    text = summary.render()
+    assert "tool_calls=14 last_tool=pytest" in text
+    assert Summary.parse(text) == summary

@@ -13,7 +13,7 @@ from actors.clock import FakeClock
 from supervisor import DelegationRefused, SupervisorError
 from tests.conftest import Recorder, ZeusFactory, wait_cancelled
 
-ORCH = {"kind": "orchestrator", "heartbeat": {"stale_after_s": 1000}}
+ORCH = {"kind": "orchestrator"}
 LEAF = {"kind": "leaf", "heartbeat": {"stale_after_s": 1000}}
 
 
@@ -215,7 +215,7 @@ def test_an_unknown_strategy_is_refused_before_anything_is_dispatched(
 # -- restart intensity ------------------------------------------------------------------
 
 
-def test_a_restart_storm_stops_at_the_intensity_limit(
+def test_a_restart_storm_with_scope_supervisor_escalates_as_in_otp(
     make_zeus: ZeusFactory, recorder: Recorder
 ) -> None:
     def always_flaky(brief: Brief, ctx: Context) -> None:
@@ -223,7 +223,7 @@ def test_a_restart_storm_stops_at_the_intensity_limit(
 
     zeus = make_zeus(
         {"f": {"retry": {"max_retries": 100, "backoff": "none"}, **LEAF}, "w": LEAF},
-        supervisor={"intensity": {"max_restarts": 5, "within_s": 60}},
+        supervisor={"intensity": {"max_restarts": 5, "within_s": 60, "scope": "supervisor"}},
         works={"f": always_flaky, "w": wait_cancelled},
     )
     bystander = zeus.dispatch(Brief(agent="w", scope="innocent"))
@@ -234,7 +234,7 @@ def test_a_restart_storm_stops_at_the_intensity_limit(
     assert summary.error is not None and "restart intensity exceeded" in summary.error
     assert len(summary.attempts) == 6  # five restarts allowed, the sixth is refused
     (event,) = recorder.named("supervisor.intensity_exceeded")
-    assert event["restarts"] == 6
+    assert (event["restarts"], event["agent"], event["scope"]) == (6, "f", "supervisor")
     assert bystander.result(10).status is Status.failed  # its supervisor gave up on it too
 
 

@@ -42,6 +42,11 @@ class ChildSpec:
     # Process isolation: how many idle warm workers of this agent to keep (None:
     # the backend's default; 0: none, every attempt starts a fresh process).
     session_max: int | None = None
+    previous_error: str | None = None  # how the delegation's previous attempt ended
+    reasoning_effort: str | None = None
+    # What the attempt may still spend before some budget (its own, an ancestor's, the
+    # tree's) is over: {"calls": 3, "cost": 0.25}; the child stops itself past it.
+    budget_left: dict[str, float] | None = None
 
 
 class ChildHandle(Protocol):

@@ -403,6 +403,7 @@ class ProcessBackend:
             spec.framing,
             spec.session_key,
             spec.session,
+            (spec.previous_error, spec.reasoning_effort, spec.budget_left),
         )
         return _wire.dumps(job, "the attempt's brief, previous partial results or session")
 

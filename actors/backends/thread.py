@@ -16,7 +16,7 @@ from actors.backends.base import ChildSpec, Send
 from actors.context import Context
 from actors.errors import describe_error
 from actors.models import AttemptOutcome
-from actors.protocol import Finished
+from actors.protocol import Finished, Heartbeat
 from actors.run import run_work
 
 __all__ = ["ThreadBackend", "ThreadChild"]
@@ -45,12 +45,17 @@ class ThreadChild:
             previous_partials=list(spec.previous_partials),
             depth=spec.depth,
             framing=spec.framing,
+            previous_error=spec.previous_error,
+            reasoning_effort=spec.reasoning_effort,
+            budget_left=spec.budget_left,
         )
         self._send = send
 
     def run(self) -> Finished:
         """Runs in a pooled child thread: the work, and how it ended (not yet sent)."""
         assert self._spec.work is not None
+        # The first sign of life: Zeus's stale clock starts here, not when it dispatched.
+        self._send(Heartbeat(self._spec.attempt_id, 0, liveness=True))
         return run_work(self._spec.work, self._spec.brief, self.context)
 
     def report(self, finished: Finished) -> None:

@@ -181,7 +181,7 @@ class _Child:
             )
             return
         (_, agent, delegation_id, attempt, deadline, interval, previous_partials, depth, framing,
-         session_key, session) = job  # fmt: skip
+         session_key, session, (previous_error, effort, budget_left)) = job  # fmt: skip
         ctx = Context(
             brief=brief,
             agent=agent,
@@ -197,6 +197,9 @@ class _Child:
             previous_partials=previous_partials,
             depth=depth,
             framing=framing,
+            previous_error=previous_error,
+            reasoning_effort=effort,
+            budget_left=budget_left,
         )
         with self._state_lock:
             att.ctx = ctx

@@ -330,6 +330,12 @@ class LiveTree:
         else:
             moved = "" if ago is None else f", last moved {ago:.1f}s ago"
             text.append(f", progress {progress}{moved}")
+        calls = live.get("tool_calls")
+        if isinstance(calls, int) and calls:
+            last = live.get("in_tool") or live.get("last_tool")
+            where = "in" if live.get("in_tool") else "last:"
+            text.append(f", {calls} tool call{'' if calls == 1 else 's'}"
+                        + (f", {where} {_first_line(last, 40)}" if last else ""))
         if a.note:
             text.append(f"  {_first_line(a.note, 50)}", style="dim")
         return text

@@ -45,15 +45,18 @@ from supervisor.core.state import (
     build_summary,
     snapshot_node,
 )
+from supervisor.core.tree import ancestors, budget_left
 from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.journal.events import EventLog
 from supervisor.routing import AgentPolicy
+from supervisor.rules.admission import writer_partial_refusal
 from supervisor.rules.backoff import backoff_delay
 from supervisor.rules.budget import budget_overrun
+from supervisor.rules.circuit import admit_restart, circuit_reason, when_circuit_open
 from supervisor.rules.framing import role_framing
 from supervisor.rules.groups import review_verdict, siblings_to_restart
 from supervisor.rules.intensity import RestartWindow
-from supervisor.rules.settle import Fallback, Retry, Settle, decide_next, resolve_outcome
+from supervisor.rules.settle import Fallback, NextStep, Retry, Settle, decide_next, resolve_outcome
 from supervisor.rules.stale import ProgressWatch
 
 __all__ = ["ZeusActor"]
@@ -86,8 +89,10 @@ class ZeusActor(pykka.ThreadingActor):
         self._queue: deque[str] = deque()
         self._running_roots = 0
         self._tree_usage = Usage()
-        self._windows: dict[str | None, RestartWindow] = {}
-        self._fenced: dict[str, str] = {}  # attempt id -> delegation id, threads still running
+        self._windows: dict[str | None, RestartWindow] = {}  # by agent, or by supervisor
+        self._open_circuits: set[str] = set()  # agents whose restarts are refused for now
+        # attempt id -> its delegation, threads still running
+        self._fenced: dict[str, Delegation] = {}
         self._sessions: dict[str, OrderedDict[str, dict[str, Any]]] = {}
         self._settled_count = 0
         self._dropped = 0
@@ -257,6 +262,10 @@ class ZeusActor(pykka.ThreadingActor):
                 depth=d.depth,
                 framing=role_framing(d.agent, policy, self._registry.routing, d.depth,
                                      deadline - now, d.usage),
+                previous_error=(f"{d.attempts[-1].outcome.value}: {d.attempts[-1].error}"
+                                if d.attempts else None),
+                reasoning_effort=policy.reasoning_effort,
+                budget_left=self._budget_left(d),
             )
             self._arm(a)  # before the child starts: a deadline no timer can keep fails it here
             a.child = self._backend(isolation).start(spec, self.send)
@@ -268,6 +277,7 @@ class ZeusActor(pykka.ThreadingActor):
                                              error=f"{type(exc).__name__}: {exc}",
                                              error_type=type(exc).__name__))
             return
+        self._nudge_ancestors(d, now)  # an attempt starting is progress of its subtree
         self._emit(
             "attempt.started",
             d,
@@ -284,9 +294,24 @@ class ZeusActor(pykka.ThreadingActor):
         The timer holds the attempt's id, not the attempt: once cancelled it keeps
         nothing of the delegation alive. `TimerError` if that moment is not a finite time.
         """
-        when = min(a.deadline, a.watch.stale_at(a.policy.heartbeat.stale_after_s))
+        when = min(a.deadline, a.watch.stale_at(a.stale_after_s))
+        if a.due is not None:
+            a.due.cancel()  # moved: the first sign of life, a long tool call ending
         due = AttemptDue(a.id)
-        a.timers.append(self._clock.call_at(when, lambda: self.send(due)))
+        a.due = self._clock.call_at(when, lambda: self.send(due))
+        a.timers.append(a.due)
+
+    def _budget_left(self, d: Delegation) -> dict[str, float] | None:
+        """What `d`'s attempt may spend before its, an ancestor's or the tree's budget is over."""
+        chain = [d, *ancestors(d, self._open)]
+        return budget_left([*((n.usage, n.policy.budget) for n in chain),
+                            (self._tree_usage, self._registry.routing.supervisor.budget)])
+
+    def _nudge_ancestors(self, d: Delegation, now: float) -> None:
+        """Progress in `d`'s subtree is progress of every ancestor waiting on it."""
+        for parent in ancestors(d, self._open):
+            if parent.current is not None:
+                parent.current.watch = parent.current.watch.nudge(now)
 
     def _backend(self, isolation: str) -> Backend:
         try:
@@ -315,16 +340,25 @@ class ZeusActor(pykka.ThreadingActor):
         if owner is None:
             self._drop(message)
             return None
-        a = owner[1]
-        a.watch = a.watch.observe(message.progress, self._clock.now())
+        d, a = owner
+        before, now = a.watch, self._clock.now()
+        a.watch = before.observe(message.progress, now)
+        if a.watch.progress > before.progress:
+            if before.progress < 0:
+                self._arm(a)  # its first sign of life starts the stale clock
+            if d.parent_id is not None:
+                self._nudge_ancestors(d, now)
         return owner
 
     def _drop(self, message: Any) -> None:
         """A late message of a settled delegation, a superseded or a fenced attempt."""
         self._dropped += 1
         attempt_id = getattr(message, "attempt_id", None)
+        if isinstance(message, Charge) and attempt_id in self._fenced:
+            # Late spend is real money: it counts against the tree all the same.
+            self._spend(self._fenced[attempt_id], None, message.usage)
         if isinstance(message, Finished) and attempt_id in self._fenced:
-            delegation_id = self._fenced.pop(attempt_id)
+            delegation_id = self._fenced.pop(attempt_id).id
             self._events.emit("attempt.fenced", delegation_id=delegation_id,
                               attempt_id=attempt_id, reason="the abandoned thread ended late",
                               exited=True)
@@ -337,9 +371,13 @@ class ZeusActor(pykka.ThreadingActor):
 
     def _on_heartbeat(self, msg: Heartbeat) -> None:
         owner = self._owner(msg)
-        if owner is None or not self._events.enabled:
+        if owner is None:
             return
         d, a = owner
+        if msg.note is not None:
+            a.last_note = msg.note
+        if not self._events.enabled or (msg.liveness and msg.progress <= 0):
+            return  # alive, nothing done yet: nothing to log
         now = self._clock.now()
         if now - a.last_logged_beat >= a.policy.heartbeat.interval_s:
             a.last_logged_beat = now
@@ -357,28 +395,53 @@ class ZeusActor(pykka.ThreadingActor):
 
     def _on_tool_call(self, msg: ToolCall) -> None:
         owner = self._owner(msg)
-        if owner is not None and not msg.read_only:
-            owner[1].side_effects = True
-
-    def _on_charge(self, msg: Charge) -> None:
-        owner = self._owner(msg)
         if owner is None:
             return
         d, a = owner
-        # The charge counts against the delegation, every ancestor, and the whole tree.
-        node: Delegation | None = d
-        while node is not None:
-            node.usage = node.usage + msg.usage
+        if msg.running is False:  # a long tool call ended
+            if a.stopping_since is None:  # (a stopping attempt keeps it, as evidence)
+                a.in_tool = None
+                self._arm(a)  # the shorter threshold applies again
+            return
+        a.tool_calls += 1
+        a.last_tool = msg.name
+        if msg.running:
+            a.in_tool = msg.name
+        if not msg.read_only:
+            # Side effects are a tree: every ancestor attempt that delegated this one wrote.
+            a.side_effects = True
+            for parent in ancestors(d, self._open):
+                if parent.current is not None:
+                    parent.current.side_effects = True
+
+    def _on_charge(self, msg: Charge) -> None:
+        owner = self._owner(msg)
+        if owner is not None:
+            self._spend(*owner, msg.usage)
+
+    def _spend(self, d: Delegation, a: Attempt | None, usage: Usage) -> None:
+        """Count `usage` against `d` (while open), every open ancestor, and the whole tree.
+
+        `a` is the attempt that charged it, None for the late spend of a fenced one."""
+        chain = [d, *ancestors(d, self._open)] if d.id in self._open else [
+            *ancestors(d, self._open)]
+        for node in chain:
+            node.usage = node.usage + usage
             overrun = budget_overrun(node.usage, node.policy.budget)
             if overrun is not None and node.current is not None:
                 self._request_stop(node, node.current, AttemptOutcome.budget_exceeded,
                                    detail=overrun)
-            node = self._open.get(node.parent_id) if node.parent_id else None
-        self._tree_usage = self._tree_usage + msg.usage
+        self._tree_usage = self._tree_usage + usage
         overrun = budget_overrun(self._tree_usage, self._registry.routing.supervisor.budget)
-        if overrun is not None:
-            self._request_stop(d, a, AttemptOutcome.budget_exceeded,
-                               detail=f"tree budget: {overrun}")
+        if overrun is None:
+            return
+        payer = a if a is not None else next(
+            (n.current for n in chain if n.current is not None), None)
+        if payer is not None:
+            owner = self._live.get(payer.id)
+            if owner is not None:
+                self._request_stop(owner[0], payer, AttemptOutcome.budget_exceeded,
+                                   detail=f"tree budget: {overrun}")
 
     def _on_delegate_request(self, msg: DelegateRequest) -> None:
         owner = self._live.get(msg.attempt_id)
@@ -387,6 +450,7 @@ class ZeusActor(pykka.ThreadingActor):
             return
         d, a = owner
         a.watch = a.watch.observe(a.watch.progress + 1, self._clock.now())
+        self._nudge_ancestors(d, self._clock.now())
         try:
             self._check_delegation(d, msg.brief)
             child_id = self._registry.next_id(msg.brief.agent)
@@ -415,7 +479,9 @@ class ZeusActor(pykka.ThreadingActor):
                 f"{d.agent} may delegate only to {list(policy.can_delegate_to)}, "
                 f"not to {brief.agent!r}"
             )
-        self._registry.policy(brief.agent)  # UnknownAgent, which is a SupervisorError
+        refusal = writer_partial_refusal(brief, self._registry.policy(brief.agent))
+        if refusal is not None:  # (an unknown agent raises UnknownAgent, a SupervisorError)
+            raise DelegationRefused(refusal)
 
     # -- stopping an attempt --------------------------------------------------------------
 
@@ -460,10 +526,11 @@ class ZeusActor(pykka.ThreadingActor):
         d, a = owner
         now = self._clock.now()
         if now >= a.deadline:
-            self._request_stop(d, a, AttemptOutcome.timeout)  # kept as a losing cause if late
+            if AttemptOutcome.timeout not in a.stop_causes:
+                self._request_stop(d, a, AttemptOutcome.timeout)  # a losing cause if late
         elif a.stopping_since is not None:
             return
-        elif a.watch.is_stale(now, a.policy.heartbeat.stale_after_s):
+        elif a.watch.is_stale(now, a.stale_after_s):
             self._request_stop(d, a, AttemptOutcome.stale)
         else:
             try:
@@ -482,7 +549,7 @@ class ZeusActor(pykka.ThreadingActor):
             a.child.kill()  # `Finished` follows once the process is reaped
             return
         # A thread cannot be killed: fence it. Its late messages are dropped from now on.
-        self._fenced[a.id] = d.id
+        self._fenced[a.id] = d
         self._emit("attempt.fenced", d, a, reason="did not stop within grace_s",
                    grace_s=a.policy.shutdown.grace_s)
         self._end_attempt(d, a, None, fenced=True)
@@ -536,8 +603,15 @@ class ZeusActor(pykka.ThreadingActor):
             losing_causes=losing,
             fenced=fenced,
             killed=killed,
+            progress=max(a.watch.progress, finished.progress if finished else 0, 0),
+            tool_calls=a.tool_calls,
+            last_tool=a.last_tool,
+            last_note=a.last_note,
         )
         d.attempts.append(record)
+        if (finished is not None and finished.outcome is AttemptOutcome.completed
+                and outcome is not AttemptOutcome.completed):
+            d.lost_output = finished.value  # a result that lost to a stop cause is kept
         if record.error is not None:
             d.last_error = record.error
             d.last_traceback = finished.traceback if finished is not None else None
@@ -545,7 +619,8 @@ class ZeusActor(pykka.ThreadingActor):
             self._emit("attempt.completed", d, a, duration_s=record.duration_s)
         else:
             self._emit("attempt.failed", d, a, outcome=outcome.value, error=record.error,
-                       duration_s=record.duration_s)
+                       duration_s=record.duration_s, progress=record.progress,
+                       tool_calls=record.tool_calls, last_tool=record.last_tool)
         # An attempt's own children lose their owner with it.
         self._cancel_children(d, "the attempt that delegated it ended")
         if d.forced is not None and not d.cancel_requested:
@@ -554,7 +629,7 @@ class ZeusActor(pykka.ThreadingActor):
         if d.restart_pending is not None and not d.cancel_requested:
             reason, d.restart_pending = d.restart_pending, None
             if outcome is not AttemptOutcome.completed:
-                if self._restart_allowed(d):
+                if self._group_restart_allowed(d):
                     self._emit("group.restarted", d, a, reason=reason)
                     self._start_attempt(d)
                 return
@@ -579,10 +654,13 @@ class ZeusActor(pykka.ThreadingActor):
             visited=d.visited,
             fenced_writer=fenced and not a.policy.read_only,
         )
+        if not isinstance(step, Settle):
+            allowed = self._through_circuit(d, step, outcome)
+            if allowed is None:
+                return  # the supervisor gave up (scope: supervisor) and settled it
+            step = allowed
         if isinstance(step, Settle):
             self._settle(d, step)
-        elif not self._restart_allowed(d):
-            return
         elif isinstance(step, Retry):
             d.retries_used += 1
             delay = backoff_delay(d.policy.retry, step.number, self._rng)
@@ -648,6 +726,47 @@ class ZeusActor(pykka.ThreadingActor):
         else:
             self._settle(d, Settle(Status.blocked, reason=why), value=d.performed)
 
+    def _through_circuit(
+        self, d: Delegation, step: Retry | Fallback, outcome: AttemptOutcome
+    ) -> NextStep | None:
+        """The restart `step` if intensity allows it, else what follows instead (None: the
+        supervisor gave up and settled `d`)."""
+        intensity = self._registry.routing.supervisor.intensity
+        if intensity.scope == "supervisor":
+            return step if self._restart_allowed(d) else None
+        if isinstance(step, Fallback) or self._admit(d):
+            return step  # a fallback to another agent is always allowed
+        return when_circuit_open(step, outcome, d.policy, d.visited,
+                                 circuit_reason(d.agent, intensity))
+
+    def _group_restart_allowed(self, d: Delegation) -> bool:
+        """A group restart of `d` counts like any restart; refused, `d` settles `failed`."""
+        intensity = self._registry.routing.supervisor.intensity
+        if intensity.scope == "supervisor":
+            return self._restart_allowed(d)
+        if self._admit(d):
+            return True
+        self._settle(d, Settle(Status.failed, reason=circuit_reason(d.agent, intensity)))
+        return False
+
+    def _admit(self, d: Delegation) -> bool:
+        """Count one restart of `d`'s agent against its circuit (scope: agent)."""
+        intensity = self._registry.routing.supervisor.intensity
+        admission = admit_restart(self._windows.get(d.agent, RestartWindow()),
+                                  self._clock.now(), intensity,
+                                  was_open=d.agent in self._open_circuits)
+        self._windows[d.agent] = admission.window
+        if admission.allowed:
+            self._open_circuits.discard(d.agent)
+            return True
+        self._open_circuits.add(d.agent)
+        if admission.tripped:
+            self._events.emit("supervisor.intensity_exceeded", delegation_id=d.id,
+                              agent=d.agent, scope="agent",
+                              restarts=len(admission.window.restarts),
+                              within_s=intensity.within_s)
+        return False
+
     def _restart_allowed(self, d: Delegation) -> bool:
         """Count a restart against the supervisor's intensity; False (and settled) in a storm."""
         intensity = self._registry.routing.supervisor.intensity
@@ -662,6 +781,7 @@ class ZeusActor(pykka.ThreadingActor):
             f"within {intensity.within_s:g} s; the supervisor stopped restarting"
         )
         self._events.emit("supervisor.intensity_exceeded", delegation_id=d.parent_id,
+                          agent=d.agent, scope="supervisor",
                           restarts=len(window.restarts), within_s=intensity.within_s)
         self._windows[d.parent_id] = RestartWindow()
         give_up = Settle(Status.failed, reason=reason)
@@ -724,6 +844,8 @@ class ZeusActor(pykka.ThreadingActor):
         elif d.depth == 1:
             self._running_roots -= 1
         d.state = "settled"
+        if value is None:
+            value = d.lost_output
         try:
             summary = build_summary(d, step, value, self._clock.now())
         except Exception as exc:  # noqa: BLE001 - a delegation settles exactly once, whatever
@@ -772,7 +894,7 @@ class ZeusActor(pykka.ThreadingActor):
                 if a.child.killable:
                     a.child.kill()  # its `Finished` will arrive late and be dropped
                 else:
-                    self._fenced[a.id] = d.id
+                    self._fenced[a.id] = d
                 self._end_attempt(d, a, None, fenced=not a.child.killable)
             if d.state != "settled":
                 self._settle(d, Settle(Status.cancelled, reason=msg.reason))

@@ -47,7 +47,19 @@ class Attempt:
     stopping_since: float | None = None
     side_effects: bool = False
     timers: list[Timer] = field(default_factory=list)
+    due: Timer | None = None  # the timer at its deadline or stale moment
     last_logged_beat: float = float("-inf")
+    # The evidence it leaves (DESIGN §15).
+    tool_calls: int = 0
+    last_tool: str | None = None
+    last_note: str | None = None
+    in_tool: str | None = None  # a long tool call (`with ctx.tool(...)`) in progress
+
+    @property
+    def stale_after_s(self) -> float:
+        """Its stale threshold now: longer inside a long tool call."""
+        beat = self.policy.heartbeat
+        return beat.in_tool_s if self.in_tool is not None else beat.stale_after_s
 
 
 @dataclass(slots=True)
@@ -80,6 +92,7 @@ class Delegation:
     group: Group | None = None
     restart_pending: str | None = None  # why a group restart stops the current attempt
     performed: Any = None  # a task's performer result, while its review runs
+    lost_output: Any = None  # a result that lost to a stop cause: kept in the summary
     review: Summary | None = None
 
 
@@ -153,6 +166,10 @@ def snapshot_node(d: Delegation, now: float) -> dict[str, Any]:
             "progress": a.watch.progress,
             "last_progress_s_ago": round(now - a.watch.progressed_at, 3),
             "last_seen_s_ago": round(now - a.watch.seen_at, 3),
+            "tool_calls": a.tool_calls,
+            "last_tool": a.last_tool,
+            "in_tool": a.in_tool,
+            "last_note": a.last_note,
         })
     return {
         "id": d.id,
@@ -177,7 +194,8 @@ def attempt_error(a: Attempt, outcome: AttemptOutcome, finished: Finished | None
     own = finished.error if finished is not None else None
     stopped = {
         AttemptOutcome.timeout: f"deadline of {a.deadline - a.started_at:g} s passed",
-        AttemptOutcome.stale: f"no progress for {a.policy.heartbeat.stale_after_s:g} s (stale)",
+        AttemptOutcome.stale: f"no progress for {a.stale_after_s:g} s (stale)"
+        + (f" inside tool {a.in_tool}" if a.in_tool else ""),
         AttemptOutcome.budget_exceeded: "over budget",
         AttemptOutcome.cancelled: "cancelled",
     }.get(outcome) if outcome in a.stop_causes else None

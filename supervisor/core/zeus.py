@@ -19,19 +19,12 @@ from actors.backends import Backend, ProcessBackend, ThreadBackend
 from actors.clock import Clock, SystemClock
 from supervisor.core.actor import ZeusActor
 from supervisor.core.handle import GroupHandle, Handle, Settled
-from supervisor.core.messages import (
-    Cancel,
-    Dispatch,
-    ForceSettle,
-    Hold,
-    Ping,
-    Snapshot,
-    StopAll,
-)
+from supervisor.core.messages import Cancel, Dispatch, ForceSettle, Hold, Ping, Snapshot, StopAll
 from supervisor.core.registry import Registry
-from supervisor.errors import SupervisorError, ZeusStopped
+from supervisor.errors import DelegationRefused, SupervisorError, ZeusStopped
 from supervisor.journal.events import EventLog, LogTarget
 from supervisor.routing import AgentPolicy, Routing
+from supervisor.rules.admission import writer_partial_refusal
 from supervisor.rules.groups import STRATEGIES, Group, Strategy
 
 __all__ = ["Zeus"]
@@ -140,7 +133,9 @@ class Zeus:
     def _check(self, brief: Brief | Mapping[str, Any]) -> Brief:
         if not isinstance(brief, Brief):
             brief = Brief.model_validate(brief)
-        self._registry.policy(brief.agent)
+        refusal = writer_partial_refusal(brief, self._registry.policy(brief.agent))
+        if refusal is not None:
+            raise DelegationRefused(refusal)
         if self._stopped.is_set():
             raise ZeusStopped("Zeus is stopped; start a new one to dispatch")
         return brief
@@ -224,7 +219,11 @@ class Zeus:
                           error=f"{type(exc).__name__}: {exc}")
 
     def _ask(self, message: object) -> Any:
-        return self._ref.ask(message)
+        """Ask the actor; what its handler raised is raised here (it comes back as a value)."""
+        answer = self._ref.ask(message)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
 
     def _tell(self, message: object) -> None:
         try:

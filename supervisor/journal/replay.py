@@ -56,6 +56,8 @@ class Attempt:
     fenced: str | None = None  # the reason, for a thread that could not be stopped
     progress: Any = None
     note: str | None = None
+    tool_calls: int | None = None  # how many it made, once it ended (DESIGN §15)
+    last_tool: str | None = None
     last_ts: float | None = None
     then: str | None = None  # what Zeus did next: "retry in 1.20s", "fallback apollo -> athena"
 
@@ -314,6 +316,9 @@ def _ended(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | Non
     else:
         a.outcome = _str(e.get("outcome")) or "error"
         a.error = _str(e.get("error"))
+        calls = e.get("tool_calls")
+        a.tool_calls = calls if isinstance(calls, int) and not isinstance(calls, bool) else None
+        a.last_tool = _str(e.get("last_tool"))
 
 
 def _then(run: Run, d: Delegation, what: str) -> None:

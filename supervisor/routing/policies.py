@@ -66,6 +66,16 @@ class HeartbeatPolicy(Frozen):
     stale_after_s: Seconds = Field(
         default=10.0, gt=0, description="No progress for this long: the attempt is stale."
     )
+    # Inside `with ctx.tool(...)`: a long tool call reports nothing. None: 3 x stale_after_s.
+    # Invariant (checked when a file is loaded): stale_in_tool_s >= stale_after_s.
+    stale_in_tool_s: float | None = Field(
+        default=None, gt=0, description="Stale threshold while a tool call is in progress."
+    )
+
+    @property
+    def in_tool_s(self) -> float:
+        """The stale threshold inside a long tool call."""
+        return self.stale_in_tool_s if self.stale_in_tool_s is not None else 3 * self.stale_after_s
 
 
 class ShutdownPolicy(Frozen):
@@ -133,6 +143,9 @@ class AgentPolicy(Frozen):
 class IntensityPolicy(Frozen):
     max_restarts: int = Field(default=20, ge=0)
     within_s: Seconds = Field(default=60.0, gt=0)
+    # agent: a circuit per agent (its restarts stop, nothing else is touched);
+    # supervisor: OTP's escalation (the supervisor gives up on its open delegations).
+    scope: Literal["agent", "supervisor"] = "agent"
 
 
 class SupervisorPolicy(Frozen):

@@ -349,6 +349,12 @@ def _check_heartbeat(policy: Mapping[str, Any], at: KeyPath, problems: Problems)
     defaults = HeartbeatPolicy()
     interval = beat.get("interval_s", defaults.interval_s)
     stale = beat.get("stale_after_s", defaults.stale_after_s)
+    in_tool = beat.get("stale_in_tool_s")
+    if (_positive(in_tool) and _positive(stale) and in_tool < stale):
+        problems.add((*at, "heartbeat", "stale_in_tool_s"),
+                     f"stale_in_tool_s {in_tool} is below stale_after_s {stale}; allowed: "
+                     "stale_in_tool_s >= stale_after_s (a long tool call gets more time, "
+                     "not less)")
     if not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0
                for v in (interval, stale)) or stale > interval:
         return
@@ -361,6 +367,10 @@ def _check_heartbeat(policy: Mapping[str, Any], at: KeyPath, problems: Problems)
     problems.add((*at, "heartbeat", key),
                  f"stale_after_s {stale} is not greater than interval_s {interval}; allowed: "
                  "stale_after_s > interval_s (several heartbeats fit in the stale window)")
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

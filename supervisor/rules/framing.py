@@ -36,6 +36,8 @@ def role_framing(
         lines.append(f"Role: leaf at depth {depth} of {max_depth}; do the work yourself, "
                      "do not delegate.")
     lines.append(f"Deadline: {remaining_s:.0f} s from now.")
+    if policy.reasoning_effort is not None:
+        lines.append(f"Reasoning effort: {policy.reasoning_effort}.")
     budget = policy.budget
     caps = [
         f"{name} {used:g}/{cap:g}"

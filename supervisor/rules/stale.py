@@ -1,9 +1,11 @@
 """Stale detection: progress, not liveness. A pure record plus pure functions of `now`.
 
 A child is stale when its progress counter has not advanced for `stale_after_s`.
-The watch starts with `progress = -1` at the attempt's start, so the first report
-(even a bare liveness beat with counter 0) counts as progress: a slow first LLM
-call never looks stale before `stale_after_s` has passed since it began.
+The watch starts with `progress = -1`, and the stale clock starts at the child's
+first sign of life (even a bare liveness beat with counter 0), not at dispatch:
+a thread or process that is slow to start is not "making no progress", and a
+slow first LLM call never looks stale before `stale_after_s` has passed since
+it began. Before that first sign only the deadline holds.
 """
 
 from __future__ import annotations
@@ -28,8 +30,15 @@ class ProgressWatch(NamedTuple):  # a tuple: built on every message, so it must 
             return ProgressWatch(progress, now, now)
         return ProgressWatch(self.progress, self.progressed_at, now)
 
+    def nudge(self, now: float) -> ProgressWatch:
+        """Progress elsewhere that counts for this attempt: a descendant's (its counter stays)."""
+        return ProgressWatch(self.progress, now, now)
+
     def stale_at(self, stale_after_s: float) -> float:
-        """When this attempt becomes stale if nothing advances."""
+        """When this attempt becomes stale if nothing advances (never before its first sign
+        of life)."""
+        if self.progress < 0:
+            return float("inf")
         return self.progressed_at + stale_after_s
 
     def is_stale(self, now: float, stale_after_s: float) -> bool:

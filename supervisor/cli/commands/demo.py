@@ -65,6 +65,7 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
         "timeout_s": 10,
         "retry": {"max_retries": 0},
         "budget": {"max_calls": 12},
+        "shutdown": {"grace_s": 0.3},
     },
 }
 TALOS_DELAY_S = 0.3  # per file: slower than talos's 1.5 s deadline allows
@@ -235,7 +236,13 @@ def scenarios(workdir: Path) -> list[Scenario]:
         Scenario(
             "cancel race",
             "the owner cancels as the budget runs out: cancel wins by rule",
-            Brief(agent="spendthrift", scope="Translate the docs", inputs={"interval_s": 0.1}),
+            # The 13th charge goes past the budget and the child then blocks, deaf: the
+            # budget stop and the owner's cancel are both in flight until its grace ends.
+            Brief(
+                agent="spendthrift",
+                scope="Translate the docs",
+                inputs={"interval_s": 0.05, "max_charges": 13, "then_hang_s": 30},
+            ),
             Status.cancelled,
             _cancel_won,
             cancel_on="attempt.budget_exceeded",

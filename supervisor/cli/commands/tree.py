@@ -153,11 +153,28 @@ def attempt_label(a: jr.Attempt) -> str:
         extras.append(f"stopped: {a.killed}{latency}")
     if a.fenced:
         extras.append(f"fenced: {a.fenced}")
+    story = evidence(a.outcome, a.tool_calls, a.last_tool)
+    if story:
+        extras.append(story)
     if a.error and a.outcome != "completed":
         extras.append(_short(a.error))
     if a.then:
         extras.append(f"then {a.then}")
     return f"{head}: {state}" + "".join(f"; {x}" for x in extras)
+
+
+_ENDED_AS = {"timeout": "timed out", "stale": "timed out", "budget_exceeded": "over budget",
+             "crash": "crashed", "error": "failed", "transient": "failed"}
+
+
+def evidence(outcome: str | None, tool_calls: int | None, last_tool: str | None) -> str | None:
+    """What a stopped attempt left behind, in words: "timed out after 14 tool calls, last:
+    pytest" (None for a completed one, or one that made no tool call)."""
+    if not tool_calls or outcome in (None, "completed"):
+        return None
+    ended = _ENDED_AS.get(outcome, outcome)
+    calls = f"{tool_calls} tool call" + ("" if tool_calls == 1 else "s")
+    return f"{ended} after {calls}" + (f", last: {last_tool}" if last_tool else "")
 
 
 def _short(text: str, limit: int = 80) -> str:

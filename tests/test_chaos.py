@@ -1,0 +1,45 @@
+"""Chaos: mixed delegations with cancels racing everything, on thread and process
+children; judged exactly (see benchmarks/chaos.py). `python -m benchmarks chaos` runs
+1,000; these run a smaller one."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import chaos
+
+
+def test_the_judge_finds_overlapping_attempts() -> None:
+    events = [
+        {"event": "attempt.started", "delegation_id": "d", "attempt_id": "d-a1"},
+        {"event": "attempt.failed", "delegation_id": "d", "attempt_id": "d-a1"},
+        {"event": "attempt.started", "delegation_id": "d", "attempt_id": "d-a2"},
+        {"event": "attempt.started", "delegation_id": "d", "attempt_id": "d-a3"},
+    ]
+    assert chaos._overlaps(events) == ["overlap: d-a3 started while d-a2 ran"]
+
+
+def test_a_plan_is_the_same_for_the_same_seed() -> None:
+    assert chaos.plan(50, 7, ("thread", "process"), 0.25) == chaos.plan(
+        50, 7, ("thread", "process"), 0.25)
+    kinds = {p.kind for p in chaos.plan(400, 7, ("thread",), 0.25)}
+    assert kinds == set(chaos.KINDS)
+
+
+@pytest.mark.realtime
+@pytest.mark.process
+def test_chaos_loses_doubles_misjudges_and_leaks_nothing() -> None:
+    report = chaos.run_chaos(150, seed=11, isolations=("thread", "process"))
+    assert report.violations == []
+    assert len(report.statuses) == 150
+    assert report.cancels_won > 0  # cancels really raced
+    assert {"completed", "failed", "timed_out", "budget_exceeded", "cancelled"} <= set(
+        report.by_status)
+
+
+@pytest.mark.realtime
+def test_a_storm_that_opens_one_agents_circuit_changes_nothing_for_the_others() -> None:
+    calm, stormy, differ = chaos.storm_check(100, seed=5)
+    assert stormy.storm_trips == 1  # the circuit opened, on purpose
+    assert calm.violations == [] and stormy.violations == []
+    assert differ == []
