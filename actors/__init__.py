@@ -9,6 +9,7 @@ from actors._clock import Clock, FakeClock, SystemClock, Timer
 from actors._command import CommandChild
 from actors._context import Context
 from actors._errors import Cancelled, DelegationRefused, TransientError
+from actors._mail import CancelSignal, Inbox, Mail
 from actors._models import AttemptOutcome, AttemptRecord, Brief, Report, Status, Summary, Usage
 from actors._osproc import process_start_time
 from actors._process import ProcessBackend, ProcessChild
@@ -29,6 +30,7 @@ __all__ = [
     "AttemptRecord",
     "Backend",
     "Brief",
+    "CancelSignal",
     "Cancelled",
     "Charge",
     "ChildHandle",
@@ -42,6 +44,8 @@ __all__ = [
     "FakeClock",
     "Finished",
     "Heartbeat",
+    "Inbox",
+    "Mail",
     "Partial",
     "ProcessBackend",
     "ProcessChild",

@@ -8,6 +8,7 @@ from typing import Any
 
 from actors._clock import Clock
 from actors._errors import Cancelled
+from actors._mail import CancelSignal, Inbox
 from actors._models import Brief, Summary, Usage
 from actors._protocol import Charge, DelegateRequest, Heartbeat, Partial, ToolCall
 
@@ -40,6 +41,7 @@ class Context:
         previous_partials: list[Any] | None = None,
         depth: int = 1,
         framing: str = "",
+        inbox: Inbox | None = None,
     ) -> None:
         self.brief = brief
         self.agent = agent
@@ -53,7 +55,8 @@ class Context:
         self.framing = framing
         self._clock = clock
         self._send = send
-        self._cancel = cancel_event if cancel_event is not None else threading.Event()
+        self._cancel = cancel_event if cancel_event is not None else CancelSignal()
+        self._inbox = inbox if inbox is not None else Inbox()
         self._interval = heartbeat_interval_s
         self._progress = 0
         self._last_beat = float("-inf")
@@ -74,6 +77,13 @@ class Context:
         if self._cancel.is_set():
             raise Cancelled(self.attempt_id)
 
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run `callback()` once cancellation is requested (at once if it was), in the thread
+        that requests it; returns a function that unregisters it."""
+        if isinstance(self._cancel, CancelSignal):
+            return self._cancel.on_set(callback)
+        return lambda: None  # a plain event given by a caller: cooperative checks only
+
     def remaining(self) -> float:
         """Seconds left until this attempt's deadline (never negative)."""
         return max(0.0, self.deadline - self._clock.now())
@@ -82,6 +92,14 @@ class Context:
         """Wait up to `seconds` of real time; raise `Cancelled` if cancelled meanwhile."""
         if self._cancel.wait(seconds):
             raise Cancelled(self.attempt_id)
+
+    def receive(self, timeout: float | None = 0) -> object | None:
+        """The next message the owner sent (`handle.send`), or None if none came.
+
+        Waits up to `timeout` seconds (0: just look; None: until one comes) and
+        raises `actors.Cancelled` if the attempt is cancelled while it waits.
+        """
+        return self._inbox.get(timeout, self._cancel, self.attempt_id)
 
     # -- reporting ---------------------------------------------------------------
     def heartbeat(self, note: str | None = None) -> None:

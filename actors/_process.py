@@ -53,6 +53,7 @@ from actors import _wire, _worker
 from actors._backend import ChildSpec, Send
 from actors._command import CommandChild
 from actors._hub import Hub
+from actors._mail import Mail
 from actors._models import AttemptOutcome
 from actors._osproc import describe_exit, process_start_time, signal_group
 from actors._pool import WarmPool
@@ -242,6 +243,14 @@ class ProcessChild:
     def cancel(self) -> None:
         """Set the child Context's cancel event (a message down the pipe)."""
         self._backend._cancel(self)
+
+    def deliver(self, mail: Mail) -> None:
+        """Send the owner's message down the control pipe (`ctx.receive()` reads it)."""
+        worker = self.worker
+        if worker is not None and not self.finished:
+            data = mail.encode("process").pickled
+            assert data is not None
+            worker.post(b"M" + self.attempt_id.encode() + b"\0" + data)
 
     def kill(self) -> None:
         """SIGTERM to the worker's group now, SIGKILL after `term_s`; `Finished` after reaping."""

@@ -14,6 +14,7 @@ import threading
 
 from actors._backend import ChildSpec, Send
 from actors._context import Context
+from actors._mail import CancelSignal, Inbox, Mail
 from actors._protocol import Finished
 from actors._run import run_work
 
@@ -27,7 +28,8 @@ class ThreadChild:
         if spec.work is None:
             raise ValueError(f"agent {spec.agent!r} has no work function for a thread child")
         self._spec = spec
-        self._cancel = threading.Event()
+        self._cancel = CancelSignal()
+        self._inbox = Inbox()
         self.context = Context(
             brief=spec.brief,
             agent=spec.agent,
@@ -43,6 +45,7 @@ class ThreadChild:
             previous_partials=list(spec.previous_partials),
             depth=spec.depth,
             framing=spec.framing,
+            inbox=self._inbox,
         )
         self._send = send
 
@@ -64,6 +67,10 @@ class ThreadChild:
 
     def cancel(self) -> None:
         self._cancel.set()
+
+    def deliver(self, mail: Mail) -> None:
+        """Put the owner's message in the child's mailbox (Zeus's thread)."""
+        self._inbox.put(mail.obj)
 
     def kill(self) -> None:
         """A thread cannot be killed; Zeus fences it instead."""

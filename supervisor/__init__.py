@@ -6,6 +6,7 @@ from supervisor.errors import (
     RoutingError,
     SupervisorError,
     UnknownAgent,
+    UnknownDelegation,
     ZeusStopped,
 )
 from supervisor.handle import GroupHandle, Handle
@@ -27,6 +28,7 @@ __all__ = [
     "Summary",
     "SupervisorError",
     "UnknownAgent",
+    "UnknownDelegation",
     "Usage",
     "Zeus",
     "ZeusStopped",

@@ -42,10 +42,12 @@ from supervisor._budget import budget_overrun
 from supervisor._framing import role_framing
 from supervisor._groups import review_verdict, siblings_to_restart
 from supervisor._intensity import RestartWindow
+from supervisor._mail import PendingMail
 from supervisor._messages import (
     AttemptDue,
     BackoffOver,
     Cancel,
+    Deliver,
     Dispatch,
     ForceSettle,
     GraceOver,
@@ -66,6 +68,7 @@ from supervisor._state import (
     build_summary,
     snapshot_node,
 )
+from supervisor._streams import short_text
 from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.events import EventLog
 from supervisor.handle import Settled
@@ -107,6 +110,7 @@ class ZeusActor(pykka.ThreadingActor):
         self._settled_count = 0
         self._dropped = 0
         self._accepting = True
+        self._mail = PendingMail()
         self._handlers: dict[type, Callable[[Any], Any]] = {
             Heartbeat: self._on_heartbeat,
             Partial: self._on_partial,
@@ -116,6 +120,7 @@ class ZeusActor(pykka.ThreadingActor):
             DelegateRequest: self._on_delegate_request,
             Dispatch: self._on_dispatch,
             Cancel: self._on_cancel,
+            Deliver: self._on_deliver,
             AttemptDue: self._on_attempt_due,
             GraceOver: self._on_grace_over,
             BackoffOver: self._on_backoff_over,
@@ -272,6 +277,7 @@ class ZeusActor(pykka.ThreadingActor):
                                              error_type=type(exc).__name__))
             return
         self._arm(a)
+        self._mail.flush(d.id, a.child)
         self._emit(
             "attempt.started",
             d,
@@ -315,7 +321,11 @@ class ZeusActor(pykka.ThreadingActor):
             self._drop(message)
             return None
         a = owner[1]
+        before = a.watch.progress
         a.watch = a.watch.observe(message.progress, self._clock.now())
+        if a.watch.progress != before and self._events.subscriptions.active:
+            self._events.publish("attempt.progress", delegation_id=owner[0].id,
+                                 attempt_id=a.id, agent=a.agent, progress=a.watch.progress)
         return owner
 
     def _drop(self, message: Any) -> None:
@@ -348,7 +358,8 @@ class ZeusActor(pykka.ThreadingActor):
         owner = self._owner(msg)
         if owner is None:
             return
-        d, _a = owner
+        d, a = owner
+        self._emit("attempt.partial", d, a, item=short_text(msg.item), progress=msg.progress)
         if len(d.partials) < MAX_PARTIALS:
             d.partials.append(msg.item)
         else:
@@ -682,6 +693,14 @@ class ZeusActor(pykka.ThreadingActor):
             return  # unknown or already settled: a no-op
         self._cancel(d, msg.reason or "cancelled by its owner")
 
+    def _on_deliver(self, msg: Deliver) -> bool:
+        """The owner's message: to the running child, or kept for the next attempt."""
+        d = self._open.get(msg.delegation_id)
+        if d is None:
+            return False
+        self._mail.deliver(d.id, d.current.child if d.current else None, msg.mail)
+        return True
+
     def _cancel_children(self, d: Delegation, reason: str) -> None:
         """Cancel whatever `d` delegated that is still open."""
         for child_id in list(d.children):
@@ -725,6 +744,7 @@ class ZeusActor(pykka.ThreadingActor):
                 error=f"its summary could not be built: {type(exc).__name__}: {exc}",
             )
         self._open.pop(d.id, None)
+        self._mail.drop(d.id)
         self._settled_count += 1
         self._emit("delegation.settled", d, None, status=summary.status.value,
                    duration_s=summary.duration_s, attempts=len(d.attempts),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from actors import Brief, Summary
+from actors import Brief, Mail, Summary
 from supervisor._groups import Group
 from supervisor.handle import Settled
 
@@ -17,6 +17,7 @@ __all__ = [
     "AttemptDue",
     "BackoffOver",
     "Cancel",
+    "Deliver",
     "Dispatch",
     "ForceSettle",
     "GraceOver",
@@ -41,6 +42,14 @@ class Dispatch:
 class Cancel:
     delegation_id: str
     reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """The owner's message for the delegation's running child (`handle.send`)."""
+
+    delegation_id: str
+    mail: Mail
 
 
 @dataclass(frozen=True, slots=True)
