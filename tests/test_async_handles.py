@@ -331,3 +331,26 @@ def test_cancelling_the_wrapped_future_cancels_the_delegation(
     assert handle.result().error == AWAITER_CANCELLED
     assert handle.future.cancel() is False  # a settled future stays settled
     assert not handle.future.cancelled()
+
+
+def test_the_task_cancelled_before_its_delegation_started_cancels_it_unstarted(
+    make_zeus: ZeusFactory, recorder: Recorder, gate: Gate
+) -> None:
+    zeus = make_zeus(supervisor={"max_concurrent": 1}, works={"gate": gate, "echo": echo})
+
+    async def main() -> None:
+        busy = zeus.dispatch(Brief(agent="gate", scope="holds the only slot"))
+        queued = zeus.dispatch(Brief(agent="echo", scope="waits for a slot"))
+        task = asyncio.ensure_future(_await(queued))
+        await asyncio.sleep(0.01)
+        assert zeus.tree()["queued"] == 1
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert (await asyncio.wrap_future(queued.future)).status is Status.cancelled
+        gate.release.set()
+        assert (await busy).status is Status.completed
+
+    asyncio.run(main())
+    started = {e["delegation_id"] for e in recorder.named("attempt.started")}
+    assert started == {"gate-1"}  # the queued one never ran
