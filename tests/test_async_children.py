@@ -154,3 +154,61 @@ def _deaf_briefly(brief: Brief, ctx: Context) -> str:
     Path(brief.scope + ".started").write_text("")
     time.sleep(1.0)  # ignores the request; fenced after grace_s
     return "late"
+
+
+def wait_for_file(brief: Brief, ctx: Context) -> str:
+    """Runs until the file its scope names exists (or it is cancelled)."""
+    Path(brief.scope + ".started").write_text("")
+    while not Path(brief.scope).exists():
+        ctx.check()
+        time.sleep(0.002)
+    return "released"
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("order", ["finished_first", "cancel_first", "after_settlement"])
+def test_a_process_child_and_its_awaiting_task_cancelled_in_every_order(
+    tmp_path: Path, order: str
+) -> None:
+    release = tmp_path / "release"
+    quiet = {"isolation": "process", **FAST_STOP,
+             "heartbeat": {"interval_s": 30, "stale_after_s": 60}}  # no beats in the mailbox
+    r = Routing.from_dict({"version": 1, "agents": {"w": quiet}})
+    events: list[dict[str, Any]] = []
+    with Zeus.start(r, agents={"w": wait_for_file}, log=events.append) as zeus:
+        inbox = zeus._ref.actor_inbox  # type: ignore[attr-defined]
+
+        async def main() -> None:
+            handle = zeus.dispatch(Brief(agent="w", scope=str(release)))
+            task = asyncio.ensure_future(handle)
+            while not Path(str(release) + ".started").exists():
+                await asyncio.sleep(0.005)
+            zeus.sync()
+            if order == "after_settlement":
+                release.write_text("")
+                handle.result(20)  # blocks this loop on purpose: settled before the task resumes
+                task.cancel()
+            else:
+                with zeus.held():
+                    if order == "finished_first":
+                        release.write_text("")
+                        assert eventually(lambda: inbox.qsize() >= 1)  # its Finished
+                        task.cancel()
+                        await asyncio.sleep(0.01)
+                    else:
+                        task.cancel()
+                        await asyncio.sleep(0.01)
+                        assert inbox.qsize() >= 1  # the Cancel
+                        release.write_text("")
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await asyncio.wrap_future(handle.future)
+
+        asyncio.run(main())
+        zeus.sync()
+    settled = [e for e in events if e["event"] == "delegation.settled"]
+    assert len(settled) == 1
+    expected = "cancelled" if order == "cancel_first" else "completed"
+    assert settled[0]["status"] == expected
+    requested = [e["reason"] for e in events if e["event"] == "delegation.cancel_requested"]
+    assert requested == ([AWAITER_CANCELLED] if order == "cancel_first" else [])
