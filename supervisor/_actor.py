@@ -359,7 +359,8 @@ class ZeusActor(pykka.ThreadingActor):
         if owner is None:
             return
         d, a = owner
-        self._emit("attempt.partial", d, a, item=short_text(msg.item), progress=msg.progress)
+        if self._events.enabled:
+            self._emit("attempt.partial", d, a, item=short_text(msg.item), progress=msg.progress)
         if len(d.partials) < MAX_PARTIALS:
             d.partials.append(msg.item)
         else:
