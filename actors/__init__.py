@@ -9,7 +9,7 @@ from actors._clock import Clock, FakeClock, SystemClock, Timer
 from actors._command import CommandChild
 from actors._context import Context
 from actors._errors import Cancelled, DelegationRefused, TransientError
-from actors._mail import CancelSignal, Inbox, Mail
+from actors._mail import Mail
 from actors._models import AttemptOutcome, AttemptRecord, Brief, Report, Status, Summary, Usage
 from actors._osproc import process_start_time
 from actors._process import ProcessBackend, ProcessChild
@@ -30,7 +30,6 @@ __all__ = [
     "AttemptRecord",
     "Backend",
     "Brief",
-    "CancelSignal",
     "Cancelled",
     "Charge",
     "ChildHandle",
@@ -44,7 +43,6 @@ __all__ = [
     "FakeClock",
     "Finished",
     "Heartbeat",
-    "Inbox",
     "Mail",
     "Partial",
     "ProcessBackend",
