@@ -71,6 +71,7 @@ def routing() -> Routing:
             "thread_coop": {**fast},
             "async_thread": {**fast},
             "process_coop": {"isolation": "process", **fast},
+            "async_process": {"isolation": "process", **fast},
             "process_deaf": {"isolation": "process", "shutdown": {"grace_s": 0, "term_s": 1.0}},
         },
     })
@@ -81,6 +82,7 @@ WORKS = {
     "thread_coop": cooperative,
     "async_thread": async_wait,
     "process_coop": cooperative,
+    "async_process": async_wait,
     "process_deaf": deaf,
 }
 
@@ -183,6 +185,7 @@ def bench_cancel(rows: list[Row], zeus: Zeus) -> None:
         ("cooperative thread child", "thread_coop", 30, "stopped", 5),
         ("async def thread child (CancelledError)", "async_thread", 30, "stopped", 5),
         ("cooperative process child", "process_coop", 20, "stopped", 20),
+        ("async def process child (CancelledError)", "async_process", 20, "stopped", 20),
         ("process child deaf to it: SIGTERM, reaped", "process_deaf", 8, "settled", None),
     ]
     for label, agent, runs, until, target in cases:
