@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import logging
 import threading
 import time
@@ -19,6 +18,7 @@ from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from actors import Summary
+from supervisor._loopwake import waker
 
 if TYPE_CHECKING:
     from supervisor._streams import EventStream
@@ -188,27 +188,30 @@ async def _settlement(handles: Sequence[Handle]) -> Summary:
 async def _settlements(handles: Sequence[Handle]) -> list[Summary]:
     """Wait, in the running loop, until every handle settled; their summaries in order.
 
-    Runs in the awaiting task. Zeus's thread wakes the loop once, through
-    `call_soon_threadsafe`; a loop closed meanwhile is simply not woken. If the
+    Runs in the awaiting task. Zeus's thread wakes the loop once the last one
+    settled (`_loopwake`); a loop closed meanwhile is simply not woken. If the
     task is cancelled first, each delegation still open is cancelled with it.
     """
     futures = [h._settled for h in handles]
     if not all(f.done() for f in futures):
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
-        open_count = [len(futures)]
-        lock = threading.Lock()
+        wake = waker(loop).wake
+        if len(futures) == 1:
+            futures[0].add_done_callback(lambda _future: wake(waiter))
+        else:
+            open_count = [len(futures)]
+            lock = threading.Lock()
 
-        def settled_one(_future: object) -> None:  # Zeus's thread, or this one if settled
-            with lock:
-                open_count[0] -= 1
-                if open_count[0]:
-                    return
-            with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits
-                loop.call_soon_threadsafe(_wake, waiter)
+            def settled_one(_future: object) -> None:  # Zeus's thread, or this one if settled
+                with lock:
+                    open_count[0] -= 1
+                    if open_count[0]:
+                        return
+                wake(waiter)
 
-        for future in futures:
-            future.add_done_callback(settled_one)
+            for future in futures:
+                future.add_done_callback(settled_one)
         try:
             await waiter
         except asyncio.CancelledError:
@@ -217,11 +220,6 @@ async def _settlements(handles: Sequence[Handle]) -> list[Summary]:
                     handle.cancel(AWAITER_CANCELLED)
             raise
     return [f.result() for f in futures]
-
-
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 def _monotonic() -> float:

@@ -354,3 +354,28 @@ def test_the_task_cancelled_before_its_delegation_started_cancels_it_unstarted(
     asyncio.run(main())
     started = {e["delegation_id"] for e in recorder.named("attempt.started")}
     assert started == {"gate-1"}  # the queued one never ran
+
+
+def test_a_burst_of_settlements_wakes_the_loop_once(make_zeus: ZeusFactory) -> None:
+    zeus = make_zeus(works={"echo": echo})
+    wakeups: list[object] = []
+
+    async def main() -> list[str]:
+        loop = asyncio.get_running_loop()
+        call_soon_threadsafe = loop.call_soon_threadsafe
+
+        def counting(callback: Any, *args: Any) -> Any:
+            wakeups.append(callback)
+            return call_soon_threadsafe(callback, *args)
+
+        loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        with zeus.held():
+            handles = [zeus.dispatch(Brief(agent="echo", scope=str(i))) for i in range(50)]
+            tasks = [asyncio.ensure_future(h) for h in handles]
+            await asyncio.sleep(0)  # every task now waits on its open handle
+        for handle in handles:
+            handle.result(10)  # blocks the loop on purpose: all 50 settle meanwhile
+        return [s.output for s in await asyncio.gather(*tasks)]
+
+    assert asyncio.run(main()) == [str(i) for i in range(50)]
+    assert len(wakeups) == 1  # one wake-up of the loop for the 50 settlements
