@@ -121,10 +121,11 @@ def test_handle_finds_open_and_settled_delegations(make_zeus: ZeusFactory) -> No
 
 def test_keep_settled_drops_the_oldest_first(make_zeus: ZeusFactory) -> None:
     zeus = make_zeus(supervisor={"keep_settled": 2}, works={"echo": echo})
-    handles = [zeus.dispatch(Brief(agent="echo", scope=str(i))) for i in range(4)]
-    for h in handles:
-        h.result(10)
-    zeus.sync()
+    handles = []
+    for i in range(4):  # settled one after another: the oldest settled is the first
+        handles.append(zeus.dispatch(Brief(agent="echo", scope=str(i))))
+        handles[-1].result(10)
+        zeus.sync()
     assert zeus.handle(handles[3].id) is handles[3]
     assert zeus.handle(handles[2].id) is handles[2]
     with pytest.raises(UnknownDelegation, match="keep_settled"):
