@@ -9,6 +9,7 @@ from typing import Any
 
 from actors.clock import Clock
 from actors.errors import Cancelled
+from actors.mail import CancelSignal, Inbox
 from actors.models import Brief, Summary, Usage
 from actors.protocol import Charge, DelegateRequest, Heartbeat, Partial, ToolCall
 
@@ -51,6 +52,7 @@ class Context:
         previous_error: str | None = None,
         reasoning_effort: str | None = None,
         budget_left: dict[str, float] | None = None,
+        inbox: Inbox | None = None,
     ) -> None:
         self.brief = brief
         self.agent = agent
@@ -68,7 +70,8 @@ class Context:
         self._budget_left = dict(budget_left) if budget_left else None
         self._clock = clock
         self._send = send
-        self._cancel = cancel_event if cancel_event is not None else threading.Event()
+        self._cancel = cancel_event if cancel_event is not None else CancelSignal()
+        self._inbox = inbox if inbox is not None else Inbox()
         self._interval = heartbeat_interval_s
         self._progress = 0
         self._last_beat = float("-inf")
@@ -91,6 +94,13 @@ class Context:
         if self._cancel.is_set():
             raise Cancelled(self.attempt_id)
 
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run `callback()` once cancellation is requested (at once if it was), in the thread
+        that requests it; returns a function that unregisters it."""
+        if isinstance(self._cancel, CancelSignal):
+            return self._cancel.on_set(callback)
+        return lambda: None  # a plain event given by a caller: cooperative checks only
+
     def remaining(self) -> float:
         """Seconds left until this attempt's deadline (never negative)."""
         return max(0.0, self.deadline - self._clock.now())
@@ -99,6 +109,14 @@ class Context:
         """Wait up to `seconds` of real time; raise `Cancelled` if cancelled meanwhile."""
         if self._cancel.wait(seconds):
             raise Cancelled(self.attempt_id)
+
+    def receive(self, timeout: float | None = 0) -> object | None:
+        """The next message the owner sent (`handle.send`), or None if none came.
+
+        Waits up to `timeout` seconds (0: just look; None: until one comes) and
+        raises `actors.Cancelled` if the attempt is cancelled while it waits.
+        """
+        return self._inbox.get(timeout, self._cancel, self.attempt_id)
 
     # -- reporting ---------------------------------------------------------------
     def heartbeat(self, note: str | None = None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import traceback as tb
 from collections.abc import Callable
@@ -40,7 +41,7 @@ def run_work(work: WorkFunction, brief: Brief, ctx: Context, *, pid: int | None 
     try:
         value = work(brief, ctx)
         if inspect.isawaitable(value):
-            value = asyncio.run(_await(value))
+            value = asyncio.run(_await(value, ctx))
     except BaseException as exc:  # noqa: BLE001 - every ending of agent code is an outcome
         return Finished(
             ctx.attempt_id,
@@ -66,5 +67,26 @@ def _format_traceback(exc: BaseException) -> str | None:
         return None
 
 
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
+async def _await(awaitable: Any, ctx: Context) -> Any:
+    """Runs the coroutine as this loop's main task; a stop request cancels that task.
+
+    So `CancelledError` is raised at the `await` the coroutine is blocked in; if
+    it ends that way because of the stop request, the attempt ends `Cancelled`.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+
+    def cancel_task() -> None:  # the thread that set the cancel signal
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the work is over
+            loop.call_soon_threadsafe(task.cancel)
+
+    forget = ctx.on_cancel(cancel_task)
+    try:
+        return await awaitable
+    except asyncio.CancelledError:
+        if ctx.cancelled:
+            raise Cancelled(ctx.attempt_id) from None
+        raise
+    finally:
+        forget()

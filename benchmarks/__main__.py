@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import bench_process, bench_runtime
+from benchmarks import bench_async, bench_process, bench_runtime
 
 
 def main() -> None:
@@ -20,6 +20,9 @@ def main() -> None:
     print()
     print("== process children ==")
     bench_process.main()
+    print()
+    print("== in an asyncio host ==")
+    bench_async.main()
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from supervisor.errors import (
     RoutingError,
     SupervisorError,
     UnknownAgent,
+    UnknownDelegation,
     ZeusStopped,
 )
 from supervisor.routing import AgentPolicy, Routing
@@ -27,6 +28,7 @@ __all__ = [
     "Summary",
     "SupervisorError",
     "UnknownAgent",
+    "UnknownDelegation",
     "Usage",
     "Zeus",
     "ZeusStopped",

@@ -9,6 +9,7 @@ __all__ = [
     "RoutingError",
     "SupervisorError",
     "UnknownAgent",
+    "UnknownDelegation",
     "ZeusStopped",
 ]
 
@@ -23,6 +24,13 @@ class RoutingError(SupervisorError):
 
 class UnknownAgent(SupervisorError, KeyError):
     """A brief names an agent that routing.yml does not define and nobody registered."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownDelegation(SupervisorError, KeyError):
+    """An id Zeus never had (or, for `zeus.handle`, one settled too long ago to keep)."""
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""

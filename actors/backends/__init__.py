@@ -9,6 +9,7 @@ from actors.backends.command import CommandChild
 from actors.backends.process import ProcessBackend, ProcessChild
 from actors.backends.thread import ThreadBackend, ThreadChild
 from actors.clock import Clock, FakeClock, SystemClock, Timer, TimerError
+from actors.mail import Mail
 from actors.osproc import process_start_time
 from actors.protocol import (
     Charge,
@@ -33,6 +34,7 @@ __all__ = [
     "FakeClock",
     "Finished",
     "Heartbeat",
+    "Mail",
     "Partial",
     "ProcessBackend",
     "ProcessChild",

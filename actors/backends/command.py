@@ -9,7 +9,9 @@ of its own (`start_new_session=True`). Each line on its standard output is a
 `Partial` (the line, without its newline) and counts as progress; each chunk on
 standard error that ends lines counts as progress too (a `Heartbeat`). Its whole
 standard output is the result; a non-zero exit is an `error` with the tail of
-its standard error; death by a signal nobody sent is a `crash`.
+its standard error; death by a signal nobody sent is a `crash`. Its standard
+input stays open: each message the owner sends (`handle.send`) is one JSON line
+on it.
 
 `cancel()` sends SIGINT to the group (what Ctrl-C would: the program's chance
 to stop cleanly); `kill()` runs the same ladder as a process child: SIGTERM to
@@ -38,6 +40,7 @@ from typing import Any
 
 from actors.backends.base import ChildSpec, Send
 from actors.backends.hub import Hub
+from actors.mail import Mail
 from actors.models import AttemptOutcome
 from actors.osproc import describe_exit, process_start_time, signal_group
 from actors.protocol import Finished, Heartbeat, Partial
@@ -149,7 +152,7 @@ class CommandChild:
             argv = command_argv(self.spec)
             self._popen = subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,  # the owner's messages, one JSON line each
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
@@ -163,7 +166,8 @@ class CommandChild:
             return
         popen = self._popen
         self.pid_start_time = process_start_time(popen.pid)
-        assert popen.stdout is not None and popen.stderr is not None
+        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        os.set_blocking(popen.stdin.fileno(), False)  # a full pipe never holds up Zeus
         out, err = popen.stdout.fileno(), popen.stderr.fileno()
         for fd in (out, err):
             os.set_blocking(fd, False)
@@ -207,6 +211,20 @@ class CommandChild:
             pid = self.pid
         if pid is not None:
             signal_group(pid, signal.SIGINT)
+
+    def deliver(self, mail: Mail) -> None:
+        """Write the owner's message as one JSON line on the program's standard input.
+
+        Dropped if the program has closed its input or does not read it fast enough
+        to leave room in the pipe (64 KiB on Linux).
+        """
+        line = mail.encode("command").line
+        assert line is not None
+        with self._lock:
+            if self._finished or self._popen is None or self._popen.stdin is None:
+                return
+            with contextlib.suppress(OSError):  # BrokenPipe, or a full pipe (BlockingIO)
+                os.write(self._popen.stdin.fileno(), line)
 
     def kill(self) -> None:
         """SIGTERM to the group now, SIGKILL after `term_s`; `Finished` follows the reaping."""
@@ -336,6 +354,9 @@ class CommandChild:
             self._close_pipe(fd)
         popen.stdout.close()
         popen.stderr.close()
+        if popen.stdin is not None:
+            with self._lock, contextlib.suppress(OSError):
+                popen.stdin.close()
         self._emit(self._outcome(returncode, exited_t, kill_t, cancel_t))
         self._on_end(self)
 

@@ -56,6 +56,7 @@ from actors.backends.command import CommandChild
 from actors.backends.hub import Hub
 from actors.backends.pool import WarmPool
 from actors.errors import describe_error
+from actors.mail import Mail
 from actors.models import AttemptOutcome
 from actors.osproc import describe_exit, process_start_time, signal_group
 from actors.protocol import DelegateRequest, Finished
@@ -244,6 +245,14 @@ class ProcessChild:
     def cancel(self) -> None:
         """Set the child Context's cancel event (a message down the pipe)."""
         self._backend._cancel(self)
+
+    def deliver(self, mail: Mail) -> None:
+        """Send the owner's message down the control pipe (`ctx.receive()` reads it)."""
+        worker = self.worker
+        if worker is not None and not self.finished:
+            data = mail.encode("process").pickled
+            assert data is not None
+            worker.post(b"M" + self.attempt_id.encode() + b"\0" + data)
 
     def kill(self) -> None:
         """SIGTERM to the worker's group now, SIGKILL after `term_s`; `Finished` after reaping."""

@@ -15,6 +15,7 @@ import threading
 from actors.backends.base import ChildSpec, Send
 from actors.context import Context
 from actors.errors import describe_error
+from actors.mail import CancelSignal, Inbox, Mail
 from actors.models import AttemptOutcome
 from actors.protocol import Finished, Heartbeat
 from actors.run import run_work
@@ -29,7 +30,8 @@ class ThreadChild:
         if spec.work is None:
             raise ValueError(f"agent {spec.agent!r} has no work function for a thread child")
         self._spec = spec
-        self._cancel = threading.Event()
+        self._cancel = CancelSignal()
+        self._inbox = Inbox()
         self.context = Context(
             brief=spec.brief,
             agent=spec.agent,
@@ -48,6 +50,7 @@ class ThreadChild:
             previous_error=spec.previous_error,
             reasoning_effort=spec.reasoning_effort,
             budget_left=spec.budget_left,
+            inbox=self._inbox,
         )
         self._send = send
 
@@ -71,6 +74,10 @@ class ThreadChild:
 
     def cancel(self) -> None:
         self._cancel.set()
+
+    def deliver(self, mail: Mail) -> None:
+        """Put the owner's message in the child's mailbox (Zeus's thread)."""
+        self._inbox.put(mail.obj)
 
     def kill(self) -> None:
         """A thread cannot be killed; Zeus fences it instead."""

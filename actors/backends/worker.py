@@ -27,12 +27,13 @@ The wire, one message per `_wire.write_frame`, first byte for the kind:
                                                        token it has), the rest (`_wire`)
                       S                                stop (sent only to an idle worker)
     control pipe      C + attempt_id                   cooperative cancel of that attempt
+                      M + attempt_id + NUL + message   the owner's message (`ctx.receive()`)
                       R + request id (8 bytes) + reply a `ctx.delegate()` answer
     child -> parent   `_wire.pack`ed Heartbeat, Partial, Charge, ToolCall, and last
                       Finished; or (`_wire.DELEGATE`, request id, brief)
 
-A cancel may overtake its job (another pipe): the worker keeps it until the job
-comes.
+A cancel or a message may overtake its job (another pipe): the worker keeps it
+until the job comes.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from actors import wire as _wire
 from actors.clock import SystemClock
 from actors.context import Context
 from actors.errors import describe_error
+from actors.mail import CancelSignal, Inbox
 from actors.models import AttemptOutcome
 from actors.protocol import DelegateRequest, Finished, Heartbeat, Partial
 from actors.run import run_work
@@ -95,11 +97,12 @@ def main(jobs: Any, control: Any, outbox: Any) -> NoReturn:
 class _Attempt:
     """The attempt a worker is running. `ctx` is set once its job is loaded."""
 
-    __slots__ = ("attempt_id", "cancel", "crossing_error", "ctx", "interval", "next_beat")
+    __slots__ = ("attempt_id", "cancel", "crossing_error", "ctx", "inbox", "interval", "next_beat")
 
     def __init__(self, attempt_id: str) -> None:
         self.attempt_id = attempt_id
-        self.cancel = threading.Event()
+        self.cancel = CancelSignal()
+        self.inbox = Inbox()
         self.ctx: Context | None = None
         self.interval = 1.0
         self.next_beat = math.inf
@@ -121,6 +124,7 @@ class _Child:
         self._state_lock = threading.Lock()
         self._current: _Attempt | None = None
         self._cancel_early: set[str] = set()  # cancels that overtook their job
+        self._mail_early: dict[str, list[bytes]] = {}  # messages that overtook their job
         self._replies: dict[int, Callable[[Any], None]] = {}
         self._request_ids = itertools.count(1)
         self._beat_event = threading.Event()  # wakes the heartbeat thread early
@@ -154,11 +158,16 @@ class _Child:
         att = _Attempt(attempt_id)
         with self._send_lock, self._state_lock:
             self._current = att
-            if attempt_id in self._cancel_early:
-                att.cancel.set()
+            cancelled = attempt_id in self._cancel_early
+            early_mail = self._mail_early.pop(attempt_id, [])
             # The others came too late for attempts already over: the next job is
             # sent only after this one's Finished.
             self._cancel_early.clear()
+            self._mail_early.clear()
+        if cancelled:
+            att.cancel.set()
+        for data in early_mail:
+            self._deliver(att, data)
         try:
             flush, token, size = WORK_HEADER.unpack_from(payload)
             start = WORK_HEADER.size
@@ -200,6 +209,7 @@ class _Child:
             previous_error=previous_error,
             reasoning_effort=effort,
             budget_left=budget_left,
+            inbox=att.inbox,
         )
         with self._state_lock:
             att.ctx = ctx
@@ -370,14 +380,33 @@ class _Child:
                     self._cancel(body.decode())
                 elif kind == b"R":
                     self._reply(body)
+                elif kind == b"M":
+                    self._mail(body)
 
     def _cancel(self, attempt_id: str) -> None:
         with self._state_lock:
             att = self._current
-            if att is not None and att.attempt_id == attempt_id:
-                att.cancel.set()
-            else:
+            if att is None or att.attempt_id != attempt_id:
                 self._cancel_early.add(attempt_id)
+                return
+        att.cancel.set()  # outside the lock: it may run the async work's cancel callback
+
+    def _mail(self, body: bytes) -> None:
+        attempt_id, _, data = body.partition(b"\0")
+        with self._state_lock:
+            att = self._current
+            if att is None or att.attempt_id != attempt_id.decode():
+                self._mail_early.setdefault(attempt_id.decode(), []).append(data)
+                return
+        self._deliver(att, data)
+
+    @staticmethod
+    def _deliver(att: _Attempt, data: bytes) -> None:
+        try:
+            message = _wire.loads(data)
+        except Exception:  # noqa: BLE001 - checked at the owner's call; a class missing here
+            return
+        att.inbox.put(message)
 
     def _reply(self, body: bytes) -> None:
         request_id = int.from_bytes(body[:8], "big")

@@ -23,10 +23,12 @@ from actors.backends import Backend, ChildSpec
 from actors.clock import Clock, Timer
 from actors.protocol import Charge, DelegateRequest, Finished, Heartbeat, Partial, ToolCall
 from supervisor.core.handle import Settled
+from supervisor.core.mail import PendingMail
 from supervisor.core.messages import (
     AttemptDue,
     BackoffOver,
     Cancel,
+    Deliver,
     Dispatch,
     ForceSettle,
     GraceOver,
@@ -48,6 +50,7 @@ from supervisor.core.state import (
 from supervisor.core.tree import ancestors, budget_left
 from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.journal.events import EventLog
+from supervisor.journal.streams import short_text
 from supervisor.routing import AgentPolicy
 from supervisor.rules.admission import writer_partial_refusal
 from supervisor.rules.backoff import backoff_delay
@@ -97,6 +100,7 @@ class ZeusActor(pykka.ThreadingActor):
         self._settled_count = 0
         self._dropped = 0
         self._accepting = True
+        self._mail = PendingMail()
         self._handlers: dict[type, Callable[[Any], Any]] = {
             Heartbeat: self._on_heartbeat,
             Partial: self._on_partial,
@@ -106,6 +110,7 @@ class ZeusActor(pykka.ThreadingActor):
             DelegateRequest: self._on_delegate_request,
             Dispatch: self._on_dispatch,
             Cancel: self._on_cancel,
+            Deliver: self._on_deliver,
             AttemptDue: self._on_attempt_due,
             GraceOver: self._on_grace_over,
             BackoffOver: self._on_backoff_over,
@@ -278,6 +283,7 @@ class ZeusActor(pykka.ThreadingActor):
                                              error_type=type(exc).__name__))
             return
         self._nudge_ancestors(d, now)  # an attempt starting is progress of its subtree
+        self._mail.flush(d.id, a.child)
         self._emit(
             "attempt.started",
             d,
@@ -348,6 +354,9 @@ class ZeusActor(pykka.ThreadingActor):
                 self._arm(a)  # its first sign of life starts the stale clock
             if d.parent_id is not None:
                 self._nudge_ancestors(d, now)
+            if self._events.subscriptions.active and a.watch.progress > 0:  # not a first beat
+                self._events.publish("attempt.progress", delegation_id=d.id, attempt_id=a.id,
+                                     agent=a.agent, progress=a.watch.progress)
         return owner
 
     def _drop(self, message: Any) -> None:
@@ -387,7 +396,9 @@ class ZeusActor(pykka.ThreadingActor):
         owner = self._owner(msg)
         if owner is None:
             return
-        d, _a = owner
+        d, a = owner
+        if self._events.enabled:
+            self._emit("attempt.partial", d, a, item=short_text(msg.item), progress=msg.progress)
         if len(d.partials) < MAX_PARTIALS:
             d.partials.append(msg.item)
         else:
@@ -811,6 +822,14 @@ class ZeusActor(pykka.ThreadingActor):
             return  # unknown or already settled: a no-op
         self._cancel(d, msg.reason or "cancelled by its owner")
 
+    def _on_deliver(self, msg: Deliver) -> bool:
+        """The owner's message: to the running child, or kept for the next attempt."""
+        d = self._open.get(msg.delegation_id)
+        if d is None:
+            return False
+        self._mail.deliver(d.id, d.current.child if d.current else None, msg.mail)
+        return True
+
     def _cancel_children(self, d: Delegation, reason: str) -> None:
         """Cancel whatever `d` delegated that is still open."""
         for child_id in list(d.children):
@@ -857,6 +876,7 @@ class ZeusActor(pykka.ThreadingActor):
             )
         self._open.pop(d.id, None)
         self._windows.pop(d.id, None)  # its children's restart window goes with it
+        self._mail.drop(d.id)
         self._settled_count += 1
         self._emit("delegation.settled", d, None, status=summary.status.value,
                    duration_s=summary.duration_s, attempts=len(d.attempts),

@@ -1,71 +1,75 @@
-"""Handles the host holds: one per delegation (`Handle`) and per group (`GroupHandle`)."""
+"""Handles the host holds: one per delegation (`Handle`) and per group (`GroupHandle`).
+
+A handle's summary lives in a real `concurrent.futures.Future` (`handle.future`),
+set once in Zeus's actor thread. Awaiting a handle never blocks the event
+loop, works from any loop (or several), and follows structured concurrency:
+a task cancelled while it awaits cancels the delegation, unless it awaited
+through `asyncio.shield(handle)`.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from actors import Summary
+from supervisor.core.loopwake import waker
 
 if TYPE_CHECKING:
     from supervisor.core.zeus import Zeus
+    from supervisor.journal.streams import EventStream
 
-__all__ = ["GroupHandle", "Handle", "Settled"]
+__all__ = ["AWAITER_CANCELLED", "GroupHandle", "Handle", "Settled"]
 
 _log = logging.getLogger("supervisor")
 
+# The reason a delegation is cancelled with when the task awaiting it is cancelled.
+AWAITER_CANCELLED = "the awaiting task was cancelled"
 
-class Settled:
-    """A one-shot box for a summary. `set` is called once, in Zeus's actor thread."""
 
-    __slots__ = ("_callbacks", "_event", "_lock", "summary")
+class Settled(concurrent.futures.Future[Summary]):
+    """The future of one delegation's summary, set once, in Zeus's actor thread.
+
+    `cancel()` never cancels the future itself (a delegation settles exactly
+    once, with a summary): it asks Zeus to cancel the delegation, whose
+    `cancelled` summary then settles the future. That is what makes a task
+    awaiting `asyncio.wrap_future(handle.future)` cancel the delegation too.
+    """
 
     def __init__(self) -> None:
-        self._event = threading.Event()
-        self._lock = threading.Lock()
-        self._callbacks: list[Callable[[Summary], None]] = []
-        self.summary: Summary | None = None
+        super().__init__()
+        self.on_cancel: Callable[[], None] | None = None  # set by Zeus for the host's handles
 
     def set(self, summary: Summary) -> bool:
-        """Store the summary and run callbacks; False (and nothing changes) if already set."""
-        with self._lock:
-            if self.summary is not None:
-                return False
-            self.summary = summary
-            callbacks, self._callbacks = self._callbacks, []
-        self._event.set()
-        for callback in callbacks:
-            _call(callback, summary)
+        """Settle with `summary`; False (and nothing changes) if already settled."""
+        if self.done():  # only Zeus's actor thread sets: no race between check and set
+            return False
+        self.set_result(summary)
         return True
+
+    def cancel(self) -> bool:
+        """Ask Zeus to cancel the delegation; returns False: the future settles with its summary."""
+        if self.on_cancel is not None and not self.done():
+            self.on_cancel()
+        return False
 
     def add_callback(self, callback: Callable[[Summary], None]) -> None:
         """Run `callback(summary)` once settled (at once, in this thread, if already)."""
-        with self._lock:
-            if self.summary is None:
-                self._callbacks.append(callback)
-                return
-            summary = self.summary
-        _call(callback, summary)
-
-    def wait(self, timeout: float | None) -> Summary:
-        if not self._event.wait(timeout):
-            raise TimeoutError(
-                f"not settled within {timeout} s; the delegation goes on "
-                "(call .result() again, or .cancel() it)"
-            )
-        assert self.summary is not None
-        return self.summary
-
-    def done(self) -> bool:
-        return self._event.is_set()
+        self.add_done_callback(lambda future: _call(callback, future.result()))
 
     def wait_done(self, timeout: float | None) -> bool:
         """Wait up to `timeout` seconds; True once settled."""
-        return self._event.wait(timeout)
+        done, _ = concurrent.futures.wait([self], timeout)
+        return bool(done)
+
+    @property
+    def summary(self) -> Summary | None:
+        return self.result() if self.done() else None
 
 
 def _call(callback: Callable[[Summary], None], summary: Summary) -> None:
@@ -84,12 +88,24 @@ class Handle:
         self._zeus = zeus
         self._settled = settled
 
+    @property
+    def future(self) -> concurrent.futures.Future[Summary]:
+        """The summary's `concurrent.futures.Future` (its `cancel()` cancels the delegation)."""
+        return self._settled
+
     def result(self, timeout: float | None = None) -> Summary:
         """Block until settled and return the summary (the same one every time).
 
-        Raises the built-in `TimeoutError` when `timeout` runs out; the delegation goes on.
+        Raises the built-in `TimeoutError` when `timeout` runs out; the delegation
+        goes on (a wait that runs out cancels nothing).
         """
-        return self._settled.wait(timeout)
+        try:
+            return self._settled.result(timeout)
+        except TimeoutError:
+            raise TimeoutError(
+                f"{self.id} not settled within {timeout} s; the delegation goes on "
+                "(call .result() again, or .cancel() it)"
+            ) from None
 
     def done(self) -> bool:
         return self._settled.done()
@@ -97,6 +113,19 @@ class Handle:
     def cancel(self, reason: str | None = None) -> None:
         """Ask Zeus to cancel this delegation (a no-op once settled)."""
         self._zeus.cancel(self.id, reason=reason)
+
+    def send(self, message: object) -> bool:
+        """Put `message` in the running child's own mailbox (`ctx.receive()`).
+
+        False once settled; a message sent between attempts goes to the next
+        attempt. `TypeError` at once when it cannot cross to the child (a
+        process child needs a picklable object, a command a JSON-able one).
+        """
+        return self._zeus.send(self.id, message)
+
+    def events(self) -> EventStream:
+        """This delegation's events from now on; iterate (sync or async) until settled."""
+        return self._zeus._subscribe(self.id, self._settled)
 
     def add_done_callback(self, callback: Callable[[Summary], None]) -> None:
         """Call `callback(summary)` once settled, in Zeus's thread (or at once if settled).
@@ -107,26 +136,19 @@ class Handle:
         self._settled.add_callback(callback)
 
     def __await__(self) -> Generator[Any, None, Summary]:
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Summary] = loop.create_future()
-
-        def resolve(summary: Summary) -> None:
-            if not future.done():
-                future.set_result(summary)
-
-        def hand_over(summary: Summary) -> None:  # runs in Zeus's thread
-            loop.call_soon_threadsafe(resolve, summary)
-
-        self._settled.add_callback(hand_over)
-        return future.__await__()
+        return _settlement([self]).__await__()
 
     def __repr__(self) -> str:
-        state = self._settled.summary.status if self._settled.summary else "open"
-        return f"<Handle {self.id} {state}>"
+        summary = self._settled.summary
+        return f"<Handle {self.id} {summary.status if summary else 'open'}>"
 
 
 class GroupHandle:
-    """Handles of a group of delegations dispatched together, in brief order."""
+    """Handles of a group of delegations dispatched together, in brief order.
+
+    Awaiting it gives every summary in brief order; a task cancelled while it
+    awaits cancels every member still open.
+    """
 
     def __init__(self, group_id: str, handles: list[Handle], zeus: Zeus) -> None:
         self.id = group_id
@@ -150,6 +172,54 @@ class GroupHandle:
     def cancel(self, reason: str | None = None) -> None:
         for handle in self.handles:
             handle.cancel(reason)
+
+    def __await__(self) -> Generator[Any, None, list[Summary]]:
+        return _settlements(self.handles).__await__()
+
+    def __repr__(self) -> str:
+        done = sum(h.done() for h in self.handles)
+        return f"<GroupHandle {self.id} {done}/{len(self.handles)} settled>"
+
+
+async def _settlement(handles: Sequence[Handle]) -> Summary:
+    return (await _settlements(handles))[0]
+
+
+async def _settlements(handles: Sequence[Handle]) -> list[Summary]:
+    """Wait, in the running loop, until every handle settled; their summaries in order.
+
+    Runs in the awaiting task. Zeus's thread wakes the loop once the last one
+    settled (`_loopwake`); a loop closed meanwhile is simply not woken. If the
+    task is cancelled first, each delegation still open is cancelled with it.
+    """
+    futures = [h._settled for h in handles]
+    if not all(f.done() for f in futures):
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        wake = waker(loop).wake
+        if len(futures) == 1:
+            futures[0].add_done_callback(lambda _future: wake(waiter))
+        else:
+            open_count = [len(futures)]
+            lock = threading.Lock()
+
+            def settled_one(_future: object) -> None:  # Zeus's thread, or this one if settled
+                with lock:
+                    open_count[0] -= 1
+                    if open_count[0]:
+                        return
+                wake(waiter)
+
+            for future in futures:
+                future.add_done_callback(settled_one)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            for handle in handles:
+                if not handle.done():
+                    handle.cancel(AWAITER_CANCELLED)
+            raise
+    return [f.result() for f in futures]
 
 
 def _monotonic() -> float:

@@ -10,6 +10,7 @@ import threading
 from dataclasses import dataclass
 
 from actors import Brief, Summary
+from actors.mail import Mail
 from supervisor.core.handle import Settled
 from supervisor.rules.groups import Group
 
@@ -17,6 +18,7 @@ __all__ = [
     "AttemptDue",
     "BackoffOver",
     "Cancel",
+    "Deliver",
     "Dispatch",
     "ForceSettle",
     "GraceOver",
@@ -41,6 +43,14 @@ class Dispatch:
 class Cancel:
     delegation_id: str
     reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """The owner's message for the delegation's running child (`handle.send`)."""
+
+    delegation_id: str
+    mail: Mail
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +19,7 @@ class Registry:
         self._lock = threading.Lock()
         self.routing = routing
         self._works: dict[str, Callable[..., Any]] = {}
-        self._counters: dict[str, itertools.count[int]] = {}
+        self._issued: dict[str, int] = {}  # agent -> how many ids it was given
 
     def register(
         self, agent: str, work: Callable[..., Any], policy: AgentPolicy | None = None
@@ -52,5 +51,12 @@ class Registry:
     def next_id(self, agent: str) -> str:
         """`<agent>-<n>`: n counts this agent's delegations from 1; ids never shift."""
         with self._lock:
-            counter = self._counters.setdefault(agent, itertools.count(1))
-            return f"{agent}-{next(counter)}"
+            n = self._issued.get(agent, 0) + 1
+            self._issued[agent] = n
+            return f"{agent}-{n}"
+
+    def issued(self, delegation_id: str) -> bool:
+        """Whether `delegation_id` is one `next_id` gave out."""
+        agent, _, n = delegation_id.rpartition("-")
+        with self._lock:
+            return n.isdigit() and 1 <= int(n) <= self._issued.get(agent, 0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import os
 import random
@@ -17,12 +19,24 @@ import pykka
 from actors import Brief
 from actors.backends import Backend, ProcessBackend, ThreadBackend
 from actors.clock import Clock, SystemClock
+from actors.mail import Mail
 from supervisor.core.actor import ZeusActor
-from supervisor.core.handle import GroupHandle, Handle, Settled
-from supervisor.core.messages import Cancel, Dispatch, ForceSettle, Hold, Ping, Snapshot, StopAll
+from supervisor.core.book import HandleBook
+from supervisor.core.handle import AWAITER_CANCELLED, GroupHandle, Handle, Settled
+from supervisor.core.messages import (
+    Cancel,
+    Deliver,
+    Dispatch,
+    ForceSettle,
+    Hold,
+    Ping,
+    Snapshot,
+    StopAll,
+)
 from supervisor.core.registry import Registry
-from supervisor.errors import DelegationRefused, SupervisorError, ZeusStopped
+from supervisor.errors import DelegationRefused, SupervisorError, UnknownDelegation, ZeusStopped
 from supervisor.journal.events import EventLog, LogTarget
+from supervisor.journal.streams import EventStream
 from supervisor.routing import AgentPolicy, Routing
 from supervisor.rules.admission import writer_partial_refusal
 from supervisor.rules.groups import STRATEGIES, Group, Strategy
@@ -52,6 +66,7 @@ class Zeus:
             self._backends.update(_process_backends(routing))
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
+        self._book = HandleBook(routing.supervisor.keep_settled)
         self._ref = ZeusActor.start(
             registry=self._registry,
             clock=self._clock,
@@ -143,13 +158,71 @@ class Zeus:
     def _dispatch(self, brief: Brief, group: Group | None) -> Handle:
         delegation_id = self._registry.next_id(brief.agent)
         settled = Settled()
+        settled.on_cancel = lambda: self.cancel(delegation_id, AWAITER_CANCELLED)
+        handle = Handle(delegation_id, self, settled)
+        self._book.add(handle)
         self._tell(Dispatch(delegation_id, brief, settled, group=group))
-        return Handle(delegation_id, self, settled)
+        return handle
 
     def cancel(self, delegation_id: str, reason: str | None = None) -> None:
-        """Owner cancellation: wins over any cause racing it; a no-op once settled."""
+        """Owner cancellation: wins over any cause racing it; a no-op once settled.
+
+        `UnknownDelegation` for an id Zeus never had.
+        """
+        self._known(delegation_id)
         if not self._stopped.is_set():
-            self._tell(Cancel(delegation_id, reason))
+            with contextlib.suppress(ZeusStopped):  # stopped meanwhile: everything is settled
+                self._tell(Cancel(delegation_id, reason))
+
+    def handle(self, delegation_id: str) -> Handle:
+        """The handle of an open or recently settled delegation the host dispatched.
+
+        Zeus keeps the last `supervisor.keep_settled` settled ones (oldest dropped
+        first). `UnknownDelegation` otherwise, naming the nearest ids it knows.
+        """
+        handle = self._book.get(delegation_id)
+        if handle is not None:
+            return handle
+        self._known(delegation_id)
+        raise UnknownDelegation(
+            f"no handle for {delegation_id!r}: it was delegated by a child, or it settled "
+            f"before the last {self._book.keep} kept (supervisor.keep_settled)"
+        )
+
+    def send(self, delegation_id: str, message: object) -> bool:
+        """Put `message` in the delegation's running child's mailbox (`ctx.receive()`).
+
+        False once settled; a message sent between attempts goes to the next one.
+        `TypeError` at once if it cannot cross to the child: a process child needs
+        a picklable object, a command agent a JSON-able one (a line on its stdin).
+        """
+        handle = self._book.get(delegation_id)
+        if handle is None:
+            self._known(delegation_id)
+        if self._stopped.is_set() or (handle is not None and handle.done()):
+            return False
+        policy = self._registry.policy(delegation_id.rpartition("-")[0])
+        mail = Mail(message).encode("command" if policy.command else policy.isolation)
+        try:
+            if handle is None:  # a child's delegation: only Zeus knows whether it is open
+                return bool(self._ask(Deliver(delegation_id, mail)))
+            self._tell(Deliver(delegation_id, mail))
+        except (ZeusStopped, pykka.ActorDeadError):
+            return False
+        return True
+
+    def _known(self, delegation_id: str) -> None:
+        """`UnknownDelegation` unless Zeus gave out `delegation_id`."""
+        if not self._registry.issued(delegation_id):
+            nearest = self._book.nearest(delegation_id)
+            hint = f"; did you mean {' or '.join(map(repr, nearest))}?" if nearest else ""
+            raise UnknownDelegation(f"Zeus never had a delegation {delegation_id!r}{hint}")
+
+    def _subscribe(self, delegation_id: str, settled: Settled) -> EventStream:
+        stream = self._events.subscriptions.subscribe(delegation_id)
+        if settled.done():  # nothing more will come (its `delegation.settled` may have)
+            stream.close()
+        return stream
 
     def tree(self) -> dict[str, Any]:
         """A JSON-able snapshot of the live tree (open delegations, their attempts, counts)."""
@@ -202,8 +275,38 @@ class Zeus:
                 self._clock.close()
             self._events.close()
 
+    async def astop(self, timeout: float | None = None) -> None:
+        """`stop()` without blocking the event loop: it runs in a thread of its own.
+
+        `timeout` as for `stop()` (None: its default). Cancelling the awaiting task
+        does not cancel the stop.
+        """
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def stop() -> None:  # the zeus-stop thread
+            try:
+                self.stop() if timeout is None else self.stop(timeout)
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+                done.set_exception(exc)
+            else:
+                done.set_result(None)
+
+        threading.Thread(target=stop, name="zeus-stop", daemon=True).start()
+        await asyncio.shield(asyncio.wrap_future(done))
+
     def __enter__(self) -> Zeus:
         return self
+
+    async def __aenter__(self) -> Zeus:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.astop()
 
     def __exit__(
         self,

@@ -20,6 +20,7 @@ from typing import IO, Any, Protocol, cast
 import structlog
 
 from supervisor.errors import SupervisorError
+from supervisor.journal.streams import Subscriptions
 
 __all__ = ["EventLog", "LogTarget"]
 
@@ -94,7 +95,13 @@ class EventLog:
                 cache_logger_on_first_use=True,
             )
         self.failures = 0  # events that could not be written
-        self.enabled = any(x is not None for x in (self._journal, self._host, self._sink))
+        self._writes = any(x is not None for x in (self._journal, self._host, self._sink))
+        # `handle.events()` subscribers: while there are some, events are built for them too.
+        self.subscriptions = Subscriptions(self._subscribers_changed)
+        self.enabled = self._writes
+
+    def _subscribers_changed(self, active: bool) -> None:
+        self.enabled = self._writes or active
 
     def emit(
         self,
@@ -116,6 +123,10 @@ class EventLog:
             "agent": agent,
             **fields,
         }
+        if self.subscriptions.active:
+            self.subscriptions.publish({"event": event, **record})
+        if not self._writes:
+            return
         try:
             if self._logger is not None:
                 self._logger.info(event, **record)
@@ -127,6 +138,12 @@ class EventLog:
             self.failures += 1
             if self.failures == 1:
                 _log.exception("the event log failed on %s; events that fail are dropped", event)
+
+    def publish(self, event: str, *, delegation_id: str, **fields: Any) -> None:
+        """An event for `handle.events()` subscribers only, never journaled."""
+        if self.subscriptions.wants(delegation_id):
+            self.subscriptions.publish({"event": event, "ts": round(self._wall(), 6),
+                                        "delegation_id": delegation_id, **fields})
 
     def close(self) -> None:
         if self._journal is not None:

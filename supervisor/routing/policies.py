@@ -151,6 +151,9 @@ class IntensityPolicy(Frozen):
 class SupervisorPolicy(Frozen):
     max_depth: int = Field(default=2, ge=1, description="Levels of delegation below the host.")
     max_concurrent: int = Field(default=64, ge=1)
+    keep_settled: int = Field(
+        default=10_000, ge=0, description="Settled delegations `zeus.handle(id)` still finds."
+    )
     intensity: IntensityPolicy = IntensityPolicy()
     budget: BudgetPolicy = BudgetPolicy()
 

@@ -1,0 +1,42 @@
+"""The owner's messages for a delegation's child (`handle.send`), on Zeus's side.
+
+A message goes to the running attempt at once; one sent between attempts
+waits here for the next attempt. Owned by the actor's thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.mail import Mail
+
+__all__ = ["PendingMail"]
+
+
+class PendingMail:
+    """Messages waiting for a delegation's next attempt, by delegation id."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, list[Mail]] = {}
+
+    def deliver(self, delegation_id: str, child: Any, mail: Mail) -> None:
+        """Hand `mail` to the running `child`, or keep it for the next attempt (child None)."""
+        if child is None:
+            self._waiting.setdefault(delegation_id, []).append(mail)
+        else:
+            _hand(child, mail)
+
+    def flush(self, delegation_id: str, child: Any) -> None:
+        """A new attempt started: it gets what waited for it, in order."""
+        for mail in self._waiting.pop(delegation_id, ()):
+            _hand(child, mail)
+
+    def drop(self, delegation_id: str) -> None:
+        """The delegation settled: what still waits is dropped."""
+        self._waiting.pop(delegation_id, None)
+
+
+def _hand(child: Any, mail: Mail) -> None:
+    deliver = getattr(child, "deliver", None)  # a backend without a mailbox drops it
+    if deliver is not None:
+        deliver(mail)
