@@ -31,3 +31,21 @@ def test_public_modules_export_exactly_their_all() -> None:
         public = {n for n in vars(module) if not n.startswith("_")}
         submodules = {n for n in public if type(getattr(module, n)).__name__ == "module"}
         assert public - submodules <= set(module.__all__) | {"annotations"}
+
+
+def test_the_library_never_imports_the_command_line() -> None:
+    cli = {ROOT / "supervisor" / "cli.py", *(ROOT / "supervisor" / "commands").rglob("*.py")}
+    for path in (ROOT / "supervisor").rglob("*.py"):
+        if path in cli:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert not name.startswith(("supervisor.commands", "supervisor.cli")), (
+                    f"{path} imports {name}"
+                )
