@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from supervisor._entrypoints import signature_problem
 from supervisor.errors import SupervisorError
 from supervisor.routing import AgentPolicy, Routing
 
@@ -27,6 +28,9 @@ class Registry:
     ) -> None:
         if not callable(work):
             raise SupervisorError(f"register({agent!r}, ...) needs a callable work function")
+        problem = signature_problem(work)
+        if problem is not None:
+            raise SupervisorError(f"register({agent!r}, ...): {problem}")
         with self._lock:
             if policy is not None or agent not in self.routing.agents:
                 self.routing = self.routing.with_agent(agent, policy)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 from actors import DelegationRefused as _ChildDelegationRefused
 
 __all__ = [
@@ -10,6 +13,7 @@ __all__ = [
     "SupervisorError",
     "UnknownAgent",
     "ZeusStopped",
+    "did_you_mean",
 ]
 
 
@@ -34,3 +38,9 @@ class DelegationRefused(SupervisorError, _ChildDelegationRefused):
 
 class ZeusStopped(SupervisorError):
     """The supervisor was stopped; it takes no new delegations."""
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the known name closest to `name`, else an empty string."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

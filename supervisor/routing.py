@@ -56,7 +56,7 @@ from supervisor._routing_problems import (
     unknown_key,
 )
 from supervisor._routing_yaml import KeyPath, Lines, Loader, yaml_problem
-from supervisor.errors import RoutingError, UnknownAgent
+from supervisor.errors import RoutingError, UnknownAgent, did_you_mean
 
 __all__ = [
     "OWNER",
@@ -119,7 +119,8 @@ class Routing(Frozen):
             return self.agents[name]
         except KeyError:
             raise UnknownAgent(
-                f"unknown agent {name!r}: routing defines {sorted(self.agents) or 'no agents'}; "
+                f"unknown agent {name!r}{did_you_mean(name, self.agents)}: routing defines "
+                f"{sorted(self.agents) or 'no agents'}; "
                 "add it to routing.yml or zeus.register() it"
             ) from None
 

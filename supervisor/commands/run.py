@@ -30,7 +30,7 @@ from rich.text import Text
 from actors import Brief, Summary
 from supervisor._groups import STRATEGIES, Strategy
 from supervisor.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console
-from supervisor.commands.dispatch import brief_problems, load_routing
+from supervisor.commands.dispatch import brief_problems, load_routing, unknown_agent
 from supervisor.errors import SupervisorError
 from supervisor.handle import Handle
 from supervisor.live import LiveTree, open_journal
@@ -168,10 +168,7 @@ def check_agents(plan: Plan, routing: Routing, path: Path) -> None:
         for m, brief in enumerate(entry.briefs, 1):
             if brief.agent not in routing.agents:
                 where = f"{path}: entry {n}" + (f" (a group), brief {m}" if entry.strategy else "")
-                raise PlanError(
-                    f"{where}: agent: unknown agent {brief.agent!r}; {routing.source} defines: "
-                    f"{', '.join(routing.agents) or 'none'}"
-                )
+                raise PlanError(f"{where}: agent: {unknown_agent(brief.agent, routing)}")
 
 
 # -- the command ---------------------------------------------------------------------------
