@@ -110,6 +110,11 @@ class LiveTree:
             if self._console is not None and not self._console.is_terminal:
                 self._print_line(event, ts)
 
+    def summaries(self) -> list[Summary]:
+        """The summaries kept so far (`add_summary`), in the order they settled."""
+        with self._lock:
+            return list(self._summaries.values())
+
     def add_summary(self, summary: Summary) -> None:
         """Keep a settled delegation's summary (its partial results and usage show in the tree)."""
         with self._lock:

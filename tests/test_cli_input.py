@@ -10,8 +10,10 @@ import pytest
 
 from actors import Brief, Context, Status, Summary
 from supervisor import Routing, SupervisorError, UnknownAgent, Zeus
+from supervisor import journal as jr
 from supervisor.cli import main
-from supervisor.commands import EXIT_BAD_INPUT, EXIT_OK
+from supervisor.commands import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
+from supervisor.handle import Handle
 
 PLANS = Path(__file__).resolve().parent / "fixtures" / "plans"
 ROUTING = PLANS / "routing.yml"  # scout, flaky, spender
@@ -139,3 +141,37 @@ def test_zeus_tree_on_a_file_without_zeus_events_says_so_in_one_line(
         f"zeus tree: {notes} holds no Zeus events (50 line(s) skipped); "
         "is it the file given as log= ?"
     ]
+
+
+def test_ctrl_c_during_zeus_run_prints_what_settled_the_tree_and_the_journal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    plan = tmp_path / "plan.yml"
+    plan.write_text(
+        f"routing: {ROUTING}\nbriefs:\n"
+        "  - {agent: flaky, scope: quick, inputs: {fail_times: 0}}\n"
+        "  - {agent: spender, scope: slow, inputs: {interval_s: 5}}\n"
+    )
+    log = tmp_path / "run.jsonl"
+    real_result = Handle.result
+    calls: list[str] = []
+
+    def result(self: Handle, timeout: float | None = None) -> Summary:
+        calls.append(self.id)
+        if len(calls) == 2:  # the user presses Ctrl-C while waiting for the slow one
+            raise KeyboardInterrupt
+        return real_result(self, timeout)
+
+    monkeypatch.setattr(Handle, "result", result)
+
+    code = main(["run", str(plan), "--log", str(log)])
+
+    out = capsys.readouterr().out
+    assert code == EXIT_INTERRUPTED
+    assert "zeus run: interrupted; 1 delegation(s) had settled: flaky-1 completed" in out
+    assert out.count("<subtask_summary>") == 1
+    tree = out[out.index("zeus: 0 open, 2 settled"):]
+    assert "flaky-1 flaky: completed" in tree
+    assert "spender-1 spender: cancelled" in tree  # Zeus stopped, cancelling it
+    assert out.rstrip().endswith(f"journal: {log.resolve()}")
+    assert jr.load(log).run.stopped

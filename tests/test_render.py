@@ -167,3 +167,19 @@ def test_the_live_view_writes_its_journal_lines_as_zeus_own_event_log_does() -> 
     LiveTree(None, journal=ours)(json.loads(theirs.getvalue()))
 
     assert ours.getvalue() == theirs.getvalue()
+
+
+def test_a_short_screen_folds_settled_detail_and_keeps_the_open_delegation_in_view() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=80, height=8, force_terminal=True, color_system=None)
+    live = LiveTree(console)
+    for event in story():
+        live(event)
+
+    console.print(live.render(height=8))
+
+    lines = out.getvalue().splitlines()
+    assert len(lines) <= 8
+    assert any("themis-4 themis" in line for line in lines)  # the open one
+    assert any("themis-4-a1" in line for line in lines)  # and its running attempt
+    assert not any("apollo-1-a1" in line for line in lines)  # a settled one's attempts fold
