@@ -18,7 +18,7 @@ from typing import Any
 from rich.text import Text
 from rich.tree import Tree
 
-from supervisor._journal_tree import Attempt, Delegation, Event, Run
+from supervisor._journal_tree import Attempt, Delegation, Event, Run, num
 
 __all__ = [
     "DETAIL_FULL",
@@ -63,11 +63,6 @@ _COMMON = {"ts", "event", "delegation_id", "attempt_id", "parent_id", "agent", "
 
 
 # -- small words --------------------------------------------------------------------------
-def num(value: Any) -> float | None:
-    """`value` as a float when it is a number (not a bool), else None."""
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def seconds(value: Any) -> str:
     """`1.23s`, or `-` when there is no number."""
     number = num(value)

@@ -71,6 +71,7 @@ __all__ = [
     "Routing",
     "ShutdownPolicy",
     "SupervisorPolicy",
+    "deep_merge",
 ]
 
 _FILE_KEYS = ("version", "defaults", "supervisor", "agents")
@@ -289,7 +290,7 @@ def _check_native(
     payload: dict[str, Any] = {
         "version": data.get("version", 1),
         "defaults": defaults,
-        "agents": {name: _deep_merge(defaults, raw) for name, raw in agents.items()},
+        "agents": {name: deep_merge(defaults, raw) for name, raw in agents.items()},
     }
     if supervisor is not None:
         payload["supervisor"] = supervisor
@@ -351,11 +352,12 @@ def _check_heartbeat(policy: Mapping[str, Any], at: KeyPath, problems: Problems)
                  "stale_after_s > interval_s (several heartbeats fit in the stale window)")
 
 
-def _deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `over` on top; mappings in both are merged key by key, the rest replaced."""
     out = dict(base)
     for key, value in over.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
+            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out

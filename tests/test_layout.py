@@ -11,17 +11,21 @@ import supervisor
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def imports_of(path: Path) -> list[str]:
+    """Every module `path` imports (`import x`, `from x import y`), wherever it does."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.append(node.module)
+    return names
+
+
 def test_actors_never_imports_supervisor() -> None:
     for path in (ROOT / "actors").rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            for name in names:
-                assert not name.startswith("supervisor"), f"{path} imports {name}"
+        for name in imports_of(path):
+            assert not name.startswith("supervisor"), f"{path} imports {name}"
 
 
 def test_public_modules_export_exactly_their_all() -> None:
@@ -38,14 +42,7 @@ def test_the_library_never_imports_the_command_line() -> None:
     for path in (ROOT / "supervisor").rglob("*.py"):
         if path in cli:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            names: list[str] = []
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            for name in names:
-                assert not name.startswith(("supervisor.commands", "supervisor.cli")), (
-                    f"{path} imports {name}"
-                )
+        for name in imports_of(path):
+            assert not name.startswith(("supervisor.commands", "supervisor.cli")), (
+                f"{path} imports {name}"
+            )

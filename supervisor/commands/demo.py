@@ -19,11 +19,10 @@ when one did not, 2 for bad input.
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -50,7 +49,7 @@ from supervisor.commands.run import (
 from supervisor.errors import SupervisorError
 from supervisor.handle import Handle
 from supervisor.live import LiveTree, open_journal
-from supervisor.routing import AgentPolicy, Routing
+from supervisor.routing import AgentPolicy, Routing, deep_merge
 from supervisor.zeus import DEFAULT_ROUTING, Zeus
 
 __all__ = ["Scenario", "add_parser", "demo_routing", "run", "scenarios"]
@@ -120,16 +119,6 @@ def add_parser(subparsers: Any) -> None:
 
 
 # -- the plan ------------------------------------------------------------------------------
-def _merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(dict(base))
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merged(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
 def demo_routing(base: Routing) -> Routing:
     """`base` plus the demo's faulty agents, and talos slowed down so that it times out.
 
@@ -143,7 +132,8 @@ def demo_routing(base: Routing) -> Routing:
         )
     routing = base
     for name, keys in DEMO_AGENTS.items():
-        routing = routing.with_agent(name, AgentPolicy.model_validate(_merged(base.defaults, keys)))
+        policy = AgentPolicy.model_validate(deep_merge(base.defaults, keys))
+        routing = routing.with_agent(name, policy)
     talos = base.agent("talos")
     slow = ("python", "-m", "supervisor.examples.hotfix", "--delay", str(TALOS_DELAY_S), "{scope}")
     return routing.with_agent(
