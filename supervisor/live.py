@@ -33,7 +33,6 @@ from supervisor.errors import SupervisorError
 from supervisor.events import JournalFile
 from supervisor.render import (
     Row,
-    bar,
     delegation_status,
     describe,
     first_line,
@@ -50,7 +49,23 @@ from supervisor.render import (
 if TYPE_CHECKING:
     from supervisor.zeus import Zeus
 
-__all__ = ["LiveTree", "open_journal"]
+__all__ = ["LiveTree", "bar", "open_journal"]
+
+_BAR_WIDTH = 16
+
+
+def bar(elapsed: float, limit: float, *, width: int = _BAR_WIDTH, plain: bool = False) -> Text:
+    """`elapsed` against `limit` as a bar: green, yellow past 60 %, red past 90 %."""
+    ratio = 0.0 if limit <= 0 else max(0.0, min(1.0, elapsed / limit))
+    filled = round(ratio * width)
+    full, empty = ("#", "-") if plain else ("█", "░")
+    style = "green" if ratio < 0.6 else "yellow" if ratio < 0.9 else "red"
+    text = Text()
+    text.append(full * filled, style=style)
+    text.append(empty * (width - filled), style="dim")
+    text.append(f" {elapsed:.1f}/{limit:g}s")
+    return text
+
 
 def open_journal(path: str | Path) -> IO[str]:
     """`path` opened for appending events; `SupervisorError` says why it cannot be."""
@@ -317,7 +332,9 @@ class LiveTree:
         """The whole tree as indented plain text: no colours, no box drawing."""
         with self._lock:
             run = self._journal.run
-            return "\n".join(plain_lines(self._head(run), self._rows(run, None, plain=True)))
+            lines = plain_lines(self._head(run), self._rows(run, None, plain=True))
+            statuses = {delegation_status(d, run) for d in run.delegations.values()}
+            return "\n".join([*lines, legend(statuses).plain] if statuses else lines)
 
     def print_tree(self, height: int | None = None) -> None:
         """Print the tree once, as it stands (rich on a terminal, plain elsewhere).

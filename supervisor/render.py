@@ -25,7 +25,6 @@ __all__ = [
     "DETAIL_LEAST",
     "Row",
     "attempt_label",
-    "bar",
     "delegation_label",
     "delegation_status",
     "describe",
@@ -57,7 +56,6 @@ _STATUS = {
     "in progress": ("…", "cyan", "running"),
     "unsettled": ("?", "yellow", "never settled"),
 }
-_BAR_WIDTH = 16
 _QUIET = {"message.dropped"}  # bookkeeping, not news: kept in the journal, not printed
 _COMMON = {"ts", "event", "delegation_id", "attempt_id", "parent_id", "agent", "policy"}
 
@@ -91,19 +89,6 @@ def legend(statuses: Iterable[str]) -> Text:
                 text.append("  ")
             text.append(mark, style=style)
             text.append(f" {word}")
-    return text
-
-
-def bar(elapsed: float, limit: float, *, width: int = _BAR_WIDTH, plain: bool = False) -> Text:
-    """`elapsed` against `limit` as a bar: green, yellow past 60 %, red past 90 %."""
-    ratio = 0.0 if limit <= 0 else max(0.0, min(1.0, elapsed / limit))
-    filled = round(ratio * width)
-    full, empty = ("#", "-") if plain else ("█", "░")
-    style = "green" if ratio < 0.6 else "yellow" if ratio < 0.9 else "red"
-    text = Text()
-    text.append(full * filled, style=style)
-    text.append(empty * (width - filled), style="dim")
-    text.append(f" {elapsed:.1f}/{limit:g}s")
     return text
 
 
@@ -345,16 +330,45 @@ def plain_lines(head: Text, body: Sequence[Row]) -> list[str]:
 
 
 # -- events in words ---------------------------------------------------------------------------
+# What each pinned event says; `{x_s}` fields read as seconds, a missing one as "?".
+_SAYS = {
+    "zeus.stopped": "zeus stopped",
+    "attempt.stale": "no progress: stale after {elapsed_s}",
+    "attempt.timed_out": "deadline passed after {elapsed_s}; stopping it",
+    "attempt.budget_exceeded": "over budget ({limit}); stopping it",
+    "attempt.killed": "stopped ({how}) in {latency_s}",
+    "attempt.fenced": "fenced: {reason}",
+    "attempt.completed": "completed after {duration_s}",
+    "retry.scheduled": "retry in {backoff_s} as {next_attempt_id}",
+    "fallback.dispatched": "fallback {from} -> {to}",
+    "delegation.cancel_requested": "cancel requested: {reason}",
+    "supervisor.intensity_exceeded": (
+        "restart intensity exceeded: {restarts} restarts within {within_s}; no more restarts"
+    ),
+}
+
+
+class _Fields(dict[str, Any]):
+    """An event's fields for `str.format_map`: seconds as `1.23s`, anything missing as `?`."""
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key)
+        if key.endswith("_s"):
+            number = num(value)
+            return "?" if number is None else f"{number:.2f}s"
+        return "?" if value is None else value
+
+
 def describe(event: dict[str, Any]) -> str | None:
     """What an event says, in words, for one line of plain output (None: not worth a line)."""
-    name = event.get("event")
-    e = event
+    name = str(event.get("event"))
+    e = _Fields(event)
     if name in _QUIET:
         return None
+    if name in _SAYS:
+        return _SAYS[name].format_map(e)
     if name == "zeus.started":
-        return f"zeus started (pid {e.get('pid')}, routing {e.get('routing') or 'none'})"
-    if name == "zeus.stopped":
-        return "zeus stopped"
+        return f"zeus started (pid {e['pid']}, routing {event.get('routing') or 'none'})"
     if name == "delegation.dispatched":
         policy: dict[str, Any] = e["policy"] if isinstance(e.get("policy"), dict) else {}
         extras = [f"timeout {num(e.get('timeout_s')) or 0:g}s"]
@@ -362,54 +376,23 @@ def describe(event: dict[str, Any]) -> str | None:
             extras.append("process")
         if e.get("parent_id"):
             extras.append(f"delegated by {e['parent_id']}")
-        return f'to {e.get("agent")}: "{first_line(e.get("scope"), 70)}" ({", ".join(extras)})'
+        return f'to {e["agent"]}: "{first_line(e.get("scope"), 70)}" ({", ".join(extras)})'
     if name == "attempt.started":
         pid = f", pid {e['pid']}" if e.get("pid") else ""
-        return (
-            f"attempt {e.get('attempt')} on {e.get('agent')} started{pid}, "
-            f"deadline in {_secs(e.get('deadline_s'))}"
-        )
+        return f"attempt {e['attempt']} on {e['agent']} started{pid}, deadline in {e['deadline_s']}"
     if name == "attempt.heartbeat":
         note = f": {first_line(e['note'], 70)}" if e.get("note") else ""
-        return f"alive, progress {e.get('progress')}{note}"
-    if name == "attempt.stale":
-        return f"no progress: stale after {_secs(e.get('elapsed_s'))}"
-    if name == "attempt.timed_out":
-        return f"deadline passed after {_secs(e.get('elapsed_s'))}; stopping it"
-    if name == "attempt.budget_exceeded":
-        return f"over budget ({e.get('limit')}); stopping it"
-    if name == "attempt.killed":
-        return f"stopped ({e.get('how')}) in {_secs(e.get('latency_s'))}"
-    if name == "attempt.fenced":
-        return f"fenced: {e.get('reason')}"
-    if name == "attempt.completed":
-        return f"completed after {_secs(e.get('duration_s'))}"
+        return f"alive, progress {e['progress']}{note}"
     if name == "attempt.failed":
         error = f": {first_line(e['error'], 100)}" if e.get("error") else ""
-        return f"ended {e.get('outcome')} after {_secs(e.get('duration_s'))}{error}"
-    if name == "retry.scheduled":
-        return f"retry in {_secs(e.get('backoff_s'))} as {e.get('next_attempt_id')}"
-    if name == "fallback.dispatched":
-        return f"fallback {e.get('from')} -> {e.get('to')}"
-    if name == "delegation.cancel_requested":
-        return f"cancel requested: {e.get('reason')}"
+        return f"ended {e['outcome']} after {e['duration_s']}{error}"
     if name == "delegation.settled":
         kind = f" ({e['timeout_kind']})" if e.get("timeout_kind") else ""
         return (
-            f"settled {str(e.get('status')).upper()}{kind} after {_secs(e.get('duration_s'))}, "
-            f"{e.get('attempts')} attempt(s)"
-        )
-    if name == "supervisor.intensity_exceeded":
-        return (
-            f"restart intensity exceeded: {e.get('restarts')} restarts within "
-            f"{e.get('within_s')}s; no more restarts"
+            f"settled {str(e['status']).upper()}{kind} after {e['duration_s']}, "
+            f"{e['attempts']} attempt(s)"
         )
     return event_line(event)
-
-
-def _secs(value: Any) -> str:
-    number = num(value)
-    return "?" if number is None else f"{number:.2f}s"
 
 
 def event_line(event: Event) -> str:

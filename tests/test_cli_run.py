@@ -20,8 +20,8 @@ from supervisor import Routing, Zeus
 from supervisor import journal as jr
 from supervisor.cli import build_parser, main
 from supervisor.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK
-from supervisor.live import LiveTree
-from supervisor.render import bar, describe
+from supervisor.live import LiveTree, bar
+from supervisor.render import describe
 
 PLANS = Path(__file__).resolve().parent / "fixtures" / "plans"
 ROUTING = PLANS / "routing.yml"

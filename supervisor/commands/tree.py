@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +28,7 @@ from supervisor.render import (
     delegation_label,
     delegation_status,
     event_line,
+    fit,
     intensity_text,
     legend,
     plain_lines,
@@ -99,15 +101,21 @@ def render_plain(journal: jr.Journal, runs: Sequence[jr.Run]) -> str:
     return "\n".join(lines)
 
 
+def _row_count(run: jr.Run, detail: int) -> int:
+    return len(rows(run, detail))
+
+
 def _unmarked(run: jr.Run) -> Callable[[jr.Delegation], Text]:
     """A delegation's label without its mark, for plain text (the status word says it)."""
     return lambda d: Text(delegation_label(d, run)[0])
 
 
-def render_rich(journal: jr.Journal, runs: Sequence[jr.Run]) -> Group:
+def render_rich(journal: jr.Journal, runs: Sequence[jr.Run], height: int | None = None) -> Group:
+    """The runs as rich trees; with `height`, the last run's detail folds to fit it."""
     parts: list[RenderableType] = []
     for run in runs:
-        body = rows(run)
+        budget = None if height is None or run is not runs[-1] else max(1, height - 3)
+        body = rows(run, fit(functools.partial(_row_count, run), budget))
         root = tree_of(Text(run_label(run, len(journal.runs)), style="bold"), body)
         if not run.delegations:
             root.add(Text("(no delegations)", style="dim"))
@@ -153,7 +161,7 @@ def _follow(path: Path, console: Console, all_runs: bool) -> int:
 
     def refresh() -> None:
         if live is not None:
-            live.update(render_rich(journal, shown_runs(journal, all_runs)))
+            live.update(render_rich(journal, shown_runs(journal, all_runs), console.height - 1))
         else:
             sys.stdout.flush()
 
