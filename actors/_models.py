@@ -665,7 +665,8 @@ _JSON = json.JSONDecoder()
 
 
 def _token(text: str) -> str:
-    return text if _BARE.fullmatch(text) else _json_line(text)
+    """`text` bare when it is a plain token JSON would not read as a number, bool or null."""
+    return text if _BARE.fullmatch(text) and not _is_json(text) else _json_line(text)
 
 
 def _attempt_value(value: Any) -> str:
@@ -678,7 +679,7 @@ def _attempt_value(value: Any) -> str:
     if isinstance(value, str):
         return _token(value)
     if isinstance(value, list) and value and all(
-        isinstance(v, str) and _BARE.fullmatch(v) for v in value
+        isinstance(v, str) and _token(v) == v for v in value
     ):
         return ",".join(value)
     return _json_line(value)
@@ -721,8 +722,9 @@ def _attempt_fields(raw: str) -> dict[str, Any]:
             raise ValueError(f"Attempts: {raw!r}: cannot read {raw[at:].split(' ', 1)[0]!r}; "
                              f"an attempt reads {shape}")
         if key.group(2):
+            quoted = raw.startswith(('"', "["), key.end())
             value, at = _word(raw, key.end(), raw)
-            fields[name] = _attempt_unvalue(name, value)
+            fields[name] = value if quoted else _attempt_unvalue(name, value)
         else:
             fields[name] = True
             at = _next(raw, key.end(), raw)
@@ -753,9 +755,12 @@ def _next(text: str, end: int, raw: str) -> int:
     return end + 1 if end < len(text) else end
 
 
-def _attempt_unvalue(name: str, value: Any) -> Any:
+def _attempt_unvalue(name: str, token: str) -> Any:
+    """A bare token: a number, bool or null as JSON reads it, a list split at commas, else text."""
+    if _is_json(token):
+        return json.loads(token)
     is_list = get_origin(AttemptRecord.model_fields[name].annotation) is list
-    return value.split(",") if is_list and isinstance(value, str) else value
+    return token.split(",") if is_list else token
 
 
 def _parse_usage(raw: str) -> Usage:
