@@ -175,3 +175,15 @@ def test_ctrl_c_during_zeus_run_prints_what_settled_the_tree_and_the_journal(
     assert "spender-1 spender: cancelled" in tree  # Zeus stopped, cancelling it
     assert out.rstrip().endswith(f"journal: {log.resolve()}")
     assert jr.load(log).run.stopped
+
+
+def test_zeus_tree_on_an_empty_file_says_it_is_empty(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    empty = tmp_path / "events.jsonl"
+    empty.write_text("")
+
+    assert main(["tree", str(empty)]) == EXIT_BAD_INPUT
+    assert capsys.readouterr().err == (
+        f"zeus tree: {empty} holds no Zeus events (it is empty); is it the file given as log= ?\n"
+    )
