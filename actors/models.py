@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -208,7 +208,7 @@ class Summary(BaseModel):
             lines.extend([f"{title}:", *(f"- {_text(i)}" for i in items)] if items
                          else [f"{title}: none"])
         if self.partial_results:
-            lines += ["", "Partial results:", *(f"- {_value(i)}" for i in self.partial_results)]
+            lines += ["", "Partial results:", *_counted(self.partial_results)]
         if self.attempts:
             lines += ["", "Attempts:", *(f"- {_attempt_line(a)}" for a in self.attempts)]
         lines.append("")
@@ -219,11 +219,11 @@ class Summary(BaseModel):
             lines.append(f"Usage: {u.calls} calls, {u.input_tokens} input tokens, "
                          f"{u.output_tokens} output tokens, cost {_number(u.cost)}")
         if self.error is not None:
-            lines.append(f"Error: {_text(self.error)}")
+            lines += _indented("Error", self.error)
         if self.timeout_kind is not None:
             lines.append(f"Timeout kind: {self.timeout_kind}")
         if self.schema_error is not None:
-            lines.append(f"Schema error: {_text(self.schema_error)}")
+            lines += _indented("Schema error", self.schema_error)
         if self.truncated_chars:
             lines.append(f"Truncated chars: {self.truncated_chars}")
         if self.artifact is not None:
@@ -255,6 +255,8 @@ class Summary(BaseModel):
 _BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 _AT = "@"  # "Agent: @apollo" names apollo, so an agent name starting with @ is quoted
 _OPEN, _CLOSE = "<subtask_summary>", "</subtask_summary>"
+_COUNT = re.compile(r" \(([1-9]\d*) times\)$")  # after a partial result repeated in a row
+_INDENT = "    "  # the lines after the first of an indented value (`Error:`, `Schema error:`)
 _LABEL = re.compile(r"(?:\*\*)?([A-Za-z][A-Za-z /_-]*?)(?:\*\*)?\s*:(?:\*\*)?\s*(.*)")
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf"
 _DURATION = re.compile(
@@ -262,15 +264,6 @@ _DURATION = re.compile(
 )
 _UNIT_S = {"ms": 0.001, "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
            "h": 3600.0, "hour": 3600.0, "hours": 3600.0}
-_TOKEN = r"[\w.@/+-]+"
-_QUOTED = r'"(?:[^"\\]|\\.)*"'  # a JSON string
-_EXTRA = re.compile(rf" (\w+)(?:=({_QUOTED}|\S+))?")
-_ATTEMPT = re.compile(
-    rf"(?P<id>{_TOKEN}) (?P<agent>{_TOKEN}) (?P<outcome>\w+) (?P<duration>[-+0-9.eE]+)s"
-    rf"(?P<extras>(?: pid=-?\d+| killed={_TOKEN}| fenced| losing={_TOKEN}(?:,{_TOKEN})*"
-    rf"| progress=\d+| tool_calls=\d+| last_tool={_TOKEN}| last_note={_QUOTED})*)"
-    r"(?: error: (?P<error>.*))?"
-)
 _USAGE = re.compile(
     r"(\d+) calls?, (\d+) input tokens?, (\d+) output tokens?, cost (\S+)", re.IGNORECASE
 )
@@ -314,6 +307,23 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+def _indented(label: str, text: str) -> list[str]:
+    """`Label: first line` with the other lines indented beneath it (a traceback reads as one).
+
+    Text that would not come back the same that way (edge spaces, a line break
+    other than \\n, a line that is a block tag) is one line of JSON instead.
+    """
+    first, *rest = text.split("\n")
+    if not rest or not (
+        _plain(first)
+        and text == text.strip()
+        and _BREAKS.isdisjoint(text.replace("\n", ""))
+        and not any(line.strip().lower() in (_OPEN, _CLOSE) for line in rest)
+    ):
+        return [f"{label}: {_text(text)}"]
+    return [f"{label}: {first}", *(_INDENT + line for line in rest)]
+
+
 def _text(text: str, avoid: str = "") -> str:
     return text if _plain(text, avoid) else _json_line(text)
 
@@ -344,9 +354,30 @@ def _is_json(text: str) -> bool:
 
 def _value(value: Any) -> str:
     """Any JSON-able value: plain when it is text that JSON would not read otherwise."""
-    if isinstance(value, str) and _plain(value) and not _is_json(value):
+    if isinstance(value, str) and _plain(value) and not (_is_json(value) or _COUNT.search(value)):
         return value
     return _json_line(value)
+
+
+def _counted(values: list[Any]) -> list[str]:
+    """`- value` items; a value repeated in a row is written once, with ` (N times)` after it."""
+    items: list[tuple[str, int]] = []
+    for text in map(_value, values):
+        if items and items[-1][0] == text:
+            items[-1] = (text, items[-1][1] + 1)
+        else:
+            items.append((text, 1))
+    return [f"- {text}" + (f" ({n} times)" if n > 1 else "") for text, n in items]
+
+
+def _uncounted(items: list[str]) -> list[Any]:
+    values: list[Any] = []
+    for item in items:
+        match = _COUNT.search(item)
+        n = 1 if match is None else int(match.group(1))
+        text = item if match is None else item[: match.start()]
+        values += [_unvalue(text) for _ in range(n)]
+    return values
 
 
 def _unvalue(raw: str) -> Any:
@@ -502,6 +533,7 @@ _SUMMARY_LABELS = {
     "duration": "duration_s",
     "session alias": "session_alias",
 }
+_INDENTED_FIELDS = frozenset({"error", "schema_error"})
 _SUMMARY_EXAMPLE = f"{_OPEN}\nStatus: completed\nAgent: apollo\nScope: ...\n{_CLOSE}"
 
 
@@ -614,7 +646,13 @@ def _parse_summary(text: str) -> Summary:
     scalars: dict[str, str] = {}
     lists: dict[str, list[str]] = {}
     section: str | None = None
+    indented: list[str] | None = None  # the lines beneath the last `Error:` read so far
+    beneath: dict[str, list[str]] = {}
     for raw_line in _summary_block(text):
+        if indented is not None and raw_line.startswith(_INDENT):
+            indented.append(raw_line[len(_INDENT):])
+            continue
+        indented = None
         line = raw_line.strip()
         if not line:
             continue
@@ -631,6 +669,8 @@ def _parse_summary(text: str) -> Summary:
         else:
             section = None
             scalars[key] = value
+            if key in _INDENTED_FIELDS:
+                indented = beneath[key] = []
     missing = [label for key, label in (("status", "Status"), ("agent", "Agent"),
                                         ("scope", "Scope")) if key not in scalars]
     if missing:
@@ -643,7 +683,7 @@ def _parse_summary(text: str) -> Summary:
     }
     for key in ("changes", "findings", "validation", "risks"):
         fields[key] = [_untext(item) for item in lists.get(key, [])]
-    fields["partial_results"] = [_unvalue(item) for item in lists.get("partial_results", [])]
+    fields["partial_results"] = _uncounted(lists.get("partial_results", []))
     fields["attempts"] = [_parse_attempt(item) for item in lists.get("attempts", [])]
     for key, value in scalars.items():
         if key == "output":
@@ -658,6 +698,8 @@ def _parse_summary(text: str) -> Summary:
             fields[key] = int(value)
         elif key == "timeout_kind":
             fields[key] = value.lower()
+        elif beneath.get(key):
+            fields[key] = "\n".join([value, *beneath[key]])
         else:
             fields[key] = _untext(value)
     try:
@@ -691,75 +733,137 @@ def _status(raw: str) -> Status:
 
 
 def _attempt_line(record: AttemptRecord) -> str:
-    """`<id> <agent> <outcome> <duration>s [pid=N] [killed=how] [fenced] [losing=a,b] [error: ...]`.
+    """`<id> <agent> <outcome> <duration>s [key=value ...] [error: text]`, always this shape.
 
-    Falls back to the record as JSON when a name does not fit in a token.
+    After the four head fields comes every other field that differs from its
+    default, in the model's order, as `key=value` (`fenced` alone when true,
+    `losing=a,b` for the losing causes), so a field added to `AttemptRecord`
+    shows up here with no change. A name or value that is not a plain token is
+    written as JSON (a quoted string, a list), never the whole line.
     """
-    tokens: Sequence[str | None] = (record.id, record.agent, record.killed, record.last_tool,
-                                    *record.losing_causes)
-    if not (
-        all(t is None or re.fullmatch(_TOKEN, t) for t in tokens)
-        and math.isfinite(record.duration_s)
-    ):
-        return _json_line(record.model_dump(mode="json", exclude_defaults=True))
-    line = f"{record.id} {record.agent} {record.outcome.value} {_number(record.duration_s)}s"
-    if record.pid is not None:
-        line += f" pid={record.pid}"
-    if record.killed is not None:
-        line += f" killed={record.killed}"
-    if record.fenced:
-        line += " fenced"
-    if record.losing_causes:
-        line += f" losing={','.join(record.losing_causes)}"
-    if record.progress:
-        line += f" progress={record.progress}"
-    if record.tool_calls:
-        line += f" tool_calls={record.tool_calls}"
-    if record.last_tool is not None:
-        line += f" last_tool={record.last_tool}"
-    if record.last_note is not None:
-        line += f" last_note={json.dumps(record.last_note)}"
+    parts = [
+        _token(record.id),
+        _token(record.agent),
+        record.outcome.value,
+        f"{_number(record.duration_s)}s",
+    ]
+    for name, field in AttemptRecord.model_fields.items():
+        value = getattr(record, name)
+        if name in _ATTEMPT_HEAD or value == field.get_default(call_default_factory=True):
+            continue
+        key = _ATTEMPT_KEYS.get(name, name)
+        parts.append(key if value is True else f"{key}={_attempt_value(value)}")
     if record.error is not None:
-        line += f" error: {_text(record.error)}"
-    return line
+        parts.append(f"error: {_text(record.error)}")
+    return " ".join(parts)
+
+
+_ATTEMPT_HEAD = frozenset({"id", "agent", "outcome", "duration_s", "error"})
+_ATTEMPT_KEYS = {"losing_causes": "losing"}  # fields an attempt line writes under a short key
+_ATTEMPT_FIELDS = {_ATTEMPT_KEYS.get(name, name): name for name in AttemptRecord.model_fields}
+# A plain token: no spaces, quotes, `=` or `,`; a colon only between two parts ("child:cancelled").
+_BARE = re.compile(r"[\w.@/+-]+(?::[\w.@/+-]+)*")
+_KEY = re.compile(r"(\w+)(=?)")
+_JSON = json.JSONDecoder()
+
+
+def _token(text: str) -> str:
+    """`text` bare when it is a plain token JSON would not read as a number, bool or null."""
+    return text if _BARE.fullmatch(text) and not _is_json(text) else _json_line(text)
+
+
+def _attempt_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _number(value)
+    if isinstance(value, str):
+        return _token(value)
+    if isinstance(value, list) and value and all(
+        isinstance(v, str) and _token(v) == v for v in value
+    ):
+        return ",".join(value)
+    return _json_line(value)
 
 
 def _parse_attempt(raw: str) -> AttemptRecord:
     try:
-        if raw.startswith("{"):
+        if raw.startswith("{"):  # how attempts that did not fit in tokens were once written
             return AttemptRecord.model_validate(json.loads(raw))
-        match = _ATTEMPT.fullmatch(raw)
-        if not match:
-            raise ValueError(
-                f"Attempts: {raw!r} is not `<id> <agent> <outcome> <duration>s [error: ...]`"
-            )
-        fields: dict[str, Any] = {
-            "id": match["id"],
-            "agent": match["agent"],
-            "outcome": match["outcome"],
-            "duration_s": float(match["duration"]),
-        }
-        for extra in _EXTRA.finditer(match["extras"]):
-            name, value = extra[1], extra[2] or ""
-            if name in ("pid", "progress", "tool_calls"):
-                fields[name] = int(value)
-            elif name == "last_tool":
-                fields[name] = value
-            elif name == "last_note":
-                fields[name] = json.loads(value)
-            elif name == "pid":
-                fields["pid"] = int(value)
-            elif name == "killed":
-                fields["killed"] = value
-            elif name == "fenced":
-                fields["fenced"] = True
-            else:
-                fields["losing_causes"] = value.split(",")
-        if match["error"] is not None:
-            fields["error"] = _untext(match["error"])
-        return AttemptRecord(**fields)
+        return AttemptRecord(**_attempt_fields(raw))
     except ValidationError as exc:
         raise _invalid(f"the attempt {raw!r}", exc) from None
+
+
+def _attempt_fields(raw: str) -> dict[str, Any]:
+    """The fields of an attempt line; `ValueError` shows the shape it should have."""
+    shape = "`<id> <agent> <outcome> <duration>s [key=value ...] [error: ...]`"
+    head: list[Any] = []
+    at = 0
+    while len(head) < 4:
+        value, at = _word(raw, at, raw)
+        head.append(value)
+    duration = str(head[3])
+    try:
+        if not duration.endswith("s") or not isinstance(head[2], str):
+            raise ValueError
+        seconds = float(duration[:-1])
+    except ValueError:
+        raise ValueError(f"Attempts: {raw!r} is not {shape}") from None
+    fields: dict[str, Any] = {
+        "id": head[0], "agent": head[1], "outcome": head[2], "duration_s": seconds,
+    }
+    while at < len(raw):
+        if raw.startswith("error: ", at):
+            fields["error"] = _untext(raw[at + len("error: "):])
+            break
+        key = _KEY.match(raw, at)
+        name = None if key is None else _ATTEMPT_FIELDS.get(key.group(1))
+        if key is None or name is None or name in _ATTEMPT_HEAD:
+            raise ValueError(f"Attempts: {raw!r}: cannot read {raw[at:].split(' ', 1)[0]!r}; "
+                             f"an attempt reads {shape}")
+        if key.group(2):
+            quoted = raw.startswith(('"', "["), key.end())
+            value, at = _word(raw, key.end(), raw)
+            fields[name] = value if quoted else _attempt_unvalue(name, value)
+        else:
+            fields[name] = True
+            at = _next(raw, key.end(), raw)
+    return fields
+
+
+def _word(text: str, at: int, raw: str) -> tuple[Any, int]:
+    """The token or JSON value at `at`, and where the next one starts."""
+    if text.startswith(('"', "["), at):
+        try:
+            value, end = _JSON.raw_decode(text, at)
+        except ValueError:
+            raise ValueError(f"Attempts: {raw!r}: not valid JSON at column {at + 1}") from None
+        return value, _next(text, end, raw)
+    end = text.find(" ", at)
+    end = len(text) if end < 0 else end
+    if end == at:
+        raise ValueError(
+            f"Attempts: {raw!r} is not `<id> <agent> <outcome> <duration>s [key=value ...] "
+            "[error: ...]`"
+        )
+    return text[at:end], _next(text, end, raw)
+
+
+def _next(text: str, end: int, raw: str) -> int:
+    if end < len(text) and text[end] != " ":
+        raise ValueError(f"Attempts: {raw!r}: expected a space at column {end + 1}")
+    return end + 1 if end < len(text) else end
+
+
+def _attempt_unvalue(name: str, token: str) -> Any:
+    """A bare token: a number, bool or null as JSON reads it, a list split at commas, else text."""
+    if _is_json(token):
+        return json.loads(token)
+    is_list = get_origin(AttemptRecord.model_fields[name].annotation) is list
+    return token.split(",") if is_list else token
 
 
 def _parse_usage(raw: str) -> Usage:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 from actors import DelegationRefused as _ChildDelegationRefused
 
 __all__ = [
@@ -11,6 +14,7 @@ __all__ = [
     "UnknownAgent",
     "UnknownDelegation",
     "ZeusStopped",
+    "did_you_mean",
 ]
 
 
@@ -42,3 +46,9 @@ class DelegationRefused(SupervisorError, _ChildDelegationRefused):
 
 class ZeusStopped(SupervisorError):
     """The supervisor was stopped; it takes no new delegations."""
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the known name closest to `name`, else an empty string."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

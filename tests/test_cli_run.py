@@ -19,8 +19,9 @@ from actors import Brief, Status, Summary
 from supervisor import Routing, Zeus
 from supervisor import journal as jr
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK
-from supervisor.cli.live import LiveTree, bar, describe
+from supervisor.cli.live import LiveTree, bar
 from supervisor.cli.main import build_parser, main
+from supervisor.cli.render import describe
 
 PLANS = Path(__file__).resolve().parent / "fixtures" / "plans"
 ROUTING = PLANS / "routing.yml"

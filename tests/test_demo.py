@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from supervisor import Routing
 from supervisor import journal as jr
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK
+from supervisor.cli.commands import demo as demo_cmd
 from supervisor.cli.commands.demo import DEMO_AGENTS, demo_routing, scenarios
+from supervisor.cli.live import open_journal
 from supervisor.cli.main import main
 from supervisor.routing import DEFAULT_ROUTING
 
@@ -123,3 +127,47 @@ def test_demo_refuses_a_journal_it_cannot_write(
     code = main(["demo", "--log", str(tmp_path)])  # a directory
     assert code == EXIT_BAD_INPUT
     assert "cannot write the journal" in capsys.readouterr().err
+
+
+def screen(text: str, width: int, height: int) -> list[str]:
+    """The last `height` rows a terminal `width` columns wide shows of `text`."""
+    rows: list[str] = []
+    for line in text.splitlines():
+        rows += [line[i:i + width] for i in range(0, max(len(line), 1), width)]
+    return rows[-height:]
+
+
+@pytest.mark.process
+@pytest.mark.parametrize(("width", "height"), [(80, 24), (160, 50)])
+def test_the_demo_ends_with_the_whole_tree_in_view_on_a_small_and_a_large_terminal(
+    tmp_path: Path, width: int, height: int
+) -> None:
+    out = Console(
+        file=io.StringIO(), width=width, height=height, force_terminal=True, record=True,
+        color_system=None,
+    )
+    log = tmp_path / "demo.jsonl"
+    journal = open_journal(log)
+    try:
+        code = demo_cmd._demo(
+            demo_routing(Routing.load(DEFAULT_ROUTING)), journal, log, tmp_path, out
+        )
+    finally:
+        journal.close()
+
+    shown = screen(out.export_text(), width, height)
+    assert code == EXIT_OK
+    run = jr.load(log).run
+    head = next(
+        i for i, row in enumerate(shown)
+        if row.startswith(f"zeus: 0 open, {len(run.delegations)} settled")
+    )
+    legend = next(i for i, row in enumerate(shown) if row.startswith("✔ completed  ◐ partial"))
+    tree = shown[head + 1:legend]
+    assert len(run.delegations) >= 8  # the scenarios and what athena delegated
+    for d in run.delegations.values():  # every delegation, with its mark and status in view
+        assert [row for row in tree if f" {d.id} " in row and d.status in row], d.id
+    assert shown[-1].startswith("zeus demo took")
+    assert all(len(row.rstrip()) <= width for row in tree)
+    if height >= 50:  # room for every attempt too
+        assert sum("-a1 " in row for row in tree) == len(run.delegations)

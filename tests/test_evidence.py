@@ -11,7 +11,7 @@ import pytest
 from actors import Brief, Context, Status, Summary, TransientError
 from actors.clock import FakeClock
 from supervisor import Routing, RoutingError
-from supervisor.cli.commands.tree import attempt_label, evidence
+from supervisor.cli.render import attempt_label, evidence
 from supervisor.journal import replay as jr
 from tests.conftest import Recorder, ZeusFactory
 

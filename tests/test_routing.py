@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from supervisor import AgentPolicy, Routing, RoutingError, UnknownAgent
+from supervisor.examples.faulty import flaky
 from supervisor.routing import Backoff
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,12 +169,12 @@ def test_an_unknown_agent_is_refused_naming_the_agents_that_exist(tmp_path: Path
 def test_resolve_work_imports_the_entrypoint_once(tmp_path: Path) -> None:
     path, _ = write(tmp_path, """
         agents:
-          dumper: {entrypoint: "json:dumps"}
+          dumper: {entrypoint: "supervisor.examples.faulty:flaky"}
           nested: {entrypoint: "json:JSONEncoder.encode"}
           plain: {}
     """)
     routing = Routing.load(path)
-    assert routing.resolve_work("dumper") is json.dumps
+    assert routing.resolve_work("dumper") is flaky
     assert routing.resolve_work("dumper") is routing.resolve_work("dumper")
     assert routing.resolve_work("nested") is json.JSONEncoder.encode
     assert routing.resolve_work("plain") is None
@@ -349,6 +350,8 @@ def test_a_delegation_target_that_is_no_agent_is_refused(tmp_path: Path) -> None
         ("json:no_such_function", "'json' has no attribute 'no_such_function'"),
         ("string:ascii_letters", "which is a str; allowed: a callable"),
         ("json.dumps", "allowed: 'pkg.module:function'"),
+        ("json:loads", "loads(s, *, cls=None"),
+        ("json:loads", "cannot be called as work(brief, ctx) (too many positional arguments)"),
     ],
 )
 def test_an_entrypoint_that_does_not_resolve_is_refused(
@@ -378,7 +381,7 @@ def test_an_agent_with_both_entrypoint_and_command_is_refused(tmp_path: Path) ->
     message, path, _ = problems(tmp_path, """
         agents:
           talos:
-            entrypoint: "json:dumps"
+            entrypoint: "supervisor.examples.faulty:flaky"
             command: [python, -V]
     """)
     assert_names(message, path, 2, "agents.talos", "give either `entrypoint` or `command`")

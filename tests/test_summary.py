@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from actors import AttemptOutcome, AttemptRecord, Status, Summary, Usage
+from supervisor.core.state import grouped
 
 # Strings that look like the format itself, or that plain text cannot carry on one line.
 TRICKY = [
@@ -150,7 +153,7 @@ def test_values_that_are_not_plain_text_are_written_as_json_on_one_line() -> Non
     assert 'Scope: "two\\nlines"' in text
     assert 'Output: {"files": ["a.py"], "ok": true}' in text
     assert '- "42"\n- 42\n' in text
-    assert '- {"id": "an id with spaces", "agent": "hermes", "outcome": "completed"}' in text
+    assert '- "an id with spaces" hermes completed 0s\n' in text
     assert 'Error: "\\"quoted\\""' in text
     assert Summary.parse(text) == summary
 
@@ -281,3 +284,91 @@ def test_an_attempts_evidence_survives_render_and_parse() -> None:
     text = summary.render()
     assert "tool_calls=14 last_tool=pytest" in text
     assert Summary.parse(text) == summary
+def test_every_attempt_is_written_in_the_one_text_shape_whatever_its_names_hold() -> None:
+    attempts = [
+        AttemptRecord(id="hang-1-a1", agent="hang", outcome=AttemptOutcome.timeout,
+                      duration_s=2.5, pid=8365, killed="terminate",
+                      losing_causes=["child:cancelled", "budget_exceeded"],
+                      error="deadline of 2 s passed"),
+        AttemptRecord(id="x-1-a2", agent="an agent", outcome=AttemptOutcome.error,
+                      losing_causes=["a, b", ""], fenced=True, killed="error: no",
+                      error="ValueError: boom\nTraceback (most recent call last):"),
+    ]
+    summary = Summary(id="x-1", agent="x", scope="s", status=Status.failed, attempts=attempts)
+
+    text = summary.render()
+
+    assert "- hang-1-a1 hang timeout 2.5s pid=8365 losing=child:cancelled,budget_exceeded " \
+           "killed=terminate error: deadline of 2 s passed\n" in text
+    assert '- x-1-a2 "an agent" error 0s losing=["a, b", ""] fenced killed="error: no" ' \
+           'error: "ValueError: boom\\nTraceback (most recent call last):"\n' in text
+    assert not [line for line in text.splitlines() if line.startswith("- {")]
+    assert Summary.parse(text) == summary
+
+
+def test_an_attempt_written_as_json_by_an_older_zeus_still_parses() -> None:
+    text = ("<subtask_summary>\nStatus: failed\nAgent: a\nScope: s\nAttempts:\n"
+            '- {"id": "a-1-a1", "agent": "a", "outcome": "error", "losing_causes": ["x:y"]}\n'
+            "</subtask_summary>")
+
+    (attempt,) = Summary.parse(text).attempts
+
+    assert (attempt.id, attempt.losing_causes) == ("a-1-a1", ["x:y"])
+
+
+def test_a_failed_summary_says_type_and_message_with_the_traceback_indented_beneath() -> None:
+    error = (
+        "ValueError: bad input\n"
+        "Traceback (most recent call last):\n"
+        '  File "work.py", line 3, in work\n'
+        "    raise ValueError('bad input')\n"
+        "ValueError: bad input"
+    )
+    summary = Summary(id="a-1", agent="a", scope="s", status=Status.failed, error=error)
+
+    text = summary.render()
+
+    assert (
+        "Error: ValueError: bad input\n"
+        "    Traceback (most recent call last):\n"
+        '      File "work.py", line 3, in work\n'
+        "        raise ValueError('bad input')\n"
+        "    ValueError: bad input\n"
+    ) in text
+    assert "\\n" not in text
+    assert Summary.parse(text) == summary
+
+
+@pytest.mark.parametrize(
+    "error", [" edge space\nx", "a\r\nb", "a\n</subtask_summary>", "ends with a break\n"]
+)
+def test_an_error_that_indenting_would_change_is_written_as_json(error: str) -> None:
+    summary = Summary(id="a-1", agent="a", scope="s", status=Status.failed, error=error)
+
+    text = summary.render()
+
+    assert f"Error: {json.dumps(error, ensure_ascii=False)}" in text
+    assert Summary.parse(text) == summary
+
+
+def test_partials_repeated_in_a_row_are_written_once_with_a_count() -> None:
+    partials = ["hotfix: checking 61 file(s)", "hotfix: checking 61 file(s)", {"a": 1}, {"a": 1},
+                {"a": 1}, "clean", "ends (2 times)"]
+    summary = Summary(id="a-1", agent="a", scope="s", status=Status.partial,
+                      partial_results=partials)
+
+    text = summary.render()
+
+    assert (
+        "Partial results:\n"
+        "- hotfix: checking 61 file(s) (2 times)\n"
+        '- {"a": 1} (3 times)\n'
+        "- clean\n"
+        '- "ends (2 times)"\n'
+    ) in text
+    assert Summary.parse(text) == summary
+
+
+def test_a_retry_s_repeated_partials_are_grouped_in_order_of_first_appearance() -> None:
+    assert grouped(["start", "scan", "start", "scan", "f1", {"b": 1, "a": 2}, {"a": 2, "b": 1}]) \
+        == ["start", "start", "scan", "scan", "f1", {"b": 1, "a": 2}, {"a": 2, "b": 1}]

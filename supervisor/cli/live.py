@@ -17,7 +17,6 @@ the redraw runs in rich's refresh thread. Both take the same lock.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 from collections.abc import Iterator
@@ -27,30 +26,32 @@ from typing import IO, TYPE_CHECKING, Any
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.text import Text
-from rich.tree import Tree
 
 from actors import Summary
 from supervisor import journal as jr
-from supervisor.cli.commands.tree import attempt_label, delegation_label, event_line, status_mark
+from supervisor.cli.render import (
+    Row,
+    delegation_status,
+    describe,
+    first_line,
+    fit,
+    legend,
+    num,
+    plain_attempt,
+    plain_lines,
+    rows,
+    settled_label,
+    tree_of,
+)
 from supervisor.errors import SupervisorError
+from supervisor.journal.events import JournalFile
 
 if TYPE_CHECKING:
     from supervisor.core.zeus import Zeus
 
-__all__ = ["LiveTree", "bar", "describe", "open_journal"]
+__all__ = ["LiveTree", "bar", "open_journal"]
 
 _BAR_WIDTH = 16
-_QUIET = {"message.dropped"}  # bookkeeping, not news: kept in the journal, not printed
-
-
-def open_journal(path: str | Path) -> IO[str]:
-    """`path` opened for appending events; `SupervisorError` says why it cannot be."""
-    try:
-        return Path(path).open("a", encoding="utf-8")
-    except OSError as exc:
-        raise SupervisorError(
-            f"cannot write the journal {str(path)!r}: {exc.strerror}; give a writable path"
-        ) from None
 
 
 def bar(elapsed: float, limit: float, *, width: int = _BAR_WIDTH, plain: bool = False) -> Text:
@@ -66,80 +67,14 @@ def bar(elapsed: float, limit: float, *, width: int = _BAR_WIDTH, plain: bool = 
     return text
 
 
-def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _s(value: Any) -> str:
-    number = _num(value)
-    return "?" if number is None else f"{number:.2f}s"
-
-
-def _first_line(text: Any, limit: int = 100) -> str:
-    line = str(text).strip().split("\n", 1)[0]
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def describe(event: dict[str, Any]) -> str | None:
-    """What an event says, in words, for one line of plain output (None: not worth a line)."""
-    name = event.get("event")
-    e = event
-    if name in _QUIET:
-        return None
-    if name == "zeus.started":
-        return f"zeus started (pid {e.get('pid')}, routing {e.get('routing') or 'none'})"
-    if name == "zeus.stopped":
-        return "zeus stopped"
-    if name == "delegation.dispatched":
-        policy: dict[str, Any] = e["policy"] if isinstance(e.get("policy"), dict) else {}
-        extras = [f"timeout {_num(e.get('timeout_s')) or 0:g}s"]
-        if policy.get("isolation") == "process" or policy.get("command"):
-            extras.append("process")
-        if e.get("parent_id"):
-            extras.append(f"delegated by {e['parent_id']}")
-        return f'to {e.get("agent")}: "{_first_line(e.get("scope"), 70)}" ({", ".join(extras)})'
-    if name == "attempt.started":
-        pid = f", pid {e['pid']}" if e.get("pid") else ""
-        return (
-            f"attempt {e.get('attempt')} on {e.get('agent')} started{pid}, "
-            f"deadline in {_s(e.get('deadline_s'))}"
-        )
-    if name == "attempt.heartbeat":
-        note = f": {_first_line(e['note'], 70)}" if e.get("note") else ""
-        return f"alive, progress {e.get('progress')}{note}"
-    if name == "attempt.stale":
-        return f"no progress: stale after {_s(e.get('elapsed_s'))}"
-    if name == "attempt.timed_out":
-        return f"deadline passed after {_s(e.get('elapsed_s'))}; stopping it"
-    if name == "attempt.budget_exceeded":
-        return f"over budget ({e.get('limit')}); stopping it"
-    if name == "attempt.killed":
-        return f"stopped ({e.get('how')}) in {_s(e.get('latency_s'))}"
-    if name == "attempt.fenced":
-        return f"fenced: {e.get('reason')}"
-    if name == "attempt.completed":
-        return f"completed after {_s(e.get('duration_s'))}"
-    if name == "attempt.failed":
-        error = f": {_first_line(e['error'])}" if e.get("error") else ""
-        return f"ended {e.get('outcome')} after {_s(e.get('duration_s'))}{error}"
-    if name == "retry.scheduled":
-        return f"retry in {_s(e.get('backoff_s'))} as {e.get('next_attempt_id')}"
-    if name == "fallback.dispatched":
-        return f"fallback {e.get('from')} -> {e.get('to')}"
-    if name == "delegation.cancel_requested":
-        return f"cancel requested: {e.get('reason')}"
-    if name == "delegation.settled":
-        kind = f" ({e['timeout_kind']})" if e.get("timeout_kind") else ""
-        return (
-            f"settled {str(e.get('status')).upper()}{kind} after {_s(e.get('duration_s'))}, "
-            f"{e.get('attempts')} attempt(s)"
-        )
-    if name == "supervisor.intensity_exceeded":
-        return (
-            f"restart intensity exceeded: {e.get('restarts')} restarts within "
-            f"{e.get('within_s')}s; no more restarts"
-        )
-    return event_line(event)
+def open_journal(path: str | Path) -> IO[str]:
+    """`path` opened for appending events; `SupervisorError` says why it cannot be."""
+    try:
+        return Path(path).open("a", encoding="utf-8")
+    except OSError as exc:
+        raise SupervisorError(
+            f"cannot write the journal {str(path)!r}: {exc.strerror}; give a writable path"
+        ) from None
 
 
 class LiveTree:
@@ -159,7 +94,7 @@ class LiveTree:
         transient: bool = False,
     ) -> None:
         self._console = console
-        self._file = journal
+        self._file = None if journal is None else JournalFile(journal, owned=False)
         self._refresh = refresh_per_second
         self._transient = transient
         self._lock = threading.RLock()
@@ -183,12 +118,17 @@ class LiveTree:
         """The log target: record the event, journal it, print it when the output is plain."""
         with self._lock:
             self._journal.apply(event)
-            ts = _num(event.get("ts"))
+            ts = num(event.get("ts"))
             if self._t0 is None and ts is not None:
                 self._t0 = ts
             self._write(event)
             if self._console is not None and not self._console.is_terminal:
                 self._print_line(event, ts)
+
+    def summaries(self) -> list[Summary]:
+        """The summaries kept so far (`add_summary`), in the order they settled."""
+        with self._lock:
+            return list(self._summaries.values())
 
     def add_summary(self, summary: Summary) -> None:
         """Keep a settled delegation's summary (its partial results and usage show in the tree)."""
@@ -199,8 +139,7 @@ class LiveTree:
         if self._file is None or self.write_error is not None:
             return
         try:
-            self._file.write(json.dumps(event, default=str) + "\n")
-            self._file.flush()
+            self._file.write_event(event)
         except (OSError, ValueError) as exc:  # a full disk, a closed file: stop journalling
             self.write_error = f"the journal stopped being written: {exc}"
 
@@ -239,7 +178,8 @@ class LiveTree:
         """Runs in rich's refresh thread: a fresh snapshot, then the tree. Never raises."""
         try:
             self._poll()
-            return self.render()
+            height = None if self._console is None else self._console.size.height - 1
+            return self.render(height)
         except Exception as exc:  # noqa: BLE001 - a failed frame must not end the display
             return Text(f"(the live view could not draw: {exc})", style="red")
 
@@ -303,7 +243,7 @@ class LiveTree:
         label = Text(f"… {d.id} {agents}: {state}", style="cyan bold")
         live = _live_attempt(node)
         if live is not None:
-            elapsed, limit = _num(live.get("elapsed_s")) or 0.0, _num(live.get("timeout_s"))
+            elapsed, limit = num(live.get("elapsed_s")) or 0.0, num(live.get("timeout_s"))
             if limit:
                 label.append("  ")
                 label.append_text(bar(elapsed, limit, plain=plain))
@@ -311,20 +251,17 @@ class LiveTree:
         if extras:
             label.append("  " + ", ".join(extras), style="cyan")
         if d.scope:
-            label.append(f'  "{_first_line(d.scope, 60)}"', style="dim")
+            label.append(f'  "{first_line(d.scope, 60)}"', style="dim")
         return label
 
     def _attempt_label(self, a: jr.Attempt, d: jr.Delegation) -> Text:
-        if a.ended:
-            style = "dim" if a.outcome == "completed" else "dim red"
-            return Text(attempt_label(a), style=style)
-        live = _live_attempt(self._live_nodes.get(d.id))
+        live = None if a.ended else _live_attempt(self._live_nodes.get(d.id))
         if live is None or live.get("id") != a.id:
-            return Text(attempt_label(a), style="dim")
+            return plain_attempt(a, d)
         head = " ".join(x for x in (a.id, a.agent, f"pid {a.pid}" if a.pid else None) if x)
         text = Text(f"{head}: {live.get('state', 'running')}", style="cyan")
         progress = live.get("progress")
-        ago = _num(live.get("last_progress_s_ago"))
+        ago = num(live.get("last_progress_s_ago"))
         if isinstance(progress, int) and progress < 0:
             text.append(", starting")
         else:
@@ -335,9 +272,9 @@ class LiveTree:
             last = live.get("in_tool") or live.get("last_tool")
             where = "in" if live.get("in_tool") else "last:"
             text.append(f", {calls} tool call{'' if calls == 1 else 's'}"
-                        + (f", {where} {_first_line(last, 40)}" if last else ""))
+                        + (f", {where} {first_line(last, 40)}" if last else ""))
         if a.note:
-            text.append(f"  {_first_line(a.note, 50)}", style="dim")
+            text.append(f"  {first_line(a.note, 50)}", style="dim")
         return text
 
     def _head(self, run: jr.Run) -> Text:
@@ -360,66 +297,61 @@ class LiveTree:
             text += ", stopped"
         return Text(text, style="bold")
 
-    def render(self) -> RenderableType:
-        """The whole tree as rich renderables (settled and open delegations alike)."""
+    def _label(self, d: jr.Delegation, run: jr.Run, plain: bool) -> Text:
+        if not d.settled:
+            return self._open_label(d, plain)
+        text = settled_label(d, run, self._extras(d))
+        return text
+
+    def _rows(self, run: jr.Run, height: int | None, plain: bool) -> list[Row]:
+        """The rows of `run` at the richest detail that fits `height` rows (None: all)."""
+
+        def count(detail: int) -> int:
+            return len(rows(run, detail, label=lambda d: Text(), attempt=lambda a, d: Text()))
+
+        detail = fit(count, height)
+        return rows(
+            run,
+            detail,
+            label=lambda d: self._label(d, run, plain),
+            attempt=self._attempt_label,
+        )
+
+    def render(self, height: int | None = None) -> RenderableType:
+        """The whole tree as rich renderables, in at most `height` lines when it is given.
+
+        Rows never wrap (what does not fit the width ends in an ellipsis); when the
+        tree is taller than `height`, settled delegations drop their attempts, then
+        settled subtrees fold into one row each, so that what is open stays in view.
+        """
         with self._lock:
             run = self._journal.run
-            root = Tree(self._head(run))
-
-            def walk(d: jr.Delegation, node: Tree) -> None:
-                if d.settled:
-                    label, status = delegation_label(d, run)
-                    mark, style = status_mark(status)
-                    text = Text(f"{mark} {label}", style=style)
-                    extras = self._extras(d)
-                    if extras:
-                        text.append("  " + ", ".join(extras), style="dim")
-                else:
-                    text = self._open_label(d, plain=False)
-                branch = node.add(text)
-                for a in d.attempts:
-                    branch.add(self._attempt_label(a, d))
-                for child in d.children:
-                    walk(child, branch)
-
-            for d in run.roots:
-                walk(d, root)
+            budget = None if height is None else max(1, height - 2)  # the head and the legend
+            root = tree_of(self._head(run), self._rows(run, budget, plain=False))
             if not run.delegations:
                 root.add(Text("(no delegations yet)", style="dim"))
-            return Group(root)
+                return Group(root)
+            statuses = {delegation_status(d, run) for d in run.delegations.values()}
+            return Group(root, legend(statuses))
 
     def render_plain(self) -> str:
         """The whole tree as indented plain text: no colours, no box drawing."""
         with self._lock:
             run = self._journal.run
-            lines = [self._head(run).plain]
+            lines = plain_lines(self._head(run), self._rows(run, None, plain=True))
+            statuses = {delegation_status(d, run) for d in run.delegations.values()}
+            return "\n".join([*lines, legend(statuses).plain] if statuses else lines)
 
-            def walk(d: jr.Delegation, depth: int) -> None:
-                pad = "  " * depth
-                if d.settled:
-                    label, status = delegation_label(d, run)
-                    text = f"{status_mark(status)[0]} {label}"
-                    extras = self._extras(d)
-                    if extras:
-                        text += "  " + ", ".join(extras)
-                else:
-                    text = self._open_label(d, plain=True).plain
-                lines.append(pad + text)
-                lines.extend(f"{pad}  - {self._attempt_label(a, d).plain}" for a in d.attempts)
-                for child in d.children:
-                    walk(child, depth + 1)
+    def print_tree(self, height: int | None = None) -> None:
+        """Print the tree once, as it stands (rich on a terminal, plain elsewhere).
 
-            for d in run.roots:
-                walk(d, 1)
-            return "\n".join(lines)
-
-    def print_tree(self) -> None:
-        """Print the tree once, as it stands (rich on a terminal, plain elsewhere)."""
+        `height`: at most this many lines on a terminal (None: every row).
+        """
         if self._console is None:
             return
         self._poll()
         if self._console.is_terminal:
-            self._console.print(self.render())
+            self._console.print(self.render(height))
         else:
             self._console.print(Text(self.render_plain()), soft_wrap=True)
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from supervisor.errors import SupervisorError
 from supervisor.routing import AgentPolicy, Routing
+from supervisor.routing.entrypoints import signature_problem
 
 __all__ = ["Registry"]
 
@@ -26,6 +27,9 @@ class Registry:
     ) -> None:
         if not callable(work):
             raise SupervisorError(f"register({agent!r}, ...) needs a callable work function")
+        problem = signature_problem(work)
+        if problem is not None:
+            raise SupervisorError(f"register({agent!r}, ...): {problem}")
         with self._lock:
             if policy is not None or agent not in self.routing.agents:
                 self.routing = self.routing.with_agent(agent, policy)

@@ -7,6 +7,8 @@ snapshot node, an attempt's error line.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -137,7 +139,7 @@ def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summar
         changes=list(report.changes),
         validation=validation,
         risks=risks,
-        partial_results=list(d.partials),
+        partial_results=grouped(d.partials),
         attempts=list(d.attempts),
         usage=d.usage,
         error=error,
@@ -202,3 +204,19 @@ def attempt_error(a: Attempt, outcome: AttemptOutcome, finished: Finished | None
     if stopped and own:
         return f"{stopped}; the child then reported {own}"
     return stopped or own or (None if finished else "the child never reported back")
+
+
+def grouped(values: Iterable[Any]) -> list[Any]:
+    """`values` with equal ones side by side, in order of first appearance.
+
+    A retry starts over and reports what the attempt before it had already found;
+    side by side, the summary writes each such result once with a count.
+    """
+    groups: dict[str, list[Any]] = {}
+    for value in values:
+        try:
+            key = json.dumps(value, sort_keys=True, default=repr)
+        except (TypeError, ValueError):  # keys JSON cannot sort, circular values
+            key = repr(value)
+        groups.setdefault(key, []).append(value)
+    return [value for group in groups.values() for value in group]

@@ -56,9 +56,7 @@ def spendthrift(brief: Brief, ctx: Context) -> Report:
     """Charge `calls=1, input_tokens, output_tokens` every `interval_s` until stopped.
 
     A budget cap makes Zeus cancel it; it stops on its own after `max_charges`
-    (default 10 000) so that an unbudgeted run still ends. With `then_hang_s` it
-    then blocks that long without a Context call: deaf to the stop, so the stop's
-    grace runs out before it ends (how the demo holds a race open).
+    (default 10 000) so that an unbudgeted run still ends.
     """
     opts = _inputs(brief)
     interval = float(opts.get("interval_s", 0.01))
@@ -73,13 +71,10 @@ def spendthrift(brief: Brief, ctx: Context) -> Report:
             output_tokens=tokens_out,
             cost=price(tokens_in, tokens_out, "high"),
         )
-        if interval and n < max_charges:
+        if interval:
             ctx.sleep(interval)
         if n % 10 == 0:
             ctx.heartbeat(f"{n} calls charged")
-    hang_s = float(opts.get("then_hang_s", 0))
-    if hang_s:
-        time.sleep(hang_s)
     return Report(
         output={"charges": max_charges}, risks=[f"no budget stopped {max_charges} charges"]
     )

@@ -22,7 +22,7 @@ import structlog
 from supervisor.errors import SupervisorError
 from supervisor.journal.streams import Subscriptions
 
-__all__ = ["EventLog", "LogTarget"]
+__all__ = ["EventLog", "JournalFile", "LogTarget"]
 
 _log = logging.getLogger("supervisor")
 
@@ -34,8 +34,13 @@ class _LoggerLike(Protocol):
 LogTarget = str | Path | IO[str] | _LoggerLike | Callable[[dict[str, Any]], None] | None
 
 
-class _JournalFile:
-    """A structlog "logger" that appends one line per event and flushes it."""
+class JournalFile:
+    """The one JSONL writer: one line per event, flushed, safe from any thread.
+
+    Zeus's own event log writes through it (as a structlog "logger": `msg`),
+    and so does the live view (`write_event`). Write errors (a full disk, a
+    closed file) propagate; the caller decides what to do with them.
+    """
 
     def __init__(self, stream: IO[str], *, owned: bool) -> None:
         self._stream = stream
@@ -49,6 +54,10 @@ class _JournalFile:
 
     info = msg
 
+    def write_event(self, event: dict[str, Any]) -> None:
+        """`event` as one JSON line (values JSON cannot hold written as text)."""
+        self.msg(_dumps(event))
+
     def close(self) -> None:
         if self._owned:
             with self._lock:
@@ -60,7 +69,7 @@ class EventLog:
 
     def __init__(self, target: LogTarget, wall: Callable[[], float]) -> None:
         self._wall = wall
-        self._journal: _JournalFile | None = None
+        self._journal: JournalFile | None = None
         self._host: _LoggerLike | None = None
         self._sink: Callable[[dict[str, Any]], None] | None = None
         if target is None:
@@ -73,9 +82,9 @@ class EventLog:
                     f"cannot write the event log {str(target)!r}: {exc.strerror}; "
                     "give a writable path or log=None"
                 ) from None
-            self._journal = _JournalFile(stream, owned=True)
+            self._journal = JournalFile(stream, owned=True)
         elif hasattr(target, "write"):
-            self._journal = _JournalFile(cast(IO[str], target), owned=False)
+            self._journal = JournalFile(cast(IO[str], target), owned=False)
         elif hasattr(target, "info"):
             self._host = cast(_LoggerLike, target)
         elif callable(target):

@@ -13,12 +13,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Attempt", "Delegation", "Event", "Journal", "Run", "TimeoutEntry"]
+__all__ = ["Attempt", "Delegation", "Event", "Journal", "Run", "TimeoutEntry", "num"]
 
 Event = dict[str, Any]
 
 
-def _num(value: Any) -> float | None:
+def num(value: Any) -> float | None:
+    """`value` as a float when it is a number (not a bool), else None."""
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
@@ -190,7 +191,7 @@ class Journal:
         run.events += 1
         if run.first_line is None:
             run.first_line = line
-        ts = _num(event.get("ts"))
+        ts = num(event.get("ts"))
         if ts is not None:
             run.last_ts = ts if run.last_ts is None else max(run.last_ts, ts)
         if name == "zeus.started":
@@ -252,7 +253,7 @@ def _dispatched(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float 
     d.scope = _str(e.get("scope"))
     d.depth = _int(e.get("depth"))
     d.policy = e["policy"] if isinstance(e.get("policy"), dict) else {}
-    d.timeout_s = _num(e.get("timeout_s")) or _num(d.policy.get("timeout_s"))
+    d.timeout_s = num(e.get("timeout_s")) or num(d.policy.get("timeout_s"))
     d.dispatched_ts = ts
 
 
@@ -261,8 +262,8 @@ def _started(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | N
         return
     a.number = _int(e.get("attempt"))
     a.pid = _int(e.get("pid"))
-    a.pid_start_time = _num(e.get("pid_start_time"))
-    a.deadline_s = _num(e.get("deadline_s"))
+    a.pid_start_time = num(e.get("pid_start_time"))
+    a.deadline_s = num(e.get("deadline_s"))
     a.started_ts = ts
 
 
@@ -275,7 +276,7 @@ def _heartbeat(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float |
 def _timed_out(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | None) -> None:
     if a is None:
         return
-    elapsed = _num(e.get("elapsed_s"))
+    elapsed = num(e.get("elapsed_s"))
     stale = e.get("event") == "attempt.stale"
     if stale:
         a.stale_after_s = elapsed
@@ -296,7 +297,7 @@ def _budget(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | No
 def _killed(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | None) -> None:
     if a is not None:
         a.killed = _str(e.get("how"))
-        a.kill_latency_s = _num(e.get("latency_s"))
+        a.kill_latency_s = num(e.get("latency_s"))
         a.pid = a.pid if a.pid is not None else _int(e.get("pid"))
 
 
@@ -310,7 +311,7 @@ def _ended(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | Non
     if a is None:
         return
     a.ended_ts = ts
-    a.duration_s = _num(e.get("duration_s"))
+    a.duration_s = num(e.get("duration_s"))
     if e.get("event") == "attempt.completed":
         a.outcome = "completed"
     else:
@@ -329,7 +330,7 @@ def _then(run: Run, d: Delegation, what: str) -> None:
 
 
 def _retry(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | None) -> None:
-    backoff = _num(e.get("backoff_s"))
+    backoff = num(e.get("backoff_s"))
     step = f"retry in {backoff:.2f}s" if backoff is not None else "retry"
     nxt = _str(e.get("next_attempt_id"))
     if a is not None:
@@ -352,7 +353,7 @@ def _cancel(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | No
 def _settled(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | None) -> None:
     d.status = _str(e.get("status")) or "unknown"
     d.settled_ts = ts
-    d.duration_s = _num(e.get("duration_s"))
+    d.duration_s = num(e.get("duration_s"))
     d.error = _str(e.get("error"))
     d.timeout_kind = _str(e.get("timeout_kind"))
     _then(run, d, f"settled {d.status}")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["EntrypointError", "import_entrypoint"]
+__all__ = ["EntrypointError", "import_entrypoint", "signature_problem"]
 
 _ENTRYPOINT = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
@@ -44,4 +45,28 @@ def import_entrypoint(spec: str) -> Callable[..., Any]:
             f"found {spec!r}, which is a {type(target).__name__}; allowed: a callable "
             "(a work function taking a brief and a context)"
         )
+    problem = signature_problem(target)
+    if problem is not None:
+        raise EntrypointError(f"found {spec!r}, but {problem}")
     return target  # type: ignore[no-any-return]
+
+
+def signature_problem(work: Callable[..., Any]) -> str | None:
+    """Why `work` cannot be called as `work(brief, ctx)`, or None when it can (or cannot be told).
+
+    Runs where the function is registered or its entrypoint is imported, so a
+    wrong signature is refused there rather than failing every attempt later.
+    """
+    try:
+        signature = inspect.signature(work)
+    except (TypeError, ValueError):  # a builtin without a signature: it is given the benefit
+        return None
+    try:
+        signature.bind(None, None)
+    except TypeError as exc:
+        name = getattr(work, "__qualname__", None) or type(work).__name__
+        return (
+            f"{name}{signature} cannot be called as work(brief, ctx) ({exc}); "
+            "a work function takes two positional arguments: the brief and the context"
+        )
+    return None

@@ -29,7 +29,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import models_json_schema
 
-from supervisor.errors import RoutingError, UnknownAgent
+from supervisor.errors import RoutingError, UnknownAgent, did_you_mean
 from supervisor.routing.bounded import BoundExceeded, load_bounded, read_bounded
 from supervisor.routing.entrypoints import EntrypointError, import_entrypoint
 from supervisor.routing.lines import KeyPath, Lines, Loader, yaml_problem
@@ -73,6 +73,7 @@ __all__ = [
     "Routing",
     "ShutdownPolicy",
     "SupervisorPolicy",
+    "deep_merge",
 ]
 
 _FILE_KEYS = ("version", "defaults", "supervisor", "agents")
@@ -122,7 +123,8 @@ class Routing(Frozen):
             return self.agents[name]
         except KeyError:
             raise UnknownAgent(
-                f"unknown agent {name!r}: routing defines {sorted(self.agents) or 'no agents'}; "
+                f"unknown agent {name!r}{did_you_mean(name, self.agents)}: routing defines "
+                f"{sorted(self.agents) or 'no agents'}; "
                 "add it to routing.yml or zeus.register() it"
             ) from None
 
@@ -374,7 +376,7 @@ def _positive(value: Any) -> bool:
 
 
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    """`base` with `over`'s keys on top, nested mappings merged key by key."""
+    """`base` with `over` on top; mappings in both are merged key by key, the rest replaced."""
     out = dict(base)
     for key, value in over.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):

@@ -24,6 +24,7 @@ from rich.text import Text
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_INCOMPLETE",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "Command",
     "console",
@@ -33,6 +34,7 @@ __all__ = [
 EXIT_OK = 0
 EXIT_INCOMPLETE = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shell tools end after Ctrl-C
 
 
 class Command(Protocol):

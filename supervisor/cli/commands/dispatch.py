@@ -1,7 +1,8 @@
-"""`zeus dispatch AGENT "scope" [--routing F] [--partial-ok] [--timeout S] [--json] [--log F]`.
+"""`zeus dispatch AGENT "scope" [--inputs JSON | --inputs-text TEXT] [--json] [--log F] ...`.
 
 One delegation, supervised: it prints the `<subtask_summary>` block (or, with
-`--json`, the summary as JSON) on standard output. While it runs, the live tree
+`--json`, the summary as JSON) on standard output. `--inputs` takes JSON
+(anything else is refused); `--inputs-text` passes plain text as it is. While it runs, the live tree
 is drawn on standard error when that is a terminal. The routing is F, else
 routing.yml in the current directory, else the pantheon Zeus ships with.
 Exit status: 0 when the delegation completed, 1 when it did not, 2 for bad
@@ -22,11 +23,19 @@ from actors import Brief, Summary
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console
 from supervisor.cli.live import LiveTree, open_journal
 from supervisor.core.zeus import Zeus
-from supervisor.errors import RoutingError, SupervisorError
+from supervisor.errors import RoutingError, SupervisorError, did_you_mean
 from supervisor.routing import DEFAULT_ROUTING, Routing
 from supervisor.routing.bounded import BoundExceeded, loads_json_bounded
 
-__all__ = ["add_parser", "brief_problems", "default_routing", "load_routing", "run"]
+__all__ = [
+    "add_parser",
+    "brief_problems",
+    "default_routing",
+    "inputs_or_problem",
+    "load_routing",
+    "run",
+    "unknown_agent",
+]
 
 
 def add_parser(subparsers: Any) -> None:
@@ -45,8 +54,12 @@ def add_parser(subparsers: Any) -> None:
         help="on a timeout, settle with the partial results found so far",
     )
     parser.add_argument("--timeout", metavar="S", type=float, help="each attempt's deadline")
-    parser.add_argument(
-        "--inputs", metavar="JSON", help="the brief's inputs: JSON, or else a plain string"
+    given = parser.add_mutually_exclusive_group()
+    given.add_argument(
+        "--inputs", metavar="JSON", help="the brief's inputs, as JSON (a string is '\"...\"')"
+    )
+    given.add_argument(
+        "--inputs-text", metavar="TEXT", help="the brief's inputs: TEXT as a plain string"
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--log", metavar="F", type=Path, help="append the event journal to F")
@@ -81,16 +94,30 @@ def brief_problems(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _inputs(raw: str | None) -> Any:
-    """`--inputs`: JSON, else the plain string; `BoundExceeded` for JSON nested too deep."""
+def inputs_or_problem(raw: str | None, text: str | None) -> tuple[Any, str | None]:
+    """The brief's inputs from `--inputs JSON` or `--inputs-text TEXT`, or why not."""
+    if text is not None:
+        return text, None
     if raw is None:
-        return None
+        return None, None
     try:
-        return loads_json_bounded(raw)
-    except BoundExceeded:
-        raise
-    except ValueError:
-        return raw
+        return loads_json_bounded(raw), None
+    except BoundExceeded as exc:
+        return None, f"--inputs: {exc}"
+    except ValueError as exc:
+        return None, (
+            f"--inputs: {raw!r} is not JSON ({exc}); quote a string as JSON "
+            f"('\"...\"') or pass plain text with --inputs-text"
+        )
+
+
+def unknown_agent(name: str, routing: Routing) -> str:
+    """Why `name` cannot run: unknown, with the closest known name and the known ones."""
+    known = ", ".join(routing.agents) or "none"
+    return (
+        f"unknown agent {name!r}{did_you_mean(name, routing.agents)}; "
+        f"{routing.source} defines: {known}"
+    )
 
 
 # -- the command ---------------------------------------------------------------------------
@@ -98,27 +125,24 @@ def run(args: argparse.Namespace) -> int:
     routing = load_routing(args.routing, "dispatch")
     if routing is None:
         return EXIT_BAD_INPUT
+    inputs, problem = inputs_or_problem(args.inputs, args.inputs_text)
+    if problem is not None:
+        print(f"zeus dispatch: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     try:
         brief = Brief(
             agent=args.agent,
             scope=args.scope,
-            inputs=_inputs(args.inputs),
+            inputs=inputs,
             partial_ok=args.partial_ok,
             timeout_s=args.timeout,
         )
-    except BoundExceeded as exc:
-        print(f"zeus dispatch: --inputs: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except ValidationError as exc:
         problems = brief_problems(exc).replace("timeout_s:", "--timeout:")
         print(f"zeus dispatch: bad brief: {problems}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.agent not in routing.agents:
-        known = ", ".join(routing.agents) or "none"
-        print(
-            f"zeus dispatch: unknown agent {args.agent!r}; {routing.source} defines: {known}",
-            file=sys.stderr,
-        )
+        print(f"zeus dispatch: {unknown_agent(args.agent, routing)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     journal: IO[str] | None = None
     try:

@@ -5,9 +5,11 @@ agent, scope, inputs, expected_output, constraints, partial_ok, timeout_s,
 session, mode) or a group `{group: [briefs], strategy: one_for_one}`. It may
 also be a mapping `{routing: PATH, briefs: [...]}`, PATH relative to the plan.
 Everything is dispatched at once; the live tree shows it running (one line per
-event when the output is not a terminal), then the final tree and each
-summary in plan order (with `--json`: a JSON list of the summaries, groups
-flattened, and the live tree on standard error when it is a terminal).
+event when the output is not a terminal), then each summary in plan order and
+the final tree last, where it stays in view (with `--json`: a JSON list of the
+summaries, groups flattened, and the live tree on standard error when it is a
+terminal). Ctrl-C stops Zeus, which cancels what is open, then prints what had
+settled, the final tree and the journal's path; exit status 130.
 The routing is `--routing F`, else the plan's, else routing.yml in the current
 directory, else the pantheon Zeus ships with. Exit status: 0 when every
 delegation completed, 1 when some did not, 2 for a bad plan (the message names
@@ -19,17 +21,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import yaml
 from pydantic import ValidationError
+from rich.cells import cell_len
+from rich.console import Console
 from rich.text import Text
 
 from actors import Brief, Summary
-from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console
-from supervisor.cli.commands.dispatch import brief_problems, load_routing
+from supervisor.cli.commands import (
+    EXIT_BAD_INPUT,
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    console,
+)
+from supervisor.cli.commands.dispatch import brief_problems, load_routing, unknown_agent
 from supervisor.cli.live import LiveTree, open_journal
 from supervisor.core.handle import Handle
 from supervisor.core.zeus import Zeus
@@ -38,7 +49,19 @@ from supervisor.routing import Routing
 from supervisor.routing.bounded import BoundExceeded, load_bounded, read_bounded
 from supervisor.rules.groups import STRATEGIES, Strategy
 
-__all__ = ["Entry", "Plan", "PlanError", "add_parser", "load_plan", "run"]
+__all__ = [
+    "Entry",
+    "Plan",
+    "PlanError",
+    "add_parser",
+    "load_plan",
+    "print_final_tree",
+    "print_interrupted",
+    "print_report",
+    "print_summaries",
+    "run",
+    "screen_lines",
+]
 
 _TOP_KEYS = ("routing", "briefs")
 _GROUP_KEYS = ("group", "strategy")
@@ -170,10 +193,7 @@ def check_agents(plan: Plan, routing: Routing, path: Path) -> None:
         for m, brief in enumerate(entry.briefs, 1):
             if brief.agent not in routing.agents:
                 where = f"{path}: entry {n}" + (f" (a group), brief {m}" if entry.strategy else "")
-                raise PlanError(
-                    f"{where}: agent: unknown agent {brief.agent!r}; {routing.source} defines: "
-                    f"{', '.join(routing.agents) or 'none'}"
-                )
+                raise PlanError(f"{where}: agent: {unknown_agent(brief.agent, routing)}")
 
 
 # -- the command ---------------------------------------------------------------------------
@@ -195,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.log is not None:
             journal = open_journal(args.log)
-        return _run(plan, routing, journal, as_json=args.json)
+        return _run(plan, routing, journal, args.log, as_json=args.json)
     except SupervisorError as exc:
         print(f"zeus run: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -204,7 +224,9 @@ def run(args: argparse.Namespace) -> int:
             journal.close()
 
 
-def _run(plan: Plan, routing: Routing, journal: IO[str] | None, *, as_json: bool) -> int:
+def _run(
+    plan: Plan, routing: Routing, journal: IO[str] | None, log: Path | None, *, as_json: bool
+) -> int:
     out = console()
     if as_json:
         err = console(stderr=True)
@@ -212,30 +234,39 @@ def _run(plan: Plan, routing: Routing, journal: IO[str] | None, *, as_json: bool
     else:
         live = LiveTree(out, journal=journal, transient=True)
     handles: list[Handle] = []
+    interrupted: list[Summary] | None = None
     with Zeus.start(routing, log=live) as zeus, live.show(zeus):
-        for entry in plan.entries:
-            if entry.strategy is None:
-                handles.append(zeus.dispatch(entry.briefs[0]))
-            else:
-                handles.extend(zeus.dispatch_group(entry.briefs, entry.strategy).handles)
-        for handle in handles:
-            handle.add_done_callback(live.add_summary)
-        summaries = [handle.result() for handle in handles]
+        try:
+            for entry in plan.entries:
+                if entry.strategy is None:
+                    added = [zeus.dispatch(entry.briefs[0])]
+                else:
+                    added = list(zeus.dispatch_group(entry.briefs, entry.strategy).handles)
+                for handle in added:
+                    handle.add_done_callback(live.add_summary)
+                handles += added
+            summaries = [handle.result() for handle in handles]
+        except KeyboardInterrupt:  # what settled before Zeus stops (and cancels) the rest
+            interrupted = live.summaries()
     if live.write_error:
         print(f"zeus run: {live.write_error}", file=sys.stderr)
+    if interrupted is not None:
+        if as_json:
+            print(json.dumps([s.model_dump(mode="json") for s in interrupted], indent=2))
+            print("zeus run: interrupted", file=sys.stderr)
+        else:
+            print_interrupted(out, live, interrupted, log, "run")
+        return EXIT_INTERRUPTED
     if as_json:
         print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
     else:
-        print_report(live, summaries)
+        print_report(out, live, summaries)
     return EXIT_OK if all(s.ok for s in summaries) else EXIT_INCOMPLETE
 
 
-def print_tree_and_summaries(live: LiveTree, summaries: list[Summary]) -> None:
-    """The final tree, then each summary block."""
-    out = console()
-    if not out.is_terminal:
-        out.print()
-    live.print_tree()
+# -- the report, shared with `zeus demo` ----------------------------------------------------
+def print_summaries(out: Console, summaries: Sequence[Summary]) -> None:
+    """Each summary block, under a rule on a terminal."""
     for summary in summaries:
         out.print()
         if out.is_terminal:
@@ -243,10 +274,43 @@ def print_tree_and_summaries(live: LiveTree, summaries: list[Summary]) -> None:
         out.print(Text(summary.render()), soft_wrap=True)
 
 
-def print_report(live: LiveTree, summaries: list[Summary]) -> None:
-    """The final tree, then each summary block, then one line of totals."""
-    print_tree_and_summaries(live, summaries)
-    out = console()
+def print_final_tree(out: Console, live: LiveTree, *, below: int) -> None:
+    """The final tree, after the summaries so that it is what stays in view.
+
+    On a terminal it keeps to the screen's height less the `below` lines still to
+    come, folding settled detail as it must; off a terminal every row is written.
+    """
+    out.print()
+    live.print_tree(max(4, out.size.height - below - 1) if out.is_terminal else None)
+
+
+def screen_lines(out: Console, lines: Sequence[str]) -> int:
+    """How many rows `lines` take on `out`'s screen once the terminal folds the long ones."""
+    width = max(1, out.size.width)
+    return sum(max(1, -(-cell_len(line) // width)) for line in lines)
+
+
+def print_report(out: Console, live: LiveTree, summaries: Sequence[Summary]) -> None:
+    """Each summary block, then the final tree, then one line of totals."""
+    print_summaries(out, summaries)
+    print_final_tree(out, live, below=2)
     done = sum(s.ok for s in summaries)
     out.print()
     out.print(Text(f"{done} of {len(summaries)} delegation(s) completed"), soft_wrap=True)
+
+
+def print_interrupted(
+    out: Console, live: LiveTree, settled: Sequence[Summary], log: Path | None, command: str
+) -> None:
+    """After Ctrl-C: what had settled, their summaries, the final tree, where the journal is."""
+    said = ", ".join(f"{s.id} {s.status.value}" for s in settled) or "none"
+    out.print()
+    out.print(
+        Text(f"zeus {command}: interrupted; {len(settled)} delegation(s) had settled: {said}"),
+        soft_wrap=True,
+    )
+    print_summaries(out, settled)
+    print_final_tree(out, live, below=2)
+    out.print()
+    where = f"journal: {log.resolve()}" if log is not None else "no journal: --log F keeps one"
+    out.print(Text(where), soft_wrap=True)

@@ -20,7 +20,8 @@ from rich.table import Table
 
 from supervisor import journal as jr
 from supervisor.cli.commands import EXIT_BAD_INPUT, console, print_table
-from supervisor.cli.commands.tree import exit_code, load_or_fail, seconds, shown_runs, status_mark
+from supervisor.cli.commands.tree import exit_code, load_or_fail, shown_runs
+from supervisor.cli.render import seconds, status_mark
 
 __all__ = ["add_parser", "log_rows", "run", "tracking_table_rows"]
 

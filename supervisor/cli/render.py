@@ -1,0 +1,428 @@
+"""Events and delegations in words: the one place that turns Zeus's records into text.
+
+Used by the live view (`supervisor.cli.live`) and by the journal commands (`zeus
+tree`, `zeus timeouts`), so that a status, a mark or an event reads the same
+everywhere. Pure functions of their arguments; nothing here prints. `rows`
+lays a run out as indented rows at a chosen level of detail, and `fit` picks
+the richest level that fits a screen's height.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.text import Text
+from rich.tree import Tree
+
+from supervisor.journal.replay import Attempt, Delegation, Event, Run, num
+
+__all__ = [
+    "DETAIL_FULL",
+    "DETAIL_LEAST",
+    "Row",
+    "attempt_label",
+    "delegation_label",
+    "delegation_status",
+    "describe",
+    "event_line",
+    "first_line",
+    "fit",
+    "intensity_text",
+    "legend",
+    "num",
+    "plain_attempt",
+    "plain_lines",
+    "rows",
+    "run_label",
+    "seconds",
+    "settled_label",
+    "status_mark",
+    "tree_of",
+]
+
+# status -> (mark, rich style, the word the legend uses)
+_STATUS = {
+    "completed": ("✔", "green", "completed"),
+    "partial": ("◐", "yellow", "partial"),
+    "timed_out": ("⏱", "red", "timed out"),
+    "failed": ("✘", "red", "failed"),
+    "cancelled": ("⊘", "magenta", "cancelled"),
+    "budget_exceeded": ("¤", "red", "over budget"),
+    "blocked": ("■", "red", "blocked"),
+    "in progress": ("…", "cyan", "running"),
+    "unsettled": ("?", "yellow", "never settled"),
+}
+_QUIET = {"message.dropped"}  # bookkeeping, not news: kept in the journal, not printed
+_COMMON = {"ts", "event", "delegation_id", "attempt_id", "parent_id", "agent", "policy"}
+
+
+# -- small words --------------------------------------------------------------------------
+def seconds(value: Any) -> str:
+    """`1.23s`, or `-` when there is no number."""
+    number = num(value)
+    return "-" if number is None else f"{number:.2f}s"
+
+
+def first_line(text: Any, limit: int = 80) -> str:
+    """The first line of `text`, cut to `limit` characters with an ellipsis."""
+    line = str(text).strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def status_mark(status: str) -> tuple[str, str]:
+    """The mark and rich style of a delegation status."""
+    mark, style, _ = _STATUS.get(status, ("•", "white", status))
+    return mark, style
+
+
+def legend(statuses: Iterable[str]) -> Text:
+    """One line naming the marks of `statuses`, in the order of the status table."""
+    present = set(statuses)
+    text = Text(style="dim")
+    for status, (mark, style, word) in _STATUS.items():
+        if status in present:
+            if text:
+                text.append("  ")
+            text.append(mark, style=style)
+            text.append(f" {word}")
+    return text
+
+
+# -- causes, each said once ---------------------------------------------------------------
+def _cause_key(part: str) -> str:
+    """What a cause is about, so that two wordings of one cause count once."""
+    low = part.lower()
+    for key, starts in (
+        ("deadline", ("deadline of", "deadline hit", "deadline passed")),
+        ("stale", ("stale", "no progress")),
+        ("budget", ("over budget",)),
+        ("cancel", ("cancelled", "cancel requested")),
+    ):
+        if low.startswith(starts):
+            return key
+    return low
+
+
+def causes(known: Iterable[str], said: str | None, *, own_id: str | None = None) -> list[str]:
+    """The `; `-separated parts of `said` that `known` does not already say.
+
+    A child's own acknowledgement of the stop (`the child then reported
+    Cancelled: <its id>`) says nothing new and is dropped too.
+    """
+    seen = {_cause_key(k) for k in known}
+    kept: list[str] = []
+    for part in (p.strip() for p in first_line(said or "", 10_000).split("; ")):
+        if not part or (own_id and part == f"the child then reported Cancelled: {own_id}"):
+            continue
+        key = _cause_key(part)
+        if key not in seen:
+            seen.add(key)
+            kept.append(part)
+    return kept
+
+
+# -- labels of the rebuilt tree ------------------------------------------------------------
+def run_label(run: Run, total: int) -> str:
+    who = f"zeus pid {run.zeus_pid}" if run.zeus_pid is not None else "zeus"
+    parts = [who]
+    if run.routing:
+        parts.append(run.routing)
+    parts.append(f"{len(run.delegations)} delegation(s)")
+    parts.append("stopped" if run.stopped else "no zeus.stopped yet (running, or it crashed)")
+    if total > 1:
+        parts.append(f"run {run.index} of {total}")
+    return ", ".join(parts)
+
+
+def delegation_status(d: Delegation, run: Run) -> str:
+    return d.status or ("unsettled" if run.stopped else "in progress")
+
+
+def delegation_label(
+    d: Delegation, run: Run, extras: Sequence[str] = ()
+) -> tuple[str, str]:
+    """The plain label of a delegation and the status it shows; each cause said once.
+
+    `extras` (partial results, usage) go before the scope, which comes last
+    because it is the first thing a narrow screen can do without.
+    """
+    status = delegation_status(d, run)
+    agents = " -> ".join(d.agents) or "?"
+    elapsed = d.elapsed(run.last_ts)
+    when = "" if elapsed is None else f" {elapsed:.2f}s" + ("" if d.settled else " so far")
+    text = f"{d.id} {agents}: {status}{when}, {len(d.attempts)} attempt(s)"
+    said = [status]
+    if d.timeout_kind:
+        text += f", timeout: {d.timeout_kind}"
+        said.append(f"{d.timeout_kind} passed")
+    if d.cancel_requested:
+        reason = d.cancel_reason or "no reason given"
+        text += f", cancel requested ({reason})"
+        said += ["cancel requested", reason]
+    if d.error and status != "completed":
+        last = d.attempts[-1] if d.attempts else None
+        own = None if last is None else last.id
+        if last is not None:  # the last attempt's row says its own causes
+            said += causes([], last.error, own_id=own)
+        rest = causes(said, d.error, own_id=own)
+        if rest:
+            text += " - " + "; ".join(rest)
+    if extras:
+        text += "  " + ", ".join(extras)
+    if d.scope:
+        text += f'  "{first_line(d.scope, 60)}"'
+    return text, status
+
+
+def attempt_label(a: Attempt) -> str:
+    """The plain label of an attempt: how it ended, what stopped it, what followed."""
+    head = " ".join(x for x in (a.id, a.agent, f"pid {a.pid}" if a.pid else None) if x)
+    if a.outcome is not None:
+        state = a.outcome + ("" if a.duration_s is None else f" after {a.duration_s:.2f}s")
+    elif a.fenced is not None:
+        state = "fenced"
+    else:
+        state = "running" + (f", progress {a.progress}" if a.progress is not None else "")
+        state += f" ({first_line(a.note, 40)})" if a.note else ""
+    extras = []
+    if a.timed_out_after_s is not None:
+        extras.append(f"deadline hit at {a.timed_out_after_s:.2f}s")
+    if a.stale_after_s is not None:
+        extras.append(f"stale at {a.stale_after_s:.2f}s")
+    if a.budget_exceeded:
+        extras.append("over budget")
+    if a.killed:
+        latency = "" if a.kill_latency_s is None else f" in {a.kill_latency_s:.3f}s"
+        extras.append(f"stopped: {a.killed}{latency}")
+    if a.fenced:
+        extras.append(f"fenced: {a.fenced}")
+    story = evidence(a.outcome, a.tool_calls, a.last_tool)
+    if story:
+        extras.append(story)
+    if a.error and a.outcome != "completed":
+        extras += [first_line(c) for c in causes([*extras, a.outcome or ""], a.error, own_id=a.id)]
+    if a.then:
+        extras.append(f"then {a.then}")
+    return f"{head}: {state}" + "".join(f"; {x}" for x in extras)
+
+
+_ENDED_AS = {"timeout": "timed out", "stale": "timed out", "budget_exceeded": "over budget",
+             "crash": "crashed", "error": "failed", "transient": "failed"}
+
+
+def evidence(outcome: str | None, tool_calls: int | None, last_tool: str | None) -> str | None:
+    """What a stopped attempt left behind, in words: "timed out after 14 tool calls, last:
+    pytest" (None for a completed one, or one that made no tool call)."""
+    if not tool_calls or outcome in (None, "completed"):
+        return None
+    ended = _ENDED_AS.get(outcome, outcome)
+    calls = f"{tool_calls} tool call" + ("" if tool_calls == 1 else "s")
+    return f"{ended} after {calls}" + (f", last: {last_tool}" if last_tool else "")
+
+
+def intensity_text(event: Event) -> str:
+    return (
+        f"{event.get('restarts')} restarts within {event.get('within_s')}s "
+        f"under {event.get('delegation_id') or 'the root'}"
+    )
+
+
+# -- a run as rows, at a level of detail ------------------------------------------------------
+DETAIL_FULL = 2  # every attempt of every delegation
+# 1: settled delegations that completed show no attempts; 0: no settled one does;
+DETAIL_LEAST = -1  # and settled subtrees under a delegation fold into one row
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of a tree: how deep it sits and what it says."""
+
+    depth: int
+    text: Text
+    bullet: bool = False  # an attempt: a "- " in plain text
+
+
+def _fitted(text: Text) -> Text:
+    """A row that never wraps: what does not fit the width ends in an ellipsis."""
+    text.no_wrap = True
+    text.overflow = "ellipsis"
+    return text
+
+
+def settled_label(d: Delegation, run: Run, extras: Sequence[str] = ()) -> Text:
+    """A settled delegation's row: its status mark, then its label, in the status's colour."""
+    label, status = delegation_label(d, run, extras)
+    mark, style = status_mark(status)
+    return Text(f"{mark} {label}", style=style)
+
+
+def plain_attempt(a: Attempt, d: Delegation) -> Text:
+    """An attempt's row as the journal tells it (dim; dim red when it did not complete)."""
+    style = "dim" if not a.ended or a.outcome == "completed" else "dim red"
+    return Text(attempt_label(a), style=style)
+
+
+def _all_settled(d: Delegation) -> bool:
+    return d.settled and all(_all_settled(c) for c in d.children)
+
+
+def _folded(children: Sequence[Delegation], run: Run) -> Text:
+    text = Text(f"{len(children)} settled:")
+    counts: dict[str, int] = {}
+    for child in children:
+        status = delegation_status(child, run)
+        counts[status] = counts.get(status, 0) + 1
+    for status, count in counts.items():
+        mark, style = status_mark(status)
+        text.append(f" {count} ")
+        text.append(mark, style=style)
+    text.append("  " + ", ".join(c.id for c in children), style="dim")
+    return text
+
+
+def rows(
+    run: Run,
+    detail: int = DETAIL_FULL,
+    *,
+    label: Callable[[Delegation], Text] | None = None,
+    attempt: Callable[[Attempt, Delegation], Text] = plain_attempt,
+) -> list[Row]:
+    """`run`'s delegations and attempts as rows at `detail` (`DETAIL_LEAST`..`DETAIL_FULL`)."""
+    label_of = label or (lambda d: settled_label(d, run))
+    out: list[Row] = []
+
+    def shows_attempts(d: Delegation) -> bool:
+        if not d.settled or detail >= DETAIL_FULL:
+            return True
+        return detail == 1 and d.status != "completed"
+
+    def walk(d: Delegation, depth: int) -> None:
+        out.append(Row(depth, _fitted(label_of(d))))
+        if shows_attempts(d):
+            out.extend(Row(depth + 1, _fitted(attempt(a, d)), True) for a in d.attempts)
+        done = [c for c in d.children if _all_settled(c)]
+        if detail <= DETAIL_LEAST and len(done) > 1:
+            out.append(Row(depth + 1, _fitted(_folded(done, run))))
+            children = [c for c in d.children if c not in done]
+        else:
+            children = d.children
+        for child in children:
+            walk(child, depth + 1)
+
+    for d in run.roots:
+        walk(d, 1)
+    return out
+
+
+def fit(count: Callable[[int], int], height: int | None) -> int:
+    """The richest detail whose row count (`count(detail)`) fits `height` (None: any)."""
+    if height is None:
+        return DETAIL_FULL
+    for detail in range(DETAIL_FULL, DETAIL_LEAST, -1):
+        if count(detail) <= height:
+            return detail
+    return DETAIL_LEAST
+
+
+def tree_of(head: Text, body: Sequence[Row]) -> Tree:
+    """The rows under `head` as a rich tree (depth 1 hangs from the head)."""
+    root = Tree(_fitted(head))
+    stack: list[Tree] = [root]
+    for row in body:
+        del stack[row.depth:]
+        stack.append(stack[-1].add(row.text))
+    return root
+
+
+def plain_lines(head: Text, body: Sequence[Row]) -> list[str]:
+    """The rows under `head` as indented plain lines; attempts (dim rows) bulleted."""
+    return [
+        head.plain,
+        *("  " * row.depth + ("- " if row.bullet else "") + row.text.plain for row in body),
+    ]
+
+
+# -- events in words ---------------------------------------------------------------------------
+# What each pinned event says; `{x_s}` fields read as seconds, a missing one as "?".
+_SAYS = {
+    "zeus.stopped": "zeus stopped",
+    "attempt.stale": "no progress: stale after {elapsed_s}",
+    "attempt.timed_out": "deadline passed after {elapsed_s}; stopping it",
+    "attempt.budget_exceeded": "over budget ({limit}); stopping it",
+    "attempt.killed": "stopped ({how}) in {latency_s}",
+    "attempt.fenced": "fenced: {reason}",
+    "attempt.completed": "completed after {duration_s}",
+    "retry.scheduled": "retry in {backoff_s} as {next_attempt_id}",
+    "fallback.dispatched": "fallback {from} -> {to}",
+    "delegation.cancel_requested": "cancel requested: {reason}",
+    "supervisor.intensity_exceeded": (
+        "restart intensity exceeded: {restarts} restarts within {within_s}; no more restarts"
+    ),
+}
+
+
+class _Fields(dict[str, Any]):
+    """An event's fields for `str.format_map`: seconds as `1.23s`, anything missing as `?`."""
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key)
+        if key.endswith("_s"):
+            number = num(value)
+            return "?" if number is None else f"{number:.2f}s"
+        return "?" if value is None else value
+
+
+def describe(event: dict[str, Any]) -> str | None:
+    """What an event says, in words, for one line of plain output (None: not worth a line)."""
+    name = str(event.get("event"))
+    e = _Fields(event)
+    if name in _QUIET:
+        return None
+    if name in _SAYS:
+        return _SAYS[name].format_map(e)
+    if name == "zeus.started":
+        return f"zeus started (pid {e['pid']}, routing {event.get('routing') or 'none'})"
+    if name == "delegation.dispatched":
+        policy: dict[str, Any] = e["policy"] if isinstance(e.get("policy"), dict) else {}
+        extras = [f"timeout {num(e.get('timeout_s')) or 0:g}s"]
+        if policy.get("isolation") == "process" or policy.get("command"):
+            extras.append("process")
+        if e.get("parent_id"):
+            extras.append(f"delegated by {e['parent_id']}")
+        return f'to {e["agent"]}: "{first_line(e.get("scope"), 70)}" ({", ".join(extras)})'
+    if name == "attempt.started":
+        pid = f", pid {e['pid']}" if e.get("pid") else ""
+        return f"attempt {e['attempt']} on {e['agent']} started{pid}, deadline in {e['deadline_s']}"
+    if name == "attempt.heartbeat":
+        note = f": {first_line(e['note'], 70)}" if e.get("note") else ""
+        return f"alive, progress {e['progress']}{note}"
+    if name == "attempt.failed":
+        error = f": {first_line(e['error'], 100)}" if e.get("error") else ""
+        return f"ended {e['outcome']} after {e['duration_s']}{error}"
+    if name == "delegation.settled":
+        kind = f" ({e['timeout_kind']})" if e.get("timeout_kind") else ""
+        return (
+            f"settled {str(e['status']).upper()}{kind} after {e['duration_s']}, "
+            f"{e['attempts']} attempt(s)"
+        )
+    return event_line(event)
+
+
+def event_line(event: Event) -> str:
+    """One event as a line with all its fields, for following a journal on a pipe."""
+    ts = event.get("ts")
+    when = (
+        time.strftime("%H:%M:%S", time.localtime(ts)) + f".{int(ts * 1000) % 1000:03d}"
+        if isinstance(ts, int | float)
+        else "--:--:--"
+    )
+    who = event.get("attempt_id") or event.get("delegation_id") or ""
+    rest = " ".join(
+        f"{k}={json.dumps(v, default=str)}" for k, v in event.items() if k not in _COMMON
+    )
+    return " ".join(x for x in (when, str(event.get("event")), str(who), rest) if x)
+
