@@ -494,3 +494,27 @@ def test_a_failing_handler_raises_in_the_host_instead_of_coming_back_as_a_value(
     assert zeus.tree()["open"] == 1  # Zeus survived its handler's failure
     zeus.cancel(handle.id)
     assert handle.result(WAIT).status is Status.cancelled
+
+
+def test_an_open_circuit_refuses_a_group_restart_and_that_sibling_settles_failed(
+    make_zeus: ZeusFactory, recorder: Recorder
+) -> None:
+    def member(brief: Brief, ctx: Context) -> str:
+        if brief.scope == "fails":
+            raise TransientError("down")
+        ctx.heartbeat("working")
+        ctx.sleep(60)
+        return "never"
+
+    zeus = make_zeus(
+        {"f": STORM, "w": {}},
+        supervisor={"intensity": {"max_restarts": 0, "within_s": 60}},
+        works={"f": member, "w": member},
+    )
+    group = zeus.dispatch_group([Brief(agent="w", scope="slow"), Brief(agent="f", scope="fails")],
+                                strategy="one_for_all")
+    slow, fails = group.results(timeout=WAIT)
+    assert fails.status is Status.failed and len(fails.attempts) == 1  # f's retry refused
+    assert slow.status is Status.failed  # its group restart refused too (w's circuit)
+    assert slow.error is not None and "restart intensity exceeded for agent w" in slow.error
+    assert {e["agent"] for e in recorder.named("supervisor.intensity_exceeded")} == {"f", "w"}
