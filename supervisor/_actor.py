@@ -75,7 +75,7 @@ from supervisor._state import (
     build_summary,
     snapshot_node,
 )
-from supervisor._tree import ancestors, budget_left
+from supervisor._tree import ancestors, budget_left, previous_error
 from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.events import EventLog
 from supervisor.handle import Settled
@@ -273,8 +273,7 @@ class ZeusActor(pykka.ThreadingActor):
                 depth=d.depth,
                 framing=role_framing(d.agent, policy, self._registry.routing, d.depth,
                                      deadline - now, d.usage),
-                previous_error=(f"{d.attempts[-1].outcome.value}: {d.attempts[-1].error}"
-                                if d.attempts else None),
+                previous_error=previous_error(d.attempts),
                 reasoning_effort=policy.reasoning_effort,
                 budget_left=self._budget_left(d),
             )

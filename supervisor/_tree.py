@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from actors import Usage
+from actors import AttemptRecord, Usage
 from supervisor.routing import BudgetPolicy
 
 if TYPE_CHECKING:
     from supervisor._state import Delegation
 
-__all__ = ["ancestors", "budget_left"]
+__all__ = ["ancestors", "budget_left", "previous_error"]
 
 
 def ancestors(d: Delegation, open_: Mapping[str, Delegation]) -> Iterator[Delegation]:
@@ -41,3 +41,11 @@ def budget_left(spent_and_caps: Iterable[tuple[Usage, BudgetPolicy]]) -> dict[st
                 room = cap - getattr(usage, name)
                 left[name] = min(room, left.get(name, room))
     return left or None
+
+
+def previous_error(attempts: list[AttemptRecord]) -> str | None:
+    """How the delegation's last attempt ended, for the next one (`ctx.previous_error`)."""
+    if not attempts:
+        return None
+    last = attempts[-1]
+    return f"{last.outcome.value}: {last.error}" if last.error else last.outcome.value

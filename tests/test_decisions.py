@@ -8,6 +8,7 @@ import pytest
 
 from actors import (
     AttemptOutcome,
+    AttemptRecord,
     Brief,
     Cancelled,
     Status,
@@ -22,7 +23,7 @@ from supervisor._circuit import admit_restart, when_circuit_open
 from supervisor._intensity import RestartWindow
 from supervisor._settle import Fallback, Retry, Settle
 from supervisor._stale import ProgressWatch
-from supervisor._tree import budget_left
+from supervisor._tree import budget_left, previous_error
 from supervisor.routing import AgentPolicy, BudgetPolicy, IntensityPolicy, RetryPolicy
 
 # -- backoff ---------------------------------------------------------------------------
@@ -271,3 +272,19 @@ def test_a_brief_may_not_widen_a_writers_policy_to_partial(
     assert (why is not None) == refused
     if why is not None:
         assert "read_only: false" in why and "partial_ok: false" in why
+
+
+@pytest.mark.parametrize(
+    ("attempts", "told"),
+    [
+        ([], None),
+        ([AttemptRecord(id="a", agent="f", outcome="stale", error="no progress for 10 s")],
+         "stale: no progress for 10 s"),
+        ([AttemptRecord(id="a", agent="f", outcome="crash", error="x"),
+          AttemptRecord(id="b", agent="g", outcome="crash")], "crash"),
+    ],
+)
+def test_previous_error_tells_how_the_last_attempt_ended(
+    attempts: list[AttemptRecord], told: str | None
+) -> None:
+    assert previous_error(attempts) == told
