@@ -75,7 +75,7 @@ from supervisor._state import (
     build_summary,
     snapshot_node,
 )
-from supervisor._tree import ancestors, budget_left, previous_error
+from supervisor._tree import ancestors, budget_left, previous_error, waiting_on_children
 from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.events import EventLog
 from supervisor.handle import Settled
@@ -533,10 +533,13 @@ class ZeusActor(pykka.ThreadingActor):
                 self._request_stop(d, a, AttemptOutcome.timeout)  # a losing cause if late
         elif a.stopping_since is not None:
             return
-        elif a.watch.is_stale(now, a.stale_after_s):
-            self._request_stop(d, a, AttemptOutcome.stale)
-        else:
+        elif not a.watch.is_stale(now, a.stale_after_s):
             self._arm(a)  # progress moved the stale moment on
+        elif waiting_on_children(d, self._open):
+            a.watch = a.watch.nudge(now)  # waiting in ctx.delegate(): its child has its own watch
+            self._arm(a)
+        else:
+            self._request_stop(d, a, AttemptOutcome.stale)
 
     def _on_grace_over(self, msg: GraceOver) -> None:
         owner = self._live.get(msg.attempt_id)

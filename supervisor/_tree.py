@@ -12,7 +12,7 @@ from supervisor.routing import BudgetPolicy
 if TYPE_CHECKING:
     from supervisor._state import Delegation
 
-__all__ = ["ancestors", "budget_left", "previous_error"]
+__all__ = ["ancestors", "budget_left", "previous_error", "waiting_on_children"]
 
 
 def ancestors(d: Delegation, open_: Mapping[str, Delegation]) -> Iterator[Delegation]:
@@ -24,6 +24,12 @@ def ancestors(d: Delegation, open_: Mapping[str, Delegation]) -> Iterator[Delega
             return
         yield parent
         parent_id = parent.parent_id
+
+
+def waiting_on_children(d: Delegation, open_: Mapping[str, Delegation]) -> bool:
+    """Whether `d`'s current attempt has a delegation of its own still open: it is waiting
+    on it (in `ctx.delegate()`), and that child is watched by its own stale clock."""
+    return any(child_id in open_ for child_id in d.children)
 
 
 _CAPS = (("calls", "max_calls"), ("input_tokens", "max_input_tokens"),

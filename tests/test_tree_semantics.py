@@ -518,3 +518,37 @@ def test_an_open_circuit_refuses_a_group_restart_and_that_sibling_settles_failed
     assert slow.status is Status.failed  # its group restart refused too (w's circuit)
     assert slow.error is not None and "restart intensity exceeded for agent w" in slow.error
     assert {e["agent"] for e in recorder.named("supervisor.intensity_exceeded")} == {"f", "w"}
+
+
+def test_a_parent_waiting_on_a_quiet_child_is_not_stale_while_the_child_is_not(
+    make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder
+) -> None:
+    """The child reports less often than the parent's stale_after_s (or sits in a backoff):
+    while the parent waits on it, the child's own stale clock is the one that counts."""
+    started = threading.Event()
+
+    def apollo(brief: Brief, ctx: Context) -> str:
+        ctx.heartbeat("reading")
+        started.set()
+        ctx.sleep(600)
+        return "never"
+
+    def athena(brief: Brief, ctx: Context) -> Any:
+        return ctx.delegate(Brief(agent="apollo", scope="find")).status.value
+
+    zeus = make_zeus(
+        {"athena": {"kind": "orchestrator", "timeout_s": 300,
+                    "heartbeat": {"interval_s": 1, "stale_after_s": 10}},
+         "apollo": {"timeout_s": 300, "heartbeat": {"interval_s": 20, "stale_after_s": 60}}},
+        works={"athena": athena, "apollo": apollo},
+    )
+    handle = zeus.dispatch(Brief(agent="athena", scope="plan"))
+    assert started.wait(WAIT)
+    zeus.sync()
+    for _ in range(5):
+        clock.advance(11)
+        zeus.sync()
+    assert not handle.done()  # 55 s: athena waits, apollo is not stale yet
+    clock.advance(5)  # apollo's own stale_after_s: it stops, and athena gets its answer
+    summary = handle.result(WAIT)
+    assert summary.status is Status.completed and summary.output == "timed_out"
