@@ -300,10 +300,12 @@ def test_late_spend_can_trip_the_tree_budget(
     first = zeus.dispatch(Brief(agent="s", scope="s"))
     recorder.wait_for("attempt.started")
     clock.advance(10)
-    assert first.result(WAIT).status is Status.timed_out
+    timed_out = first.result(WAIT)
+    assert timed_out.status is Status.timed_out
     release.set()
     recorder.wait_for("attempt.fenced", count=2)  # the late ending, after its late charge
     assert zeus.tree()["usage"]["cost"] == pytest.approx(0.09)
+    assert timed_out.output is None and timed_out.usage.cost == 0  # settled before it spent
     after = zeus.dispatch(Brief(agent="c", scope="c")).result(WAIT)
     assert after.status is Status.budget_exceeded  # 0.11 over the tree's 0.1
 
