@@ -359,7 +359,8 @@ class ZeusActor(pykka.ThreadingActor):
         """A late message of a settled delegation, a superseded or a fenced attempt."""
         self._dropped += 1
         attempt_id = getattr(message, "attempt_id", None)
-        if isinstance(message, Charge) and attempt_id in self._fenced:
+        late_spend = isinstance(message, Charge) and attempt_id in self._fenced
+        if late_spend:
             # Late spend is real money: it counts against the tree all the same.
             self._spend(self._fenced[attempt_id], None, message.usage)
         if isinstance(message, Finished) and attempt_id in self._fenced:
@@ -369,7 +370,8 @@ class ZeusActor(pykka.ThreadingActor):
                               exited=True)
         elif self._events.enabled:
             self._events.emit("message.dropped", attempt_id=attempt_id,
-                              message=type(message).__name__)
+                              message=type(message).__name__,
+                              **({"usage_counted": True} if late_spend else {}))
         if isinstance(message, DelegateRequest):
             message.reply(DelegationRefused(
                 f"attempt {attempt_id} is no longer running; its delegation was refused"))

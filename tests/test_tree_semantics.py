@@ -306,6 +306,8 @@ def test_late_spend_can_trip_the_tree_budget(
     recorder.wait_for("attempt.fenced", count=2)  # the late ending, after its late charge
     assert zeus.tree()["usage"]["cost"] == pytest.approx(0.09)
     assert timed_out.output is None and timed_out.usage.cost == 0  # settled before it spent
+    (late,) = [e for e in recorder.named("message.dropped") if e["message"] == "Charge"]
+    assert late["usage_counted"] is True
     after = zeus.dispatch(Brief(agent="c", scope="c")).result(WAIT)
     assert after.status is Status.budget_exceeded  # 0.11 over the tree's 0.1
 
