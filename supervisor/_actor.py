@@ -359,19 +359,19 @@ class ZeusActor(pykka.ThreadingActor):
         """A late message of a settled delegation, a superseded or a fenced attempt."""
         self._dropped += 1
         attempt_id = getattr(message, "attempt_id", None)
-        late_spend = isinstance(message, Charge) and attempt_id in self._fenced
-        if late_spend:
+        payer = self._fenced.get(message.attempt_id) if isinstance(message, Charge) else None
+        if payer is not None:
             # Late spend is real money: it counts against the tree all the same.
-            self._spend(self._fenced[attempt_id], None, message.usage)
+            self._spend(payer, None, message.usage)
         if isinstance(message, Finished) and attempt_id in self._fenced:
             delegation_id = self._fenced.pop(attempt_id).id
             self._events.emit("attempt.fenced", delegation_id=delegation_id,
                               attempt_id=attempt_id, reason="the abandoned thread ended late",
                               exited=True)
         elif self._events.enabled:
+            extra: dict[str, Any] = {"usage_counted": True} if payer is not None else {}
             self._events.emit("message.dropped", attempt_id=attempt_id,
-                              message=type(message).__name__,
-                              **({"usage_counted": True} if late_spend else {}))
+                              message=type(message).__name__, **extra)
         if isinstance(message, DelegateRequest):
             message.reply(DelegationRefused(
                 f"attempt {attempt_id} is no longer running; its delegation was refused"))
