@@ -68,6 +68,7 @@ class Context:
         self.previous_error = previous_error
         self.reasoning_effort = reasoning_effort
         self._budget_left = dict(budget_left) if budget_left else None
+        self._over_budget = False  # a charge went past `budget_left`: Zeus is stopping it
         self._clock = clock
         self._send = send
         self._cancel = cancel_event if cancel_event is not None else CancelSignal()
@@ -100,6 +101,11 @@ class Context:
         if isinstance(self._cancel, CancelSignal):
             return self._cancel.on_set(callback)
         return lambda: None  # a plain event given by a caller: cooperative checks only
+    def _stop_point(self) -> None:
+        """A reporting call's cancellation point: Zeus asked to stop, or a charge went over
+        the budget (Zeus's request follows; the child need not wait for it)."""
+        if self._over_budget or self._cancel.is_set():
+            raise Cancelled(self.attempt_id)
 
     def remaining(self) -> float:
         """Seconds left until this attempt's deadline (never negative)."""
@@ -121,7 +127,7 @@ class Context:
     # -- reporting ---------------------------------------------------------------
     def heartbeat(self, note: str | None = None) -> None:
         """Say "still working"; counts as progress. Sent at most once per interval."""
-        self.check()
+        self._stop_point()
         self._progress += 1
         now = self._clock.now()
         if now - self._last_beat >= self._interval:
@@ -134,7 +140,7 @@ class Context:
         Past `MAX_PARTIALS_SENT` in one attempt, results are counted (the summary
         says how many) and not sent.
         """
-        self.check()
+        self._stop_point()
         self._progress += 1
         if self._partials_sent >= MAX_PARTIALS_SENT:
             self.partials_dropped += 1
@@ -152,7 +158,7 @@ class Context:
         """Charge usage against the budgets; the first charge over a cap stops the attempt
         (the next Context call raises `Cancelled`). Spent money is always reported: once
         the attempt was asked to stop, the charge is sent, then `Cancelled` raised."""
-        stopped = self._cancel.is_set()
+        stopped = self._over_budget or self._cancel.is_set()
         self._progress += 1
         usage = Usage(
             calls=calls, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost
@@ -165,13 +171,13 @@ class Context:
                 if name in left:
                     left[name] -= used
                     if left[name] < 0:
-                        self._cancel.set()  # Zeus stops it too, once the charge arrives
+                        self._over_budget = True  # Zeus stops it too, once the charge arrives
         if stopped:
             raise Cancelled(self.attempt_id)
 
     def tool_call(self, name: str, *, read_only: bool = False) -> None:
         """Record a tool call. One with side effects blocks retries unless the policy allows."""
-        self.check()
+        self._stop_point()
         self._progress += 1
         self._send(ToolCall(self.attempt_id, self._progress, name, read_only))
 
@@ -179,7 +185,7 @@ class Context:
     def tool(self, name: str, *, read_only: bool = False) -> Iterator[None]:
         """A long tool call: `with ctx.tool("pytest"): ...`. Inside it, staleness uses
         the agent's `heartbeat.stale_in_tool_s`, since such a tool reports nothing."""
-        self.check()
+        self._stop_point()
         self._progress += 1
         self._send(ToolCall(self.attempt_id, self._progress, name, read_only, running=True))
         try:
@@ -187,14 +193,14 @@ class Context:
         finally:
             self._progress += 1
             self._send(ToolCall(self.attempt_id, self._progress, name, read_only, running=False))
-        self.check()
+        self._stop_point()
 
     def delegate(self, brief: Brief) -> Summary:
         """Delegate `brief` as a child of this delegation and wait for its summary.
 
         Only orchestrator agents may delegate; a refusal raises `DelegationRefused`.
         """
-        self.check()
+        self._stop_point()
         self._progress += 1
         done = threading.Event()
         box: list[Summary | BaseException] = []

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from actors import AttemptOutcome, Brief, Cancelled, Status, TransientError, Usage
+from actors import AttemptOutcome, AttemptRecord, Brief, Cancelled, Status, TransientError, Usage
 from actors.run import classify_exception
-from supervisor.core.tree import budget_left
+from supervisor.core.tree import budget_left, previous_error
 from supervisor.routing import AgentPolicy, BudgetPolicy, IntensityPolicy, RetryPolicy
 from supervisor.rules.admission import writer_partial_refusal
 from supervisor.rules.backoff import backoff_delay
@@ -264,3 +264,19 @@ def test_a_brief_may_not_widen_a_writers_policy_to_partial(
     assert (why is not None) == refused
     if why is not None:
         assert "read_only: false" in why and "partial_ok: false" in why
+
+
+@pytest.mark.parametrize(
+    ("attempts", "told"),
+    [
+        ([], None),
+        ([AttemptRecord(id="a", agent="f", outcome="stale", error="no progress for 10 s")],
+         "stale: no progress for 10 s"),
+        ([AttemptRecord(id="a", agent="f", outcome="crash", error="x"),
+          AttemptRecord(id="b", agent="g", outcome="crash")], "crash"),
+    ],
+)
+def test_previous_error_tells_how_the_last_attempt_ended(
+    attempts: list[AttemptRecord], told: str | None
+) -> None:
+    assert previous_error(attempts) == told

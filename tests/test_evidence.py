@@ -187,3 +187,32 @@ def test_an_unknown_intensity_scope_is_refused_listing_the_two() -> None:
     with pytest.raises(RoutingError, match=r"'agent' or 'supervisor'"):
         Routing.from_dict({"version": 1, "supervisor": {"intensity": {"scope": "tree"}},
                            "agents": {"t": {}}})
+
+
+def test_the_live_tree_row_shows_tool_calls_and_then_the_stopped_attempts_evidence(
+    make_zeus: ZeusFactory, clock: FakeClock
+) -> None:
+    from supervisor.cli.live import LiveTree
+
+    live = LiveTree(None)
+    inside = threading.Event()
+
+    def tester(brief: Brief, ctx: Context) -> None:
+        for _ in range(13):
+            ctx.tool_call("grep", read_only=True)
+        with ctx.tool("pytest", read_only=True):
+            inside.set()
+            ctx.sleep(600)
+
+    zeus = make_zeus({"t": {"timeout_s": 30, "heartbeat": {"stale_after_s": 1000}}},
+                     works={"t": tester}, log=live)
+    with live.show(zeus):
+        handle = zeus.dispatch(Brief(agent="t", scope="s"))
+        assert inside.wait(WAIT)
+        zeus.sync()
+        live._poll()
+        assert "14 tool calls, in pytest" in live.render_plain()
+        clock.advance(30)
+        handle.result(WAIT)
+        zeus.sync()
+    assert "timed out after 14 tool calls, last: pytest" in live.render_plain()

@@ -213,6 +213,8 @@ def report_context(brief: Brief, ctx: Context) -> dict[str, Any]:
         raise TransientError("rate limited")
     seen = {"previous_error": ctx.previous_error, "effort": ctx.reasoning_effort,
             "framing": ctx.framing}
+    with ctx.tool("pytest", read_only=True):
+        pass
     ctx.charge(cost=1.0)
     try:
         ctx.heartbeat("after the charge")
@@ -231,3 +233,4 @@ def test_a_process_child_gets_previous_error_effort_and_its_budget(tmp_path: Pat
     assert seen["previous_error"] == "transient: TransientError: rate limited"
     assert seen["effort"] == "low" and "Reasoning effort: low." in seen["framing"]
     assert seen["raised"] == "Cancelled"
+    assert (summary.attempts[-1].tool_calls, summary.attempts[-1].last_tool) == (1, "pytest")

@@ -37,6 +37,9 @@ class Steps:
         self._go.release()
         assert self._done.acquire(timeout=WAIT)
 
+    def let_go(self) -> None:  # the test's side: one more step, not waited for
+        self._go.release()
+
 
 # -- 1. an orchestrator waiting on its children is working --------------------------------
 
@@ -104,6 +107,7 @@ def test_a_waiting_parents_own_deadline_still_holds(
     clock.advance(2)  # 20 s: athena's deadline
     summary = handle.result(WAIT)
     assert (summary.status, summary.timeout_kind) == (Status.timed_out, "deadline")
+    steps.let_go()  # apollo was cancelled with its parent: its next partial raises
 
 
 def test_the_stale_clock_starts_at_the_first_sign_of_life_not_at_dispatch(
@@ -289,10 +293,14 @@ def test_late_spend_can_trip_the_tree_budget(
     first = zeus.dispatch(Brief(agent="s", scope="s"))
     recorder.wait_for("attempt.started")
     clock.advance(10)
-    assert first.result(WAIT).status is Status.timed_out
+    timed_out = first.result(WAIT)
+    assert timed_out.status is Status.timed_out
     release.set()
     recorder.wait_for("attempt.fenced", count=2)  # the late ending, after its late charge
     assert zeus.tree()["usage"]["cost"] == pytest.approx(0.09)
+    assert timed_out.output is None and timed_out.usage.cost == 0  # settled before it spent
+    (late,) = [e for e in recorder.named("message.dropped") if e["message"] == "Charge"]
+    assert late["usage_counted"] is True
     after = zeus.dispatch(Brief(agent="c", scope="c")).result(WAIT)
     assert after.status is Status.budget_exceeded  # 0.11 over the tree's 0.1
 
@@ -483,3 +491,61 @@ def test_a_failing_handler_raises_in_the_host_instead_of_coming_back_as_a_value(
     assert zeus.tree()["open"] == 1  # Zeus survived its handler's failure
     zeus.cancel(handle.id)
     assert handle.result(WAIT).status is Status.cancelled
+
+
+def test_an_open_circuit_refuses_a_group_restart_and_that_sibling_settles_failed(
+    make_zeus: ZeusFactory, recorder: Recorder
+) -> None:
+    def member(brief: Brief, ctx: Context) -> str:
+        if brief.scope == "fails":
+            raise TransientError("down")
+        ctx.heartbeat("working")
+        ctx.sleep(60)
+        return "never"
+
+    zeus = make_zeus(
+        {"f": STORM, "w": {}},
+        supervisor={"intensity": {"max_restarts": 0, "within_s": 60}},
+        works={"f": member, "w": member},
+    )
+    group = zeus.dispatch_group([Brief(agent="w", scope="slow"), Brief(agent="f", scope="fails")],
+                                strategy="one_for_all")
+    slow, fails = group.results(timeout=WAIT)
+    assert fails.status is Status.failed and len(fails.attempts) == 1  # f's retry refused
+    assert slow.status is Status.failed  # its group restart refused too (w's circuit)
+    assert slow.error is not None and "restart intensity exceeded for agent w" in slow.error
+    assert {e["agent"] for e in recorder.named("supervisor.intensity_exceeded")} == {"f", "w"}
+
+
+def test_a_parent_waiting_on_a_quiet_child_is_not_stale_while_the_child_is_not(
+    make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder
+) -> None:
+    """The child reports less often than the parent's stale_after_s (or sits in a backoff):
+    while the parent waits on it, the child's own stale clock is the one that counts."""
+    started = threading.Event()
+
+    def apollo(brief: Brief, ctx: Context) -> str:
+        ctx.heartbeat("reading")
+        started.set()
+        ctx.sleep(600)
+        return "never"
+
+    def athena(brief: Brief, ctx: Context) -> Any:
+        return ctx.delegate(Brief(agent="apollo", scope="find")).status.value
+
+    zeus = make_zeus(
+        {"athena": {"kind": "orchestrator", "timeout_s": 300,
+                    "heartbeat": {"interval_s": 1, "stale_after_s": 10}},
+         "apollo": {"timeout_s": 300, "heartbeat": {"interval_s": 20, "stale_after_s": 60}}},
+        works={"athena": athena, "apollo": apollo},
+    )
+    handle = zeus.dispatch(Brief(agent="athena", scope="plan"))
+    assert started.wait(WAIT)
+    zeus.sync()
+    for _ in range(5):
+        clock.advance(11)
+        zeus.sync()
+    assert not handle.done()  # 55 s: athena waits, apollo is not stale yet
+    clock.advance(5)  # apollo's own stale_after_s: it stops, and athena gets its answer
+    summary = handle.result(WAIT)
+    assert summary.status is Status.completed and summary.output == "timed_out"

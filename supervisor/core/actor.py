@@ -47,7 +47,7 @@ from supervisor.core.state import (
     build_summary,
     snapshot_node,
 )
-from supervisor.core.tree import ancestors, budget_left
+from supervisor.core.tree import ancestors, budget_left, previous_error, waiting_on_children
 from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.journal.events import EventLog
 from supervisor.journal.streams import short_text
@@ -267,8 +267,7 @@ class ZeusActor(pykka.ThreadingActor):
                 depth=d.depth,
                 framing=role_framing(d.agent, policy, self._registry.routing, d.depth,
                                      deadline - now, d.usage),
-                previous_error=(f"{d.attempts[-1].outcome.value}: {d.attempts[-1].error}"
-                                if d.attempts else None),
+                previous_error=previous_error(d.attempts),
                 reasoning_effort=policy.reasoning_effort,
                 budget_left=self._budget_left(d),
             )
@@ -363,17 +362,19 @@ class ZeusActor(pykka.ThreadingActor):
         """A late message of a settled delegation, a superseded or a fenced attempt."""
         self._dropped += 1
         attempt_id = getattr(message, "attempt_id", None)
-        if isinstance(message, Charge) and attempt_id in self._fenced:
+        payer = self._fenced.get(message.attempt_id) if isinstance(message, Charge) else None
+        if payer is not None:
             # Late spend is real money: it counts against the tree all the same.
-            self._spend(self._fenced[attempt_id], None, message.usage)
+            self._spend(payer, None, message.usage)
         if isinstance(message, Finished) and attempt_id in self._fenced:
             delegation_id = self._fenced.pop(attempt_id).id
             self._events.emit("attempt.fenced", delegation_id=delegation_id,
                               attempt_id=attempt_id, reason="the abandoned thread ended late",
                               exited=True)
         elif self._events.enabled:
+            extra: dict[str, Any] = {"usage_counted": True} if payer is not None else {}
             self._events.emit("message.dropped", attempt_id=attempt_id,
-                              message=type(message).__name__)
+                              message=type(message).__name__, **extra)
         if isinstance(message, DelegateRequest):
             message.reply(DelegationRefused(
                 f"attempt {attempt_id} is no longer running; its delegation was refused"))
@@ -541,14 +542,17 @@ class ZeusActor(pykka.ThreadingActor):
                 self._request_stop(d, a, AttemptOutcome.timeout)  # a losing cause if late
         elif a.stopping_since is not None:
             return
-        elif a.watch.is_stale(now, a.stale_after_s):
-            self._request_stop(d, a, AttemptOutcome.stale)
-        else:
+        elif not a.watch.is_stale(now, a.stale_after_s) or waiting_on_children(d, self._open):
+            if a.watch.is_stale(now, a.stale_after_s):
+                # waiting in ctx.delegate(): the child it waits on has its own watch
+                a.watch = a.watch.nudge(now)
             try:
                 self._arm(a)  # progress moved the stale moment on
             except Exception as exc:  # noqa: BLE001 - no timer: stop it rather than lose it
                 self._timer_refused(exc, "AttemptDue")
                 self._request_stop(d, a, AttemptOutcome.stale)
+        else:
+            self._request_stop(d, a, AttemptOutcome.stale)
 
     def _on_grace_over(self, msg: GraceOver) -> None:
         owner = self._live.get(msg.attempt_id)

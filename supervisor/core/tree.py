@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from actors import Usage
+from actors import AttemptRecord, Usage
 from supervisor.routing import BudgetPolicy
 
 if TYPE_CHECKING:
     from supervisor.core.state import Delegation
 
-__all__ = ["ancestors", "budget_left"]
+__all__ = ["ancestors", "budget_left", "previous_error", "waiting_on_children"]
 
 
 def ancestors(d: Delegation, open_: Mapping[str, Delegation]) -> Iterator[Delegation]:
@@ -24,6 +24,12 @@ def ancestors(d: Delegation, open_: Mapping[str, Delegation]) -> Iterator[Delega
             return
         yield parent
         parent_id = parent.parent_id
+
+
+def waiting_on_children(d: Delegation, open_: Mapping[str, Delegation]) -> bool:
+    """Whether `d`'s current attempt has a delegation of its own still open: it is waiting
+    on it (in `ctx.delegate()`), and that child is watched by its own stale clock."""
+    return any(child_id in open_ for child_id in d.children)
 
 
 _CAPS = (("calls", "max_calls"), ("input_tokens", "max_input_tokens"),
@@ -41,3 +47,11 @@ def budget_left(spent_and_caps: Iterable[tuple[Usage, BudgetPolicy]]) -> dict[st
                 room = cap - getattr(usage, name)
                 left[name] = min(room, left.get(name, room))
     return left or None
+
+
+def previous_error(attempts: list[AttemptRecord]) -> str | None:
+    """How the delegation's last attempt ended, for the next one (`ctx.previous_error`)."""
+    if not attempts:
+        return None
+    last = attempts[-1]
+    return f"{last.outcome.value}: {last.error}" if last.error else last.outcome.value
