@@ -184,7 +184,8 @@ def test_checking_agents_sorts_the_names_once_per_file_not_once_per_agent(
 
     monkeypatch.setattr(routing_module, "allowed_list", counting)
     path = tmp_path / "routing.yml"
-    text = many_agents(300) + "  broken: {fallback: nobody, review_by: none, can_delegate_to: [x]}\n"
+    broken = "  broken: {fallback: nobody, review_by: none, can_delegate_to: [x]}\n"
+    text = many_agents(300) + broken
     path.write_text(text, encoding="utf-8")
     with pytest.raises(RoutingError, match="unknown agent 'nobody'"):
         Routing.load(path)
