@@ -42,9 +42,23 @@ from actors._models import AttemptOutcome
 from actors._osproc import describe_exit, process_start_time, signal_group
 from actors._protocol import Finished, Heartbeat, Partial
 
-__all__ = ["CommandChild", "command_argv"]
+__all__ = [
+    "BRIEF_TEXT_PLACEHOLDERS",
+    "PLACEHOLDER",
+    "PLACEHOLDERS",
+    "CommandChild",
+    "command_argv",
+]
 
-_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+# What `{name}` a command may hold, in the order `command_argv` fills them.
+PLACEHOLDERS = (
+    "agent", "scope", "inputs", "expected_output", "constraints", "partial_ok", "mode",
+    "session", "attempt", "attempt_id", "delegation_id", "depth", "framing", "python",
+)
+# The ones whose text comes from a brief, so from whoever wrote it (an agent, a user).
+BRIEF_TEXT_PLACEHOLDERS = frozenset({"scope", "inputs", "expected_output", "constraints",
+                                     "session"})
 _STDERR_TAIL = 4000  # characters of standard error kept for the error message
 _READ = 65536
 # After the program exits, how long to wait for its pipes to close (a descendant
@@ -106,7 +120,7 @@ def command_argv(spec: ChildSpec) -> list[str]:
             )
         return values[name]
 
-    argv = [_PLACEHOLDER.sub(substitute, arg) for arg in spec.command]
+    argv = [PLACEHOLDER.sub(substitute, arg) for arg in spec.command]
     if argv and argv[0] in _PYTHON_NAMES:
         argv[0] = sys.executable  # "python" means the interpreter Zeus runs on, venv and all
     return argv

@@ -29,7 +29,9 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import models_json_schema
 
+from actors._command import PLACEHOLDERS
 from supervisor._bounded_input import BoundExceeded, load_bounded, read_bounded
+from supervisor._command_checks import unknown_placeholders
 from supervisor._entrypoints import EntrypointError, import_entrypoint
 from supervisor._pantheon import from_pantheon
 from supervisor._policies import (
@@ -46,6 +48,7 @@ from supervisor._policies import (
     RetryPolicy,
     ShutdownPolicy,
     SupervisorPolicy,
+    agent_name_problem,
 )
 from supervisor._routing_problems import (
     WORDS,
@@ -273,7 +276,10 @@ def _check_native(
     agents_in = mapping_or_none(data, "agents", problems, "a mapping of agent name -> policy")
     agents: dict[str, dict[str, Any]] = {}
     for name, raw in agents_in.items():
-        if name == OWNER:
+        bad_name = agent_name_problem(str(name))
+        if bad_name is not None:
+            problems.add(("agents", str(name)), bad_name)
+        elif name == OWNER:
             problems.add(("agents", OWNER), "`zeus` is reserved: it names the supervisor "
                          "(`fallback: zeus` gives a failure back to the owner); rename the agent")
         elif raw is not None and not isinstance(raw, dict):
@@ -339,6 +345,11 @@ def _check_agent(
     command = agent.get("command")
     if isinstance(command, list | tuple) and command and command[0] == "":
         problems.add((*at, "command", 0), f"found ''; allowed: {WORDS['command']}")
+    if isinstance(command, list | tuple) and all(isinstance(arg, str) for arg in command):
+        for index, placeholder in unknown_placeholders(command):
+            problems.add((*at, "command", index),
+                         f"unknown placeholder {{{placeholder}}}; allowed: "
+                         f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
     _check_heartbeat(agent, at, problems)
 
 

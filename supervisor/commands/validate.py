@@ -17,6 +17,7 @@ from typing import Any
 
 from rich.text import Text
 
+from supervisor._command_checks import shell_warning
 from supervisor.commands import EXIT_BAD_INPUT, EXIT_OK, console, print_table
 from supervisor.errors import RoutingError
 from supervisor.routing import OWNER, AgentPolicy, Routing
@@ -124,6 +125,10 @@ def run(args: argparse.Namespace) -> int:
                 f"no entrypoint or command (register them with zeus.register): {', '.join(unwired)}"
             )
         )
+    for name, policy in routing.agents.items():
+        warning = shell_warning(policy.command) if policy.command else None
+        if warning is not None:
+            print(f"{path}: warning: agents.{name}.command: {warning}", file=sys.stderr)
     for heading, lines in (("mapped", routing.mapped), ("ignored", routing.ignored)):
         if lines:
             out.print(Text(f"{heading}:"))
