@@ -19,6 +19,7 @@ from typing import IO, Any, Protocol, cast
 
 import structlog
 
+from supervisor._private_files import append_private
 from supervisor.errors import SupervisorError
 
 __all__ = ["EventLog", "LogTarget"]
@@ -66,7 +67,7 @@ class EventLog:
             pass
         elif isinstance(target, str | Path):
             try:
-                stream = Path(target).open("a", encoding="utf-8")  # noqa: SIM115 - kept open
+                stream = append_private(target)  # kept open until close()
             except OSError as exc:
                 raise SupervisorError(
                     f"cannot write the event log {str(target)!r}: {exc.strerror}; "

@@ -31,6 +31,7 @@ from rich.tree import Tree
 
 from actors import Summary
 from supervisor import journal as jr
+from supervisor._private_files import append_private
 from supervisor.commands.tree import attempt_label, delegation_label, event_line, status_mark
 from supervisor.errors import SupervisorError
 
@@ -46,7 +47,7 @@ _QUIET = {"message.dropped"}  # bookkeeping, not news: kept in the journal, not 
 def open_journal(path: str | Path) -> IO[str]:
     """`path` opened for appending events; `SupervisorError` says why it cannot be."""
     try:
-        return Path(path).open("a", encoding="utf-8")
+        return append_private(path)
     except OSError as exc:
         raise SupervisorError(
             f"cannot write the journal {str(path)!r}: {exc.strerror}; give a writable path"
