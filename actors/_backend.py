@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from actors._clock import Clock
+from actors._inputs_delivery import InputsVia
 from actors._models import Brief
 
 __all__ = ["Backend", "ChildHandle", "ChildSpec", "Send"]
@@ -32,6 +33,7 @@ class ChildSpec:
     clock: Clock
     work: Callable[..., Any] | None = None
     command: tuple[str, ...] | None = None
+    inputs_via: InputsVia = "argv"  # how a command receives the inputs (actors._inputs_delivery)
     heartbeat_interval_s: float = 1.0
     term_s: float = 0.5
     session: dict[str, Any] | None = field(default=None, compare=False)

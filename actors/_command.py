@@ -38,6 +38,7 @@ from typing import Any
 
 from actors._backend import ChildSpec, Send
 from actors._hub import Hub
+from actors._inputs_delivery import INPUTS_FILE_ENV, send_first_line, write_inputs_file
 from actors._models import AttemptOutcome
 from actors._osproc import describe_exit, process_start_time, signal_group
 from actors._protocol import Finished, Heartbeat, Partial
@@ -87,10 +88,12 @@ def _interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def command_argv(spec: ChildSpec) -> list[str]:
+def command_argv(spec: ChildSpec, inputs_path: str | None = None) -> list[str]:
     """`spec.command` with its placeholders replaced, each within its own argument.
 
-    Raises `ValueError` naming an unknown placeholder and the known ones.
+    `{inputs}` is the inputs as JSON (`inputs_via: argv`), or `inputs_path` (`file`);
+    with `stdin` it is refused. Raises `ValueError` naming an unknown placeholder and
+    the known ones.
     """
     assert spec.command is not None
     brief = spec.brief
@@ -111,8 +114,16 @@ def command_argv(spec: ChildSpec) -> list[str]:
         "python": sys.executable,
     }
 
+    if spec.inputs_via == "file":
+        values["inputs"] = inputs_path or ""
+
     def substitute(match: re.Match[str]) -> str:
         name = match.group(1)
+        if name == "inputs" and spec.inputs_via == "stdin":
+            raise ValueError(
+                f"{{inputs}} in the command of agent {spec.agent!r}, whose inputs_via is stdin: "
+                "the inputs arrive as the first line of standard input; remove {inputs}"
+            )
         if name not in values:
             raise ValueError(
                 f"unknown placeholder {{{name}}} in command {list(spec.command or ())!r} "
@@ -155,21 +166,29 @@ class CommandChild:
         self._cancel_t: float | None = None
         self._kill_t: float | None = None
         self._sigkill_sent = False
+        self._inputs_file: str | None = None  # inputs_via: file, until the attempt ends
 
     # -- Zeus's thread ---------------------------------------------------------------
     def start(self) -> None:
         """Start the program; a failure to start is this attempt's `Finished` (outcome error)."""
+        via = self.spec.inputs_via
         try:
-            argv = command_argv(self.spec)
+            env = None
+            if via == "file":
+                self._inputs_file = write_inputs_file(self.spec.brief.inputs)
+                env = {**os.environ, INPUTS_FILE_ENV: self._inputs_file}
+            argv = command_argv(self.spec, self._inputs_file)
             self._popen = subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if via == "stdin" else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 preexec_fn=_interruptible,
+                env=env,
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            self._remove_inputs_file()
             self.fail(
                 f"command agent {self.spec.agent!r} could not start: {type(exc).__name__}: {exc}",
                 type(exc).__name__,
@@ -177,6 +196,9 @@ class CommandChild:
             return
         popen = self._popen
         self.pid_start_time = process_start_time(popen.pid)
+        if popen.stdin is not None:  # inputs_via: stdin
+            send_first_line(popen.stdin, self.spec.brief.inputs,
+                            name=f"zeus-inputs-{self.attempt_id}")
         assert popen.stdout is not None and popen.stderr is not None
         out, err = popen.stdout.fileno(), popen.stderr.fileno()
         for fd in (out, err):
@@ -194,6 +216,12 @@ class CommandChild:
         else:
             self._hub.call_later(_POLL_S, self._poll_exit)
         self._hub.call_later(self.spec.heartbeat_interval_s, self._beat)
+
+    def _remove_inputs_file(self) -> None:
+        if self._inputs_file is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._inputs_file)
+            self._inputs_file = None
 
     def fail(self, error: str, error_type: str | None = None) -> None:
         """End an attempt that never started: its `Finished` (outcome error)."""
@@ -350,6 +378,10 @@ class CommandChild:
             self._close_pipe(fd)
         popen.stdout.close()
         popen.stderr.close()
+        if popen.stdin is not None:
+            with contextlib.suppress(OSError):
+                popen.stdin.close()
+        self._remove_inputs_file()
         self._emit(self._outcome(returncode, exited_t, kill_t, cancel_t))
         self._on_end(self)
 

@@ -123,6 +123,11 @@ class AgentPolicy(Frozen):
     command: tuple[str, ...] | None = Field(
         default=None, min_length=1, description="A command agent: the program and its arguments."
     )
+    inputs_via: Literal["argv", "stdin", "file"] = Field(
+        default="argv",
+        description="How a command agent receives the inputs: `{inputs}` in argv (readable "
+        "by every local user), the first line of stdin, or an owner-only file.",
+    )
     can_delegate_to: tuple[str, ...] | None = None  # None: any agent
     metadata: dict[str, Any] = Field(default_factory=dict)
 

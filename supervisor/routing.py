@@ -350,6 +350,13 @@ def _check_agent(
             problems.add((*at, "command", index),
                          f"unknown placeholder {{{placeholder}}}; allowed: "
                          f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
+        if agent.get("inputs_via") == "stdin":
+            for index, arg in enumerate(command):
+                if "{inputs}" in arg:
+                    problems.add((*at, "command", index),
+                                 "found {inputs} with inputs_via: stdin; the inputs arrive as "
+                                 "the first line of standard input, so remove {inputs} (or use "
+                                 "inputs_via: file, where {inputs} is the file's path)")
     _check_heartbeat(agent, at, problems)
 
 
