@@ -1,7 +1,8 @@
 """Checks of a command agent's `command` that `zeus validate` makes before anything runs.
 
-`unknown_placeholders` lists the `{name}`s that no brief can fill (refused: the
-agent could never start). `shell_warning` says when brief text would be pasted
+`command_problems` lists the `{name}`s that no attempt can fill (refused: the
+agent could never start): unknown ones, and `{inputs}` when the inputs go by
+standard input. `shell_warning` says when brief text would be pasted
 into a script that a shell or an interpreter parses (`sh -c "echo {scope}"`):
 whoever writes the brief could then run commands. Placeholders are safe as
 separate arguments (`sh -c 'echo "$1"' sh {scope}`), which is what the warning
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 
 from actors._command import BRIEF_TEXT_PLACEHOLDERS, PLACEHOLDER, PLACEHOLDERS
 
-__all__ = ["shell_warning", "unknown_placeholders"]
+__all__ = ["command_problems", "shell_warning", "unknown_placeholders"]
 
 # Programs that run their `-c` (or `-e`) argument as code.
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "csh", "tcsh",
@@ -34,6 +35,24 @@ def unknown_placeholders(command: Sequence[str]) -> list[tuple[int, str]]:
         for match in PLACEHOLDER.finditer(arg)
         if match.group(1) not in PLACEHOLDERS
     ]
+
+
+def command_problems(command: Sequence[str], inputs_via: object) -> list[tuple[int, str]]:
+    """`(argument index, message)` for each placeholder of `command` no attempt could fill."""
+    found = [
+        (index, f"unknown placeholder {{{name}}}; allowed: "
+                f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
+        for index, name in unknown_placeholders(command)
+    ]
+    if inputs_via == "stdin":
+        found += [
+            (index, "found {inputs} with inputs_via: stdin; the inputs arrive as the first "
+                    "line of standard input, so remove {inputs} (or use inputs_via: file, "
+                    "where {inputs} is the file's path)")
+            for index, arg in enumerate(command)
+            if "{inputs}" in arg
+        ]
+    return sorted(found)
 
 
 def _program(command: Sequence[str]) -> tuple[str, int]:

@@ -29,9 +29,8 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import models_json_schema
 
-from actors._command import PLACEHOLDERS
 from supervisor._bounded_input import BoundExceeded, load_bounded, read_bounded
-from supervisor._command_checks import unknown_placeholders
+from supervisor._command_checks import command_problems
 from supervisor._entrypoints import EntrypointError, entrypoint_form_problem, import_entrypoint
 from supervisor._pantheon import from_pantheon
 from supervisor._policies import (
@@ -367,17 +366,8 @@ def _check_agent(
     if isinstance(command, list | tuple) and command and command[0] == "":
         problems.add((*at, "command", 0), f"found ''; allowed: {WORDS['command']}")
     if isinstance(command, list | tuple) and all(isinstance(arg, str) for arg in command):
-        for index, placeholder in unknown_placeholders(command):
-            problems.add((*at, "command", index),
-                         f"unknown placeholder {{{placeholder}}}; allowed: "
-                         f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
-        if agent.get("inputs_via") == "stdin":
-            for index, arg in enumerate(command):
-                if "{inputs}" in arg:
-                    problems.add((*at, "command", index),
-                                 "found {inputs} with inputs_via: stdin; the inputs arrive as "
-                                 "the first line of standard input, so remove {inputs} (or use "
-                                 "inputs_via: file, where {inputs} is the file's path)")
+        for index, message in command_problems(command, agent.get("inputs_via", "argv")):
+            problems.add((*at, "command", index), message)
     _check_heartbeat(agent, at, problems)
 
 
