@@ -331,6 +331,8 @@ def _is_json(text: str) -> bool:
         json.loads(text)
     except ValueError:
         return False
+    except RecursionError:  # JSON too deep to read back: write it quoted, as text
+        return True
     return True
 
 
@@ -341,13 +343,20 @@ def _value(value: Any) -> str:
     return _json_line(value)
 
 
-def _unvalue(raw: str) -> Any:
+def _loads(raw: str) -> Any:
+    """`json.loads`, with JSON too deep for it refused by a `ValueError` like any bad JSON."""
     try:
         return json.loads(raw)
-    except ValueError:
-        return raw
     except RecursionError:
         raise ValueError(f"a value nested too deeply to read: {raw[:40]!r}...") from None
+
+
+def _unvalue(raw: str) -> Any:
+    """JSON when `raw` reads as JSON, else the text itself (also when too deep to read)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return raw
 
 
 def _number(value: float) -> str:
@@ -589,7 +598,7 @@ def _inline_items(value: str) -> list[str]:
     if value.startswith("["):
         try:
             items = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return [value]
         if isinstance(items, list):
             return [_json_line(item) for item in items]
@@ -636,7 +645,7 @@ def _attempt_line(record: AttemptRecord) -> str:
 def _parse_attempt(raw: str) -> AttemptRecord:
     try:
         if raw.startswith("{"):
-            return AttemptRecord.model_validate(json.loads(raw))
+            return AttemptRecord.model_validate(_loads(raw))
         match = _ATTEMPT.fullmatch(raw)
         if not match:
             raise ValueError(

@@ -70,9 +70,28 @@ def test_noise_inside_a_block_is_read_or_refused_but_never_costs_more_than_a_pas
             parse(head + noise + "\nScope: s\n")
 
 
-def test_a_brief_value_nested_too_deeply_is_refused_with_a_value_error() -> None:
+DEEP = "[" * 100_000  # deeper than json can read: a RecursionError before
+
+
+def test_a_value_nested_too_deeply_for_json_is_kept_as_text() -> None:
+    assert Brief.parse(f"SUBTASK BRIEF\nAgent: a\nScope: s\nInputs: {DEEP}").inputs == DEEP
+    head = "<subtask_summary>\nStatus: completed\nAgent: a\nScope: s\n"
+    summary = Summary.parse(f"{head}Output: {DEEP}\nFindings: {DEEP}\nPartial results:\n- {DEEP}")
+    assert summary.output == DEEP and summary.findings == [DEEP]
+    assert summary.partial_results == [DEEP]
+
+
+def test_an_attempt_nested_too_deeply_for_json_is_refused_with_a_value_error() -> None:
+    head = "<subtask_summary>\nStatus: completed\nAgent: a\nScope: s\nAttempts:\n"
     with pytest.raises(ValueError, match="nested too deeply"):
-        Brief.parse("SUBTASK BRIEF\nAgent: a\nScope: s\nInputs: " + "[" * 100_000)
+        Summary.parse(head + '- {"id": ' + DEEP)
+
+
+def test_text_that_looks_like_deep_json_survives_render_and_parse() -> None:
+    summary = SUMMARY.model_copy(update={"output": DEEP, "partial_results": [DEEP]})
+    assert Summary.parse(summary.render()) == summary
+    brief = BRIEF.model_copy(update={"inputs": DEEP})
+    assert Brief.parse(brief.render()) == brief
 
 
 @pytest.mark.realtime
