@@ -25,8 +25,11 @@ from supervisor.cli import main
 from supervisor.commands import EXIT_BAD_INPUT, EXIT_OK
 from supervisor.routing import ResultPolicy
 
-BAD_NAMES = ["../../trav", "/etc/passwd", "", "a\x00b", ".hidden", "-flag", "a b", "a/b",
-             "ä", "_lead"]
+# Each bad name, and how a problem's key path shows it (quoted when it is not plain).
+SHOWN = {"../../trav": '["../../trav"]', "/etc/passwd": '["/etc/passwd"]', "": '[""]',
+         "a\x00b": '["a\\u0000b"]', ".hidden": "..hidden", "-flag": ".-flag", "a b": '["a b"]',
+         "a/b": '["a/b"]', "ä": '["\\u00e4"]', "_lead": "._lead"}
+BAD_NAMES = list(SHOWN)
 GOOD_NAMES = ["apollo", "a", "A1", "hermes-2", "talos_v2.1", "9lives"]
 
 
@@ -40,7 +43,7 @@ def test_a_routing_file_refuses_an_agent_name_that_could_escape(tmp_path: Path, 
     with pytest.raises(RoutingError) as caught:
         Routing.load(path)
     message = str(caught.value)
-    assert f"{path}:3: agents." in message
+    assert f"{path}:3: agents{SHOWN[name]}: found " in message
     assert f"found {name!r}; allowed: an agent name of letters, digits" in message
 
 
