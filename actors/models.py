@@ -7,6 +7,7 @@ These live on the child side (`actors`) because a work function receives a
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -257,10 +258,14 @@ _AT = "@"  # "Agent: @apollo" names apollo, so an agent name starting with @ is 
 _OPEN, _CLOSE = "<subtask_summary>", "</subtask_summary>"
 _COUNT = re.compile(r" \(([1-9]\d*) times\)$")  # after a partial result repeated in a row
 _INDENT = "    "  # the lines after the first of an indented value (`Error:`, `Schema error:`)
-_LABEL = re.compile(r"(?:\*\*)?([A-Za-z][A-Za-z /_-]*?)(?:\*\*)?\s*:(?:\*\*)?\s*(.*)")
-_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?inf"
+# A label's name; the line around it (`**Name**: value`) is split by hand, not by a regex
+# that backtracks: `_label` stays linear in the line whatever the line holds.
+_LABEL_NAME = re.compile(r"[A-Za-z][A-Za-z /_-]*")
+# Possessive quantifiers (`++`, `*+`): a long run of digits or spaces is read once, never
+# backtracked into, so a failed match costs one pass over the text.
+_NUMBER = r"[-+]?(?:\d++(?:\.\d*+)?|\.\d++)(?:[eE][-+]?\d++)?|[-+]?inf"
 _DURATION = re.compile(
-    rf"({_NUMBER})\s*(ms|s|secs?|seconds?|m|mins?|minutes?|h|hours?)?", re.IGNORECASE
+    rf"({_NUMBER})\s*+(ms|s|secs?|seconds?|m|mins?|minutes?|h|hours?)?", re.IGNORECASE
 )
 _UNIT_S = {"ms": 0.001, "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
            "h": 3600.0, "hour": 3600.0, "hours": 3600.0}
@@ -349,6 +354,8 @@ def _is_json(text: str) -> bool:
         json.loads(text)
     except ValueError:
         return False
+    except RecursionError:  # JSON too deep to read back: write it quoted, as text
+        return True
     return True
 
 
@@ -380,10 +387,19 @@ def _uncounted(items: list[str]) -> list[Any]:
     return values
 
 
-def _unvalue(raw: str) -> Any:
+def _loads(raw: str) -> Any:
+    """`json.loads`, with JSON too deep for it refused by a `ValueError` like any bad JSON."""
     try:
         return json.loads(raw)
-    except ValueError:
+    except RecursionError:
+        raise ValueError(f"a value nested too deeply to read: {raw[:40]!r}...") from None
+
+
+def _unvalue(raw: str) -> Any:
+    """JSON when `raw` reads as JSON, else the text itself (also when too deep to read)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
         return raw
 
 
@@ -402,13 +418,22 @@ def _seconds(raw: str, label: str) -> float:
 
 
 def _label(line: str, known: dict[str, str]) -> tuple[str, str] | None:
-    """`(field, value)` when `line` is `Label: value` for a known label."""
-    match = _LABEL.fullmatch(line)
-    if not match:
+    """`(field, value)` when `line` is `Label: value` (or `**Label:** value`) for a known label.
+
+    Linear in the line: the label ends at the first colon, and each part is checked once.
+    """
+    colon = line.find(":")
+    if colon < 0:
         return None
-    name = re.sub(r"[\s_-]+", " ", match.group(1)).strip().lower()
+    head = line[:colon].removeprefix("**").rstrip()
+    head = head.removesuffix("**")
+    if not _LABEL_NAME.fullmatch(head):
+        return None
+    name = re.sub(r"[\s_-]+", " ", head).strip().lower()
     key = known.get(name)
-    return None if key is None else (key, match.group(2).strip())
+    if key is None:
+        return None
+    return key, line[colon + 1:].removeprefix("**").strip()
 
 
 def _lines(text: str) -> list[str]:
@@ -453,21 +478,25 @@ _BRIEF_EXAMPLE = "SUBTASK BRIEF\nAgent: apollo\nScope: Scan all route files for 
 
 def _parse_brief(text: str) -> Brief:
     lines = _lines(text)
-    start = next((i for i, line in enumerate(lines) if _BRIEF_START.fullmatch(line.strip())), None)
+    starts = (i for i, line in enumerate(lines)
+              if line.strip() and _BRIEF_START.fullmatch(line.strip()))
+    start = next(starts, None)
     if start is None:
         raise ValueError(f"no SUBTASK BRIEF block found; a brief reads:\n{_BRIEF_EXAMPLE}")
     raw: dict[str, list[str]] = {}
     last: str | None = None
+    after_blank = False  # blank lines end the block unless a label comes next
     for index in range(start + 1, len(lines)):
         line = lines[index].strip()
+        if not line:
+            after_blank = True
+            continue
         if line.startswith("```") or _BRIEF_START.fullmatch(line):
             break
-        if not line:
-            upcoming = next((ln.strip() for ln in lines[index + 1:] if ln.strip()), "")
-            if _label(upcoming, _BRIEF_LABELS) is None:
-                break
-            continue
         found = _label(line, _BRIEF_LABELS)
+        if after_blank and found is None:
+            break
+        after_blank = False
         if found is not None:
             last = found[0]
             raw[last] = [found[1]] if found[1] else []
@@ -540,14 +569,16 @@ _SUMMARY_EXAMPLE = f"{_OPEN}\nStatus: completed\nAgent: apollo\nScope: ...\n{_CL
 def _summary_block(text: str) -> list[str]:
     """The lines of the last complete block (else of the last opened one, else all)."""
     lines = _lines(text)
-    tags = [line.strip().lower() for line in lines]
-    opens = [i for i, tag in enumerate(tags) if tag == _OPEN]
+    tags = [(i, line.strip().lower()) for i, line in enumerate(lines) if "<" in line]
+    opens = [i for i, tag in tags if tag == _OPEN]
     if not opens:
         return lines  # no tags: read the labels wherever they are
-    closes = [i for i, tag in enumerate(tags) if tag == _CLOSE]
-    complete = [i for i in opens if any(c > i for c in closes)]
+    closes = [i for i, tag in tags if tag == _CLOSE]
+    # The last open tag with a close tag after it, else the last open tag (both sorted).
+    complete = opens[: bisect.bisect_left(opens, closes[-1])] if closes else []
     start = complete[-1] if complete else opens[-1]
-    end = next((c for c in closes if c > start), len(lines))
+    after = bisect.bisect_right(closes, start)
+    end = closes[after] if after < len(closes) else len(lines)
     return lines[start + 1:end]
 
 
@@ -713,7 +744,7 @@ def _inline_items(value: str) -> list[str]:
     if value.startswith("["):
         try:
             items = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return [value]
         if isinstance(items, list):
             return [_json_line(item) for item in items]
@@ -791,7 +822,7 @@ def _attempt_value(value: Any) -> str:
 def _parse_attempt(raw: str) -> AttemptRecord:
     try:
         if raw.startswith("{"):  # how attempts that did not fit in tokens were once written
-            return AttemptRecord.model_validate(json.loads(raw))
+            return AttemptRecord.model_validate(_loads(raw))
         return AttemptRecord(**_attempt_fields(raw))
     except ValidationError as exc:
         raise _invalid(f"the attempt {raw!r}", exc) from None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import bench_async, bench_process, bench_runtime
+from benchmarks import bench_async, bench_input, bench_process, bench_runtime
 
 
 def main() -> None:
@@ -23,6 +23,8 @@ def main() -> None:
     print()
     print("== in an asyncio host ==")
     bench_async.main()
+    print("== input: agent-written text and routing files ==")
+    bench_input.main()
 
 
 if __name__ == "__main__":

@@ -78,3 +78,22 @@ def test_a_parsed_brief_timeout_longer_than_a_week_is_refused(spelled: str) -> N
 def test_a_registered_policy_with_an_endless_timeout_is_refused() -> None:
     with pytest.raises(ValidationError, match="finite"):
         AgentPolicy(timeout_s=float("inf"))
+
+
+@pytest.mark.parametrize("timeout", [".inf", ".nan", "1e10", "604800001"])
+def test_a_pantheon_timeout_longer_than_a_week_is_refused_in_milliseconds(
+    tmp_path: Path, timeout: str
+) -> None:
+    path = tmp_path / "routing.yml"
+    path.write_text(textwrap.dedent(f"""
+        agents:
+          zeus: {{role: orchestrator}}
+          apollo: {{role: scout}}
+        delegation:
+          zeus:
+            - {{target: apollo, timeout: {timeout}}}
+    """).lstrip(), encoding="utf-8")
+    with pytest.raises(RoutingError) as caught:
+        Routing.load(path)
+    assert (f"{path}:6: delegation.zeus[0].timeout: found " in str(caught.value)
+            and "at most 604800000 (one week)" in str(caught.value)), str(caught.value)

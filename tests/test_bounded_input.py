@@ -194,3 +194,17 @@ def test_checking_agents_sorts_the_names_once_per_file_not_once_per_agent(
     calls.clear()
     assert len(Routing.load(path).agents) == 300
     assert calls == []
+
+
+def test_a_journal_line_nested_too_deeply_is_skipped_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from supervisor.journal import read_events
+
+    path = tmp_path / "events.jsonl"
+    path.write_text(nested(100_000) + '\n{"event": "zeus.started", "ts": 1}\n', encoding="utf-8")
+    events, notes = read_events(path)
+    assert [e["event"] for e in events] == ["zeus.started"]
+    assert notes == ["line 1: skipped: JSON nested too deeply to be an event"]
+    assert main(["tree", str(path)]) in (0, 2)  # read, not a RecursionError
+    assert "nested too deeply" in capsys.readouterr().err

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from actors.backends.inputs import InputsVia
 from actors.clock import Clock
 from actors.models import Brief
 
@@ -32,6 +33,7 @@ class ChildSpec:
     clock: Clock
     work: Callable[..., Any] | None = None
     command: tuple[str, ...] | None = None
+    inputs_via: InputsVia = "argv"  # how a command receives the inputs (actors.backends.inputs)
     heartbeat_interval_s: float = 1.0
     term_s: float = 0.5
     session: dict[str, Any] | None = field(default=None, compare=False)

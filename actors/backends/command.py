@@ -40,14 +40,29 @@ from typing import Any
 
 from actors.backends.base import ChildSpec, Send
 from actors.backends.hub import Hub
+from actors.backends.inputs import INPUTS_FILE_ENV, send_first_line, write_inputs_file
 from actors.mail import Mail
 from actors.models import AttemptOutcome
 from actors.osproc import describe_exit, process_start_time, signal_group
 from actors.protocol import Finished, Heartbeat, Partial
 
-__all__ = ["CommandChild", "command_argv"]
+__all__ = [
+    "BRIEF_TEXT_PLACEHOLDERS",
+    "PLACEHOLDER",
+    "PLACEHOLDERS",
+    "CommandChild",
+    "command_argv",
+]
 
-_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+# What `{name}` a command may hold, in the order `command_argv` fills them.
+PLACEHOLDERS = (
+    "agent", "scope", "inputs", "expected_output", "constraints", "partial_ok", "mode",
+    "session", "attempt", "attempt_id", "delegation_id", "depth", "framing", "python",
+)
+# The ones whose text comes from a brief, so from whoever wrote it (an agent, a user).
+BRIEF_TEXT_PLACEHOLDERS = frozenset({"scope", "inputs", "expected_output", "constraints",
+                                     "session"})
 _STDERR_TAIL = 4000  # characters of standard error kept for the error message
 _READ = 65536
 # After the program exits, how long to wait for its pipes to close (a descendant
@@ -76,10 +91,12 @@ def _interruptible() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def command_argv(spec: ChildSpec) -> list[str]:
+def command_argv(spec: ChildSpec, inputs_path: str | None = None) -> list[str]:
     """`spec.command` with its placeholders replaced, each within its own argument.
 
-    Raises `ValueError` naming an unknown placeholder and the known ones.
+    `{inputs}` is the inputs as JSON (`inputs_via: argv`), or `inputs_path` (`file`);
+    with `stdin` it is refused. Raises `ValueError` naming an unknown placeholder and
+    the known ones.
     """
     assert spec.command is not None
     brief = spec.brief
@@ -100,8 +117,16 @@ def command_argv(spec: ChildSpec) -> list[str]:
         "python": sys.executable,
     }
 
+    if spec.inputs_via == "file":
+        values["inputs"] = inputs_path or ""
+
     def substitute(match: re.Match[str]) -> str:
         name = match.group(1)
+        if name == "inputs" and spec.inputs_via == "stdin":
+            raise ValueError(
+                f"{{inputs}} in the command of agent {spec.agent!r}, whose inputs_via is stdin: "
+                "the inputs arrive as the first line of standard input; remove {inputs}"
+            )
         if name not in values:
             raise ValueError(
                 f"unknown placeholder {{{name}}} in command {list(spec.command or ())!r} "
@@ -109,7 +134,7 @@ def command_argv(spec: ChildSpec) -> list[str]:
             )
         return values[name]
 
-    argv = [_PLACEHOLDER.sub(substitute, arg) for arg in spec.command]
+    argv = [PLACEHOLDER.sub(substitute, arg) for arg in spec.command]
     if argv and argv[0] in _PYTHON_NAMES:
         argv[0] = sys.executable  # "python" means the interpreter Zeus runs on, venv and all
     return argv
@@ -144,21 +169,30 @@ class CommandChild:
         self._cancel_t: float | None = None
         self._kill_t: float | None = None
         self._sigkill_sent = False
+        self._inputs_file: str | None = None  # inputs_via: file, until the attempt ends
 
     # -- Zeus's thread ---------------------------------------------------------------
     def start(self) -> None:
         """Start the program; a failure to start is this attempt's `Finished` (outcome error)."""
+        via = self.spec.inputs_via
         try:
-            argv = command_argv(self.spec)
+            env = None
+            if via == "file":
+                self._inputs_file = write_inputs_file(self.spec.brief.inputs)
+                env = {**os.environ, INPUTS_FILE_ENV: self._inputs_file}
+            argv = command_argv(self.spec, self._inputs_file)
             self._popen = subprocess.Popen(
                 argv,
-                stdin=subprocess.PIPE,  # the owner's messages, one JSON line each
+                # the inputs line (inputs_via: stdin), then the owner's messages
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 preexec_fn=_interruptible,
+                env=env,
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            self._remove_inputs_file()
             self.fail(
                 f"command agent {self.spec.agent!r} could not start: {type(exc).__name__}: {exc}",
                 type(exc).__name__,
@@ -168,6 +202,9 @@ class CommandChild:
         self.pid_start_time = process_start_time(popen.pid)
         assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
         os.set_blocking(popen.stdin.fileno(), False)  # a full pipe never holds up Zeus
+        if via == "stdin":  # the inputs line comes before any message from the owner
+            send_first_line(popen.stdin, self.spec.brief.inputs,
+                            name=f"zeus-inputs-{self.attempt_id}")
         out, err = popen.stdout.fileno(), popen.stderr.fileno()
         for fd in (out, err):
             os.set_blocking(fd, False)
@@ -184,6 +221,12 @@ class CommandChild:
         else:
             self._hub.call_later(_POLL_S, self._poll_exit)
         self._hub.call_later(self.spec.heartbeat_interval_s, self._beat)
+
+    def _remove_inputs_file(self) -> None:
+        if self._inputs_file is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._inputs_file)
+            self._inputs_file = None
 
     def fail(self, error: str, error_type: str | None = None) -> None:
         """End an attempt that never started: its `Finished` (outcome error)."""
@@ -357,6 +400,7 @@ class CommandChild:
         if popen.stdin is not None:
             with self._lock, contextlib.suppress(OSError):
                 popen.stdin.close()
+        self._remove_inputs_file()
         self._emit(self._outcome(returncode, exited_t, kill_t, cancel_t))
         self._on_end(self)
 

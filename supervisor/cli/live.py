@@ -45,6 +45,7 @@ from supervisor.cli.render import (
 )
 from supervisor.errors import SupervisorError
 from supervisor.journal.events import JournalFile
+from supervisor.journal.private_files import append_private
 
 if TYPE_CHECKING:
     from supervisor.core.zeus import Zeus
@@ -52,6 +53,17 @@ if TYPE_CHECKING:
 __all__ = ["LiveTree", "bar", "open_journal"]
 
 _BAR_WIDTH = 16
+_QUIET = {"message.dropped"}  # bookkeeping, not news: kept in the journal, not printed
+
+
+def open_journal(path: str | Path) -> IO[str]:
+    """`path` opened for appending events; `SupervisorError` says why it cannot be."""
+    try:
+        return append_private(path)
+    except OSError as exc:
+        raise SupervisorError(
+            f"cannot write the journal {str(path)!r}: {exc.strerror}; give a writable path"
+        ) from None
 
 
 def bar(elapsed: float, limit: float, *, width: int = _BAR_WIDTH, plain: bool = False) -> Text:
@@ -65,16 +77,6 @@ def bar(elapsed: float, limit: float, *, width: int = _BAR_WIDTH, plain: bool = 
     text.append(empty * (width - filled), style="dim")
     text.append(f" {elapsed:.1f}/{limit:g}s")
     return text
-
-
-def open_journal(path: str | Path) -> IO[str]:
-    """`path` opened for appending events; `SupervisorError` says why it cannot be."""
-    try:
-        return Path(path).open("a", encoding="utf-8")
-    except OSError as exc:
-        raise SupervisorError(
-            f"cannot write the journal {str(path)!r}: {exc.strerror}; give a writable path"
-        ) from None
 
 
 class LiveTree:

@@ -3,6 +3,11 @@
 To add a command, write a module with `add_parser(subparsers)` and
 `run(args) -> int` (see `supervisor.cli.commands`) and list it in `COMMANDS`.
 Exit codes: 0 all completed, 1 some delegation did not complete, 2 bad input.
+
+Entrypoints (`pkg.module:fn`) import from the installed packages first, then
+from the current directory: the CLI appends the current directory to the END of
+`sys.path` while a command runs, so a stray `yaml.py` or `json.py` in it can never
+shadow a module Zeus or an installed package imports.
 """
 
 from __future__ import annotations
@@ -73,14 +78,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 @contextmanager
 def _cwd_importable() -> Iterator[None]:
-    """Let `entrypoint: pkg.module:fn` import from the current directory, as `python -m` does.
+    """Let `entrypoint: pkg.module:fn` import from the current directory, after all else.
 
     A console script's `sys.path` starts with its own bin directory, not the cwd.
+    Unlike `python -m`, the cwd goes last: it adds modules, it never replaces one.
     """
     cwd = os.getcwd()
     added = "" not in sys.path and cwd not in sys.path
     if added:
-        sys.path.insert(0, cwd)
+        sys.path.append(cwd)
     try:
         yield
     finally:

@@ -257,6 +257,7 @@ class ZeusActor(pykka.ThreadingActor):
                 clock=self._clock,
                 work=work,
                 command=policy.command,
+                inputs_via=policy.inputs_via,
                 heartbeat_interval_s=policy.heartbeat.interval_s,
                 term_s=policy.shutdown.term_s,
                 session=self._session(d),

@@ -6,9 +6,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from supervisor.errors import SupervisorError
+from supervisor.errors import RoutingError, SupervisorError
 from supervisor.routing import AgentPolicy, Routing
 from supervisor.routing.entrypoints import signature_problem
+from supervisor.routing.policies import agent_name_problem
 
 __all__ = ["Registry"]
 
@@ -25,6 +26,9 @@ class Registry:
     def register(
         self, agent: str, work: Callable[..., Any], policy: AgentPolicy | None = None
     ) -> None:
+        bad_name = agent_name_problem(agent) if isinstance(agent, str) else f"found {agent!r}"
+        if bad_name is not None:
+            raise RoutingError(f"register({agent!r}, ...): {bad_name}")
         if not callable(work):
             raise SupervisorError(f"register({agent!r}, ...) needs a callable work function")
         problem = signature_problem(work)

@@ -20,6 +20,7 @@ from typing import IO, Any, Protocol, cast
 import structlog
 
 from supervisor.errors import SupervisorError
+from supervisor.journal.private_files import append_private
 from supervisor.journal.streams import Subscriptions
 
 __all__ = ["EventLog", "JournalFile", "LogTarget"]
@@ -76,7 +77,7 @@ class EventLog:
             pass
         elif isinstance(target, str | Path):
             try:
-                stream = Path(target).open("a", encoding="utf-8")  # noqa: SIM115 - kept open
+                stream = append_private(target)  # kept open until close()
             except OSError as exc:
                 raise SupervisorError(
                     f"cannot write the event log {str(target)!r}: {exc.strerror}; "

@@ -68,6 +68,8 @@ def parse_line(line: str) -> Event:
         event = json.loads(line)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to be an event") from None
     if not isinstance(event, dict):
         raise ValueError(f"a JSON {type(event).__name__}, not an event object")
     if not isinstance(event.get("event"), str):

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["EntrypointError", "import_entrypoint", "signature_problem"]
+__all__ = ["EntrypointError", "entrypoint_form_problem", "import_entrypoint", "signature_problem"]
 
 _ENTRYPOINT = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
@@ -18,13 +18,22 @@ class EntrypointError(Exception):
     """Why an entrypoint does not resolve (the caller adds file and key path)."""
 
 
+def entrypoint_form_problem(spec: str) -> str | None:
+    """Why `spec` does not read `pkg.module:attr`, without importing anything; None if it does."""
+    if _ENTRYPOINT.fullmatch(spec):
+        return None
+    return f"found {spec!r}; allowed: 'pkg.module:function' (a module, a colon, a callable in it)"
+
+
 @functools.cache
 def import_entrypoint(spec: str) -> Callable[..., Any]:
-    """Import `pkg.module:attr.attr` once (failures are not cached: a fixed module can retry)."""
-    if not _ENTRYPOINT.fullmatch(spec):
-        raise EntrypointError(
-            f"found {spec!r}; allowed: 'pkg.module:function' (a module, a colon, a callable in it)"
-        )
+    """Import `pkg.module:attr.attr` once (failures are not cached: a fixed module can retry).
+
+    Importing runs the module's import-time code: a routing file is code.
+    """
+    problem = entrypoint_form_problem(spec)
+    if problem is not None:
+        raise EntrypointError(problem)
     module_name, _, attrs = spec.partition(":")
     try:
         target: Any = importlib.import_module(module_name)

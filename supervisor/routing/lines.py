@@ -7,6 +7,7 @@ a problem names it.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -44,11 +45,19 @@ Loader.add_implicit_resolver(
 )
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.-]+")
+
+
 def dotted(path: Sequence[str | int]) -> str:
-    """`agents.apollo.retry.max_retries`, `delegation.zeus[2].timeout`."""
+    """`agents.apollo.retry.max_retries`, `delegation.zeus[2].timeout`, `agents["../x"]`."""
     out = ""
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not _PLAIN_KEY.fullmatch(part):  # a key that would read as something else
+            out += f"[{json.dumps(part)}]"
+        else:
+            out += f".{part}" if out else part
     return out
 
 

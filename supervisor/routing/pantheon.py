@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from actors.limits import MAX_DURATION_S, MAX_DURATION_WORDS
 from supervisor.routing.lines import KeyPath, dotted
 from supervisor.routing.policies import OWNER, AgentPolicy
 from supervisor.routing.problems import Problems, allowed_list, found, mapping_or_none
@@ -269,9 +270,10 @@ def _pantheon_value(key: str, value: Any, at: KeyPath, problems: Problems) -> An
     """A delegation entry's value in Zeus's terms, or `_SKIP` (after reporting a problem)."""
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if key == "timeout":
-        if number and value > 0:
+        if number and 0 < value <= MAX_DURATION_S * 1000:  # also refuses nan
             return value / 1000
-        problems.add(at, f"found {found(value)}; allowed: milliseconds > 0 (60000 is a minute)")
+        problems.add(at, f"found {found(value)}; allowed: milliseconds > 0 (60000 is a minute) "
+                     f"and at most {MAX_DURATION_S * 1000:.0f} ({MAX_DURATION_WORDS})")
     elif key in ("retry_count", "session_max"):
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value

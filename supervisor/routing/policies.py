@@ -6,6 +6,7 @@ import them from here, so that none of them imports `routing`.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -15,6 +16,7 @@ from actors.limits import Seconds
 
 __all__ = [
     "AGENT_DEFAULT_KEYS",
+    "AGENT_NAME",
     "OWNER",
     "AgentPolicy",
     "Backoff",
@@ -27,6 +29,7 @@ __all__ = [
     "RetryPolicy",
     "ShutdownPolicy",
     "SupervisorPolicy",
+    "agent_name_problem",
 ]
 
 
@@ -130,6 +133,11 @@ class AgentPolicy(Frozen):
     command: tuple[str, ...] | None = Field(
         default=None, min_length=1, description="A command agent: the program and its arguments."
     )
+    inputs_via: Literal["argv", "stdin", "file"] = Field(
+        default="argv",
+        description="How a command agent receives the inputs: `{inputs}` in argv (readable "
+        "by every local user), the first line of stdin, or an owner-only file.",
+    )
     can_delegate_to: tuple[str, ...] | None = None  # None: any agent
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -162,3 +170,14 @@ class SupervisorPolicy(Frozen):
 AGENT_DEFAULT_KEYS = set(AgentPolicy.model_fields) - {"entrypoint", "command", "metadata"}
 # `fallback: zeus` gives a failure back to the owner, so no agent may be called zeus.
 OWNER = "zeus"
+# An agent's name becomes part of delegation ids, artifact file names and log lines.
+AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def agent_name_problem(name: str) -> str | None:
+    """Why `name` cannot name an agent (`found X; allowed: Y`), or None when it can."""
+    if AGENT_NAME.fullmatch(name):
+        return None
+    return (f"found {name!r}; allowed: an agent name of letters, digits, '_', '.' and '-' "
+            "that starts with a letter or digit")
+

@@ -31,7 +31,12 @@ from pydantic.json_schema import models_json_schema
 
 from supervisor.errors import RoutingError, UnknownAgent, did_you_mean
 from supervisor.routing.bounded import BoundExceeded, load_bounded, read_bounded
-from supervisor.routing.entrypoints import EntrypointError, import_entrypoint
+from supervisor.routing.commands import command_problems
+from supervisor.routing.entrypoints import (
+    EntrypointError,
+    entrypoint_form_problem,
+    import_entrypoint,
+)
 from supervisor.routing.lines import KeyPath, Lines, Loader, yaml_problem
 from supervisor.routing.pantheon import from_pantheon
 from supervisor.routing.policies import (
@@ -48,6 +53,7 @@ from supervisor.routing.policies import (
     RetryPolicy,
     ShutdownPolicy,
     SupervisorPolicy,
+    agent_name_problem,
 )
 from supervisor.routing.problems import (
     WORDS,
@@ -93,13 +99,24 @@ class Routing(Frozen):
     ignored: tuple[str, ...] = ()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, source: str | None = None) -> Routing:
-        """Validate a routing mapping; `defaults:` is merged into every agent."""
-        return _build(data, source=source, lines=None)
+    def from_dict(
+        cls, data: dict[str, Any], *, source: str | None = None, import_entrypoints: bool = True
+    ) -> Routing:
+        """Validate a routing mapping; `defaults:` is merged into every agent.
+
+        Each `entrypoint` is imported to check it (its module's code runs) unless
+        `import_entrypoints` is False; then only its form is checked.
+        """
+        return _build(data, source=source, lines=None, import_entrypoints=import_entrypoints)
 
     @classmethod
-    def load(cls, path: str | Path) -> Routing:
-        """Read and validate a routing.yml file (either dialect)."""
+    def load(cls, path: str | Path, *, import_entrypoints: bool = True) -> Routing:
+        """Read and validate a routing.yml file (either dialect).
+
+        A routing file is code: each `entrypoint` is imported to check it, which runs
+        its module's import-time code. With `import_entrypoints=False` (`zeus validate
+        --no-import`) only its form is checked, for a file not trusted yet.
+        """
         path = Path(path)
         try:
             text = read_bounded(path)
@@ -115,7 +132,8 @@ class Routing(Frozen):
             raise RoutingError(yaml_problem(str(path), exc)) from None
         except yaml.YAMLError as exc:
             raise RoutingError(f"{path}: not valid YAML: {exc}") from None
-        return _build({} if data is None else data, source=str(path), lines=Lines(root))
+        return _build({} if data is None else data, source=str(path), lines=Lines(root),
+                      import_entrypoints=import_entrypoints)
 
     def agent(self, name: str) -> AgentPolicy:
         """The effective policy of agent `name`; `UnknownAgent` names the ones that exist."""
@@ -197,7 +215,9 @@ class Routing(Frozen):
 # -- building ----------------------------------------------------------------------------------
 
 
-def _build(data: Any, *, source: str | None, lines: Lines | None) -> Routing:
+def _build(
+    data: Any, *, source: str | None, lines: Lines | None, import_entrypoints: bool = True
+) -> Routing:
     label = source or "routing"
     problems = Problems(label, lines)
     try:
@@ -222,7 +242,7 @@ def _build(data: Any, *, source: str | None, lines: Lines | None) -> Routing:
         translated = from_pantheon(data, problems)
         data, explicit = translated.data, translated.explicit
         mapped, ignored = tuple(translated.mapped), tuple(translated.ignored)
-    payload = _check_native(data, problems, explicit)
+    payload = _check_native(data, problems, explicit, import_entrypoints=import_entrypoints)
     problems.raise_if_any()
     payload.update(source=source, dialect=dialect, mapped=mapped, ignored=ignored)
     try:
@@ -257,6 +277,8 @@ def _check_native(
     data: Mapping[str, Any],
     problems: Problems,
     explicit: dict[KeyPath, KeyPath] | None = None,
+    *,
+    import_entrypoints: bool = True,
 ) -> dict[str, Any]:
     """Report every problem of a native mapping; return the payload for `Routing`."""
     for key in data:
@@ -275,7 +297,10 @@ def _check_native(
     agents_in = mapping_or_none(data, "agents", problems, "a mapping of agent name -> policy")
     agents: dict[str, dict[str, Any]] = {}
     for name, raw in agents_in.items():
-        if name == OWNER:
+        bad_name = agent_name_problem(str(name))
+        if bad_name is not None:
+            problems.add(("agents", str(name)), bad_name)
+        elif name == OWNER:
             problems.add(("agents", OWNER), "`zeus` is reserved: it names the supervisor "
                          "(`fallback: zeus` gives a failure back to the owner); rename the agent")
         elif raw is not None and not isinstance(raw, dict):
@@ -306,7 +331,7 @@ def _check_native(
         return allowed_list(names) or "none defined"
 
     for name, merged in payload["agents"].items():
-        _check_agent(name, merged, names, others, problems)
+        _check_agent(name, merged, names, others, problems, import_entrypoints)
     return payload
 
 
@@ -316,6 +341,7 @@ def _check_agent(
     names: set[str],
     others: Callable[[], str],
     problems: Problems,
+    import_entrypoints: bool = True,
 ) -> None:
     """What pydantic cannot see: names of other agents, imports, and the heartbeat invariant."""
     at: KeyPath = ("agents", name)
@@ -333,7 +359,11 @@ def _check_agent(
                 problems.add((*at, "can_delegate_to", index),
                              f"unknown agent {target!r}; allowed: {others()}")
     entrypoint = agent.get("entrypoint")
-    if isinstance(entrypoint, str):
+    if isinstance(entrypoint, str) and not import_entrypoints:
+        problem = entrypoint_form_problem(entrypoint)
+        if problem is not None:
+            problems.add((*at, "entrypoint"), problem)
+    elif isinstance(entrypoint, str):
         try:
             import_entrypoint(entrypoint)
         except EntrypointError as exc:
@@ -341,6 +371,9 @@ def _check_agent(
     command = agent.get("command")
     if isinstance(command, list | tuple) and command and command[0] == "":
         problems.add((*at, "command", 0), f"found ''; allowed: {WORDS['command']}")
+    if isinstance(command, list | tuple) and all(isinstance(arg, str) for arg in command):
+        for index, message in command_problems(command, agent.get("inputs_via", "argv")):
+            problems.add((*at, "command", index), message)
     _check_heartbeat(agent, at, problems)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from supervisor.journal.private_files import safe_file_name, write_private
 from supervisor.routing import ResultPolicy
 
 __all__ = ["ShapedResult", "shape_result", "truncate"]
@@ -57,11 +58,9 @@ def shape_result(
     if policy.overflow == "artifact":
         folder = Path(policy.artifact_dir) if policy.artifact_dir else artifact_dir
         folder = folder or Path(".zeus") / "artifacts"
-        path = folder / f"{delegation_id}.txt"
+        path = folder / safe_file_name(delegation_id, ".txt")
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            artifact = str(path)
+            artifact = str(write_private(folder, path.name, text))
         except OSError as exc:  # the output is still truncated; the summary says why
             note = f"the full output could not be written to {path}: {exc.strerror or exc}"
     shaped, omitted = truncate(text, policy.max_chars)

@@ -1,10 +1,14 @@
-"""`zeus validate [PATH]`: check a routing file and print its agent table.
+"""`zeus validate [PATH] [--no-import]`: check a routing file and print its agent table.
 
-PATH defaults to routing.yml in the current directory; entrypoints import from
-the current directory. A Pantheon routing.yml (one with a `delegation:`
-section) is read too, and the command says what it mapped and what it ignored.
-On a bad file it prints every problem (file:line: key path: what was found and
-what is allowed) on stderr and exits 2.
+PATH defaults to routing.yml in the current directory. A routing file is code:
+each entrypoint is imported to check it (its module's import-time code runs),
+from the installed packages or else the current directory. `--no-import` checks
+a file you do not trust yet: entrypoints are checked for their form only, and
+nothing is imported. A Pantheon routing.yml (one with a `delegation:` section)
+is read too, and the command says what it mapped and what it ignored. On a bad
+file it prints every problem (file:line: key path: what was found and what is
+allowed) on stderr and exits 2. A command that pastes a brief's text into a
+shell script (`sh -c "... {scope}"`) is warned about on stderr.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from rich.text import Text
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK, console, print_table
 from supervisor.errors import RoutingError
 from supervisor.routing import OWNER, AgentPolicy, Routing
+from supervisor.routing.commands import shell_warning
 
 __all__ = ["add_parser", "agent_rows", "run"]
 
@@ -50,6 +55,11 @@ def add_parser(subparsers: Any) -> None:
         nargs="?",
         default="routing.yml",
         help="the routing file (default: routing.yml)",
+    )
+    parser.add_argument(
+        "--no-import",
+        action="store_true",
+        help="do not import entrypoints (no code from the file runs); check their form only",
     )
     parser.set_defaults(run=run)
 
@@ -94,7 +104,7 @@ def agent_rows(routing: Routing) -> list[list[str]]:
 def run(args: argparse.Namespace) -> int:
     path = Path(args.path)
     try:
-        routing = Routing.load(path)
+        routing = Routing.load(path, import_entrypoints=not args.no_import)
     except RoutingError as exc:
         print(exc, file=sys.stderr)
         if not path.exists() and args.path == "routing.yml":
@@ -124,6 +134,12 @@ def run(args: argparse.Namespace) -> int:
                 f"no entrypoint or command (register them with zeus.register): {', '.join(unwired)}"
             )
         )
+    if args.no_import:
+        out.print(Text("entrypoints not imported (--no-import): only their form was checked"))
+    for name, policy in routing.agents.items():
+        warning = shell_warning(policy.command) if policy.command else None
+        if warning is not None:
+            print(f"{path}: warning: agents.{name}.command: {warning}", file=sys.stderr)
     for heading, lines in (("mapped", routing.mapped), ("ignored", routing.ignored)):
         if lines:
             out.print(Text(f"{heading}:"))
