@@ -10,6 +10,7 @@ from actors._clock import Clock
 from actors._errors import Cancelled
 from actors._models import Brief, Summary, Usage
 from actors._protocol import Charge, DelegateRequest, Heartbeat, Partial, ToolCall
+from actors._usage import usage_from
 
 __all__ = ["Context"]
 
@@ -110,6 +111,16 @@ class Context:
             calls=calls, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost
         )
         self._send(Charge(self.attempt_id, self._progress, usage))
+
+    def charge_usage(self, usage: object) -> None:
+        """Charge a framework's own usage counters: a pydantic-ai `RunUsage` or
+        `RequestUsage`, or an OpenAI-style usage (`input_tokens`/`output_tokens` or
+        `prompt_tokens`/`completion_tokens`). Charge each counter once: a run's
+        cumulative usage at its end, or each request's usage as it comes.
+        Without a cost of its own, the agent's `pricing` prices the tokens.
+        """
+        charged = usage_from(usage)
+        self.charge(charged.calls, charged.input_tokens, charged.output_tokens, charged.cost)
 
     def tool_call(self, name: str, *, read_only: bool = False) -> None:
         """Record a tool call. One with side effects blocks retries unless the policy allows."""

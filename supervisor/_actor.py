@@ -38,7 +38,7 @@ from actors import (
     Usage,
 )
 from supervisor._backoff import backoff_delay
-from supervisor._budget import budget_overrun
+from supervisor._budget import budget_overrun, priced
 from supervisor._framing import role_framing
 from supervisor._groups import review_verdict, siblings_to_restart
 from supervisor._intensity import RestartWindow
@@ -364,16 +364,17 @@ class ZeusActor(pykka.ThreadingActor):
         if owner is None:
             return
         d, a = owner
+        usage = priced(msg.usage, a.policy.pricing)
         # The charge counts against the delegation, every ancestor, and the whole tree.
         node: Delegation | None = d
         while node is not None:
-            node.usage = node.usage + msg.usage
+            node.usage = node.usage + usage
             overrun = budget_overrun(node.usage, node.policy.budget)
             if overrun is not None and node.current is not None:
                 self._request_stop(node, node.current, AttemptOutcome.budget_exceeded,
                                    detail=overrun)
             node = self._open.get(node.parent_id) if node.parent_id else None
-        self._tree_usage = self._tree_usage + msg.usage
+        self._tree_usage = self._tree_usage + usage
         overrun = budget_overrun(self._tree_usage, self._registry.routing.supervisor.budget)
         if overrun is not None:
             self._request_stop(d, a, AttemptOutcome.budget_exceeded,
@@ -729,7 +730,8 @@ class ZeusActor(pykka.ThreadingActor):
         self._emit("delegation.settled", d, None, status=summary.status.value,
                    duration_s=summary.duration_s, attempts=len(d.attempts),
                    timeout_kind=summary.timeout_kind,
-                   error=(summary.error or "").split("\n")[0] or None)
+                   error=(summary.error or "").split("\n")[0] or None,
+                   usage=summary.usage.model_dump())
         d.settled.set(summary)
         self._cancel_children(d, f"its parent {d.id} settled")
         self._fill_slots()

@@ -19,6 +19,7 @@ from supervisor.commands import (
     Command,
     demo,
     dispatch,
+    mcp,
     run,
     schema,
     sweep,
@@ -29,7 +30,9 @@ from supervisor.commands import (
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS: tuple[Command, ...] = (demo, dispatch, run, validate, schema, tree, timeouts, sweep)
+COMMANDS: tuple[Command, ...] = (
+    demo, dispatch, run, validate, schema, tree, timeouts, sweep, mcp,
+)
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:

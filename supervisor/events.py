@@ -5,7 +5,8 @@ and `agent`; names are API (DESIGN §7). The library never calls
 `structlog.configure()`: with `log=` a path (or an open text file) Zeus writes
 its own JSON lines through a private structlog pipeline; with `log=` a
 structlog logger (`structlog.get_logger()`), events go through the host's
-configuration instead.
+configuration instead; with a callable, it gets each event dict. `log=` may
+list several of these: each gets every event.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import structlog
 
 from supervisor.errors import SupervisorError
 
-__all__ = ["EventLog", "LogTarget"]
+__all__ = ["EventLog", "LogOne", "LogTarget"]
 
 _log = logging.getLogger("supervisor")
 
@@ -30,7 +31,9 @@ class _LoggerLike(Protocol):
     def info(self, event: str, **kw: Any) -> Any: ...
 
 
-LogTarget = str | Path | IO[str] | _LoggerLike | Callable[[dict[str, Any]], None] | None
+LogOne = str | Path | IO[str] | _LoggerLike | Callable[[dict[str, Any]], None] | None
+# One target, or several together (`log=["events.jsonl", tracing()]`): each gets every event.
+LogTarget = LogOne | list[LogOne] | tuple[LogOne, ...]
 
 
 class _JournalFile:
@@ -55,13 +58,42 @@ class _JournalFile:
 
 
 class EventLog:
-    """Emits the pinned events; cheap when nobody listens (`enabled` is False)."""
+    """Emits the pinned events to every target; cheap when nobody listens (`enabled` False).
+
+    A callable sink may also define `on_dispatch(delegation_id)`: it is called in the
+    host's thread as the host dispatches (before Zeus's thread sees the delegation), so
+    a sink can capture what is current there (a tracing context, say).
+    """
 
     def __init__(self, target: LogTarget, wall: Callable[[], float]) -> None:
         self._wall = wall
-        self._journal: _JournalFile | None = None
-        self._host: _LoggerLike | None = None
-        self._sink: Callable[[dict[str, Any]], None] | None = None
+        self._journals: list[_JournalFile] = []
+        self._hosts: list[_LoggerLike] = []
+        self._sinks: list[Callable[[dict[str, Any]], None]] = []
+        targets = list(target) if isinstance(target, list | tuple) else [target]
+        try:
+            for one in targets:
+                self._add(one)
+        except SupervisorError:
+            self.close()
+            raise
+        self._loggers: list[Any] = [
+            structlog.wrap_logger(
+                journal,
+                processors=[structlog.processors.JSONRenderer(serializer=_dumps)],
+                wrapper_class=structlog.BoundLogger,
+                context_class=dict,
+                cache_logger_on_first_use=True,
+            )
+            for journal in self._journals
+        ]
+        self._dispatch_hooks: list[Callable[[str], None]] = [
+            hook for sink in self._sinks if callable(hook := getattr(sink, "on_dispatch", None))
+        ]
+        self.failures = 0  # events that could not be written
+        self.enabled = bool(self._journals or self._hosts or self._sinks)
+
+    def _add(self, target: LogOne) -> None:
         if target is None:
             pass
         elif isinstance(target, str | Path):
@@ -72,29 +104,26 @@ class EventLog:
                     f"cannot write the event log {str(target)!r}: {exc.strerror}; "
                     "give a writable path or log=None"
                 ) from None
-            self._journal = _JournalFile(stream, owned=True)
+            self._journals.append(_JournalFile(stream, owned=True))
         elif hasattr(target, "write"):
-            self._journal = _JournalFile(cast(IO[str], target), owned=False)
+            self._journals.append(_JournalFile(cast(IO[str], target), owned=False))
         elif hasattr(target, "info"):
-            self._host = cast(_LoggerLike, target)
+            self._hosts.append(cast(_LoggerLike, target))
         elif callable(target):
-            self._sink = target
+            self._sinks.append(target)
         else:
             raise SupervisorError(
-                f"log= takes a path, an open text file, a structlog logger or a callable, "
-                f"not {type(target).__name__}"
+                f"log= takes a path, an open text file, a structlog logger or a callable "
+                f"(or a list of them), not {type(target).__name__}"
             )
-        self._logger: Any = None
-        if self._journal is not None:
-            self._logger = structlog.wrap_logger(
-                self._journal,
-                processors=[structlog.processors.JSONRenderer(serializer=_dumps)],
-                wrapper_class=structlog.BoundLogger,
-                context_class=dict,
-                cache_logger_on_first_use=True,
-            )
-        self.failures = 0  # events that could not be written
-        self.enabled = any(x is not None for x in (self._journal, self._host, self._sink))
+
+    def dispatching(self, delegation_id: str) -> None:
+        """Tell the sinks that care that the host is dispatching; runs in the host's thread."""
+        for hook in self._dispatch_hooks:
+            try:
+                hook(delegation_id)
+            except Exception:  # noqa: BLE001 - a broken sink never stops a dispatch
+                self._failed("a dispatch")
 
     def emit(
         self,
@@ -116,21 +145,30 @@ class EventLog:
             "agent": agent,
             **fields,
         }
-        try:
-            if self._logger is not None:
-                self._logger.info(event, **record)
-            if self._host is not None:
-                self._host.info(event, **record)
-            if self._sink is not None:
-                self._sink({"event": event, **record})
-        except Exception:  # noqa: BLE001 - a full disk or a broken sink never stops a decision
-            self.failures += 1
-            if self.failures == 1:
-                _log.exception("the event log failed on %s; events that fail are dropped", event)
+        for logger in self._loggers:
+            try:
+                logger.info(event, **record)
+            except Exception:  # noqa: BLE001 - a full disk never stops a decision
+                self._failed(event)
+        for host in self._hosts:
+            try:
+                host.info(event, **record)
+            except Exception:  # noqa: BLE001 - a broken host logger never stops a decision
+                self._failed(event)
+        for sink in self._sinks:
+            try:
+                sink({"event": event, **record})
+            except Exception:  # noqa: BLE001 - a broken sink never stops a decision
+                self._failed(event)
+
+    def _failed(self, event: str) -> None:
+        self.failures += 1
+        if self.failures == 1:
+            _log.exception("the event log failed on %s; events that fail are dropped", event)
 
     def close(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
+        for journal in self._journals:
+            journal.close()
 
 
 def _dumps(obj: Any, **kw: Any) -> str:

@@ -1,0 +1,158 @@
+"""How the integrations wait on Zeus and hear its progress: the one seam to swap.
+
+Every integration goes through these functions and nothing else of the way a
+host waits (`await_summary`, `await_group`), hears a delegation's events
+(`start`, `subscribe`) or steers a running child (`send`). Today they are built
+on `Handle.add_done_callback` and an event sink; once Zeus awaits natively
+(DESIGN §12: `handle.future`, `await handle`, `handle.events()`, `zeus.send`)
+their insides become one-liners and no integration changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from actors import Summary
+from supervisor.errors import SupervisorError
+from supervisor.events import LogTarget
+from supervisor.handle import GroupHandle, Handle
+from supervisor.routing import Routing
+from supervisor.zeus import Zeus
+
+__all__ = [
+    "AWAITER_CANCELLED",
+    "EventHub",
+    "await_group",
+    "await_summary",
+    "send",
+    "start",
+    "subscribe",
+    "wait_summary",
+]
+
+# The reason a delegation is cancelled with when the task awaiting it is (DESIGN §12).
+AWAITER_CANCELLED = "the awaiting task was cancelled"
+
+Event = dict[str, Any]
+
+
+async def await_summary(handle: Handle) -> Summary:
+    """The summary, awaited without blocking the loop.
+
+    Cancelling the awaiting task cancels the delegation with `AWAITER_CANCELLED`,
+    and the `CancelledError` goes on up.
+    """
+    try:
+        return await asyncio.wrap_future(_future(handle))
+    except asyncio.CancelledError:
+        handle.cancel(AWAITER_CANCELLED)
+        raise
+
+
+async def await_group(group: GroupHandle) -> list[Summary]:
+    """Every summary of a group, in brief order; cancelling the task cancels the group."""
+    try:
+        return list(await asyncio.gather(*(asyncio.wrap_future(_future(h)) for h in group.handles)))
+    except asyncio.CancelledError:
+        group.cancel(AWAITER_CANCELLED)
+        raise
+
+
+async def wait_summary(handle: Handle, timeout_s: float | None) -> Summary | None:
+    """The summary, or None when `timeout_s` runs out first. Only waits: neither the
+    timeout nor cancelling the awaiting task cancels the delegation."""
+    try:
+        return await asyncio.wait_for(asyncio.wrap_future(_future(handle)), timeout_s)
+    except TimeoutError:
+        return None
+
+
+def _future(handle: Handle) -> concurrent.futures.Future[Summary]:
+    future: concurrent.futures.Future[Summary] = concurrent.futures.Future()
+
+    def resolve(summary: Summary) -> None:  # Zeus's thread, or this one if settled already
+        if future.set_running_or_notify_cancel():
+            future.set_result(summary)
+
+    handle.add_done_callback(resolve)
+    return future
+
+
+class EventHub:
+    """A `log=` sink that hands each delegation's events to its subscribers.
+
+    `__call__` runs in Zeus's thread (for every event); `subscribe` in any thread.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listeners: dict[str, list[Callable[[Event], None]]] = {}
+
+    def __call__(self, event: Event) -> None:
+        delegation_id = event.get("delegation_id")
+        if delegation_id is None or delegation_id not in self._listeners:
+            return
+        with self._lock:
+            listeners = list(self._listeners.get(delegation_id, ()))
+        for listener in listeners:
+            listener(event)
+
+    def subscribe(
+        self, delegation_id: str, callback: Callable[[Event], None]
+    ) -> Callable[[], None]:
+        with self._lock:
+            self._listeners.setdefault(delegation_id, []).append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                listeners = self._listeners.get(delegation_id, [])
+                if callback in listeners:
+                    listeners.remove(callback)
+                if not listeners:
+                    self._listeners.pop(delegation_id, None)
+
+        return unsubscribe
+
+
+_hubs: weakref.WeakKeyDictionary[Zeus, EventHub] = weakref.WeakKeyDictionary()
+
+
+def start(
+    routing: Routing | str | Path | None = None,
+    *,
+    log: LogTarget = None,
+    agents: Mapping[str, Callable[..., Any]] | None = None,
+) -> Zeus:
+    """`Zeus.start`, with an `EventHub` among the `log=` targets so `subscribe` works."""
+    hub = EventHub()
+    targets = list(log) if isinstance(log, list | tuple) else [log]
+    zeus = Zeus.start(routing, agents=agents, log=[*targets, hub])
+    _hubs[zeus] = hub
+    return zeus
+
+
+def subscribe(
+    zeus: Zeus, delegation_id: str, callback: Callable[[Event], None]
+) -> Callable[[], None]:
+    """Call `callback(event)` for each event of this delegation from now on; returns the
+    unsubscribe function. The callback runs in Zeus's thread: keep it quick. A Zeus
+    not made by `start` has no events to give: nothing is ever called.
+    """
+    hub = _hubs.get(zeus)
+    if hub is None:
+        return lambda: None
+    return hub.subscribe(delegation_id, callback)
+
+
+def send(zeus: Zeus, delegation_id: str, message: object) -> bool:
+    """Put `message` in the running child's mailbox (`ctx.receive`); False once settled."""
+    raise SupervisorError(
+        "send is not supported yet: this version of Zeus has no child mailbox "
+        f"(nothing was sent to {delegation_id})"
+    )
