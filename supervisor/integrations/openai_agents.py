@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
+from supervisor.errors import UnknownAgent
 from supervisor.integrations._delegate import TOOL_NAME, Delegator
 from supervisor.integrations._extras import missing_extra
 from supervisor.zeus import Zeus
@@ -38,7 +41,10 @@ def delegate_tool(zeus: Zeus, *, agents: Sequence[str] | None = None) -> Functio
         partial_ok: bool | None = None,
         timeout_s: float | None = None,
     ) -> str:
-        return await delegator(agent, scope, inputs, partial_ok, timeout_s)
+        try:
+            return await delegator(agent, scope, inputs, partial_ok, timeout_s)
+        except (UnknownAgent, ValidationError) as exc:
+            return f"delegate refused: {exc}"  # the model reads what to fix
 
     return function_tool(
         delegate,
