@@ -145,15 +145,13 @@ class Tracing:
         if span is None:
             return
         status = event["status"]
-        span.set_attribute("zeus.status", status)
-        span.set_attribute("zeus.attempts", event.get("attempts", 0))
+        attributes = {"zeus.status": status, "zeus.attempts": event.get("attempts", 0)}
         usage = event.get("usage") or {}
-        for field in ("calls", "input_tokens", "output_tokens", "cost"):
-            if field in usage:
-                span.set_attribute(f"zeus.usage.{field}", usage[field])
-        if "input_tokens" in usage:
-            span.set_attribute("gen_ai.usage.input_tokens", usage["input_tokens"])
-            span.set_attribute("gen_ai.usage.output_tokens", usage["output_tokens"])
+        if any(usage.values()):  # a delegation that charged nothing carries no usage
+            attributes.update({f"zeus.usage.{k}": v for k, v in usage.items()})
+            attributes["gen_ai.usage.input_tokens"] = usage.get("input_tokens", 0)
+            attributes["gen_ai.usage.output_tokens"] = usage.get("output_tokens", 0)
+        span.set_attributes(attributes)
         if status not in _FINE:
             span.set_status(Status(StatusCode.ERROR, event.get("error") or status))
         span.end(_ns(event))
