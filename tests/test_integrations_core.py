@@ -247,3 +247,32 @@ def test_importing_zeus_imports_no_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_each_integration_without_its_framework_names_the_extra_to_install() -> None:
+    code = """
+import sys
+for name in ("mcp", "pydantic_ai", "agents", "langchain_core", "langgraph", "opentelemetry"):
+    sys.modules[name] = None  # as if not installed
+for module in ("mcp", "pydantic_ai", "openai_agents", "langgraph", "otel"):
+    try:
+        __import__(f"supervisor.integrations.{module}")
+    except ImportError as exc:
+        print(str(exc).rsplit("pip install ", 1)[1])
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == [
+        f"'zeus-supervisor[{extra}]'"
+        for extra in ("mcp", "pydantic-ai", "openai-agents", "langgraph", "otel")
+    ]
+
+
+def test_zeus_mcp_without_the_extra_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from supervisor.cli import main
+
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    monkeypatch.delitem(sys.modules, "supervisor.integrations.mcp", raising=False)
+    assert main(["mcp"]) == 2
+    assert "pip install 'zeus-supervisor[mcp]'" in capsys.readouterr().err
