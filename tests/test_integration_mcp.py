@@ -19,6 +19,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from supervisor.cli import main
 from supervisor.integrations.mcp import progress_message
 
 pytestmark = pytest.mark.process
@@ -100,7 +101,7 @@ async def follow_by_id(client: Client) -> None:
 
 
 def test_a_client_delegates_follows_by_id_and_bad_calls_leave_the_server_up(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     async def body(client: Client) -> None:
         tools = await client.list_tools()
@@ -131,6 +132,9 @@ def test_a_client_delegates_follows_by_id_and_bad_calls_leave_the_server_up(
         "delegation.dispatched", "attempt.started", "attempt.completed", "delegation.settled"
     ]
     assert journal[-1]["event"] == "zeus.stopped"
+    main(["tree", str(tmp_path / "events.jsonl")])  # read back as a run's journal is
+    tree = capsys.readouterr().out
+    assert "echo-1" in tree and "steady-1" in tree
 
 
 def test_heartbeats_reach_the_client_as_progress_and_a_cancelled_call_cancels_the_delegation(
