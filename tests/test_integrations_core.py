@@ -272,7 +272,8 @@ def test_zeus_mcp_without_the_extra_says_what_to_install(
 ) -> None:
     from supervisor.cli import main
 
-    monkeypatch.setitem(sys.modules, "mcp", None)
+    for name in [n for n in sys.modules if n == "mcp" or n.startswith("mcp.")] or ["mcp"]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if not installed
     monkeypatch.delitem(sys.modules, "supervisor.integrations.mcp", raising=False)
     assert main(["mcp"]) == 2
     assert "pip install 'zeus-supervisor[mcp]'" in capsys.readouterr().err
