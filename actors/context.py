@@ -12,6 +12,7 @@ from actors.errors import Cancelled
 from actors.mail import CancelSignal, Inbox
 from actors.models import Brief, Summary, Usage
 from actors.protocol import Charge, DelegateRequest, Heartbeat, Partial, ToolCall
+from actors.usage import usage_from
 
 __all__ = ["MAX_PARTIALS_SENT", "Context"]
 
@@ -174,6 +175,16 @@ class Context:
                         self._over_budget = True  # Zeus stops it too, once the charge arrives
         if stopped:
             raise Cancelled(self.attempt_id)
+
+    def charge_usage(self, usage: object) -> None:
+        """Charge a framework's own usage counters: a pydantic-ai `RunUsage` or
+        `RequestUsage`, or an OpenAI-style usage (`input_tokens`/`output_tokens` or
+        `prompt_tokens`/`completion_tokens`). Charge each counter once: a run's
+        cumulative usage at its end, or each request's usage as it comes.
+        Without a cost of its own, the agent's `pricing` prices the tokens.
+        """
+        charged = usage_from(usage)
+        self.charge(charged.calls, charged.input_tokens, charged.output_tokens, charged.cost)
 
     def tool_call(self, name: str, *, read_only: bool = False) -> None:
         """Record a tool call. One with side effects blocks retries unless the policy allows."""

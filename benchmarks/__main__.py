@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import bench_async, bench_input, bench_process, bench_runtime
+from benchmarks import bench_async, bench_input, bench_integrations, bench_process, bench_runtime
 
 
 def main() -> None:
@@ -25,6 +25,8 @@ def main() -> None:
     bench_async.main()
     print("== input: agent-written text and routing files ==")
     bench_input.main()
+    print("== integrations (those whose extra is installed) ==")
+    bench_integrations.main()
 
 
 if __name__ == "__main__":

@@ -70,17 +70,17 @@ def test_receive_waiting_for_a_message_is_cancellable(
     make_zeus: ZeusFactory, recorder: Recorder
 ) -> None:
     def wait_forever(brief: Brief, ctx: Context) -> Any:
-        ctx.heartbeat()
+        waiting.set()
         try:
-            return ctx.receive(timeout=None)
+            return ctx.receive(timeout=None)  # a cancel before or while it waits ends it
         except Cancelled:
             ended.set()
             raise
 
-    ended = threading.Event()
+    waiting, ended = threading.Event(), threading.Event()
     zeus = make_zeus(works={"w": wait_forever})
     handle = zeus.dispatch(Brief(agent="w", scope="x"))
-    recorder.wait_for("attempt.started")
+    assert waiting.wait(10)
     handle.cancel()
     assert handle.result(10).status is Status.cancelled
     assert ended.is_set()

@@ -24,6 +24,7 @@ from supervisor.cli.commands import (
     Command,
     demo,
     dispatch,
+    mcp,
     run,
     schema,
     sweep,
@@ -34,7 +35,9 @@ from supervisor.cli.commands import (
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
-COMMANDS: tuple[Command, ...] = (demo, dispatch, run, validate, schema, tree, timeouts, sweep)
+COMMANDS: tuple[Command, ...] = (
+    demo, dispatch, run, validate, schema, tree, timeouts, sweep, mcp,
+)
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:

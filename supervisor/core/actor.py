@@ -54,7 +54,7 @@ from supervisor.journal.streams import short_text
 from supervisor.routing import AgentPolicy
 from supervisor.rules.admission import writer_partial_refusal
 from supervisor.rules.backoff import backoff_delay
-from supervisor.rules.budget import budget_overrun
+from supervisor.rules.budget import budget_overrun, priced
 from supervisor.rules.circuit import admit_restart, circuit_reason, when_circuit_open
 from supervisor.rules.framing import role_framing
 from supervisor.rules.groups import review_verdict, siblings_to_restart
@@ -366,7 +366,7 @@ class ZeusActor(pykka.ThreadingActor):
         payer = self._fenced.get(message.attempt_id) if isinstance(message, Charge) else None
         if payer is not None:
             # Late spend is real money: it counts against the tree all the same.
-            self._spend(payer, None, message.usage)
+            self._spend(payer, None, priced(message.usage, payer.policy.pricing))
         if isinstance(message, Finished) and attempt_id in self._fenced:
             delegation_id = self._fenced.pop(attempt_id).id
             self._events.emit("attempt.fenced", delegation_id=delegation_id,
@@ -430,7 +430,7 @@ class ZeusActor(pykka.ThreadingActor):
     def _on_charge(self, msg: Charge) -> None:
         owner = self._owner(msg)
         if owner is not None:
-            self._spend(*owner, msg.usage)
+            self._spend(*owner, priced(msg.usage, owner[1].policy.pricing))
 
     def _spend(self, d: Delegation, a: Attempt | None, usage: Usage) -> None:
         """Count `usage` against `d` (while open), every open ancestor, and the whole tree.
@@ -886,7 +886,8 @@ class ZeusActor(pykka.ThreadingActor):
         self._emit("delegation.settled", d, None, status=summary.status.value,
                    duration_s=summary.duration_s, attempts=len(d.attempts),
                    timeout_kind=summary.timeout_kind,
-                   error=(summary.error or "").split("\n")[0] or None)
+                   error=(summary.error or "").split("\n")[0] or None,
+                   usage=summary.usage.model_dump())
         d.settled.set(summary)
         self._cancel_children(d, f"its parent {d.id} settled")
         self._fill_slots()

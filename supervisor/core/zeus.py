@@ -92,7 +92,8 @@ class Zeus:
         `routing`: a `Routing`, a path to routing.yml, or None for an empty routing
         (agents registered with `agents=` or `register()` then get the default policy).
         `log`: a path for the JSON-lines journal, an open text file, a structlog
-        logger, or a callable taking each event dict. `clock` and `rng` are for tests.
+        logger, or a callable taking each event dict; or a list of these.
+        `clock` and `rng` are for tests.
         """
         if routing is None:
             routing = Routing.from_dict({"version": 1, "agents": {}})
@@ -161,6 +162,7 @@ class Zeus:
         settled.on_cancel = lambda: self.cancel(delegation_id, AWAITER_CANCELLED)
         handle = Handle(delegation_id, self, settled)
         self._book.add(handle)
+        self._events.dispatching(delegation_id)
         self._tell(Dispatch(delegation_id, brief, settled, group=group))
         return handle
 

@@ -5,7 +5,8 @@ and `agent`; names are API (DESIGN §7). The library never calls
 `structlog.configure()`: with `log=` a path (or an open text file) Zeus writes
 its own JSON lines through a private structlog pipeline; with `log=` a
 structlog logger (`structlog.get_logger()`), events go through the host's
-configuration instead.
+configuration instead; with a callable, it gets each event dict. `log=` may
+list several of these: each gets every event.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from supervisor.errors import SupervisorError
 from supervisor.journal.private_files import append_private
 from supervisor.journal.streams import Subscriptions
 
-__all__ = ["EventLog", "JournalFile", "LogTarget"]
+__all__ = ["EventLog", "JournalFile", "LogOne", "LogTarget"]
 
 _log = logging.getLogger("supervisor")
 
@@ -32,7 +33,9 @@ class _LoggerLike(Protocol):
     def info(self, event: str, **kw: Any) -> Any: ...
 
 
-LogTarget = str | Path | IO[str] | _LoggerLike | Callable[[dict[str, Any]], None] | None
+LogOne = str | Path | IO[str] | _LoggerLike | Callable[[dict[str, Any]], None] | None
+# One target, or several together (`log=["events.jsonl", tracing()]`): each gets every event.
+LogTarget = LogOne | list[LogOne] | tuple[LogOne, ...]
 
 
 class JournalFile:
@@ -66,13 +69,48 @@ class JournalFile:
 
 
 class EventLog:
-    """Emits the pinned events; cheap when nobody listens (`enabled` is False)."""
+    """Emits the pinned events to every target; cheap when nobody listens (`enabled` False).
+
+    A callable sink may also define `on_dispatch(delegation_id)`: it is called in the
+    host's thread as the host dispatches (before Zeus's thread sees the delegation), so
+    a sink can capture what is current there (a tracing context, say).
+    """
 
     def __init__(self, target: LogTarget, wall: Callable[[], float]) -> None:
         self._wall = wall
-        self._journal: JournalFile | None = None
-        self._host: _LoggerLike | None = None
-        self._sink: Callable[[dict[str, Any]], None] | None = None
+        self._journals: list[JournalFile] = []
+        self._hosts: list[_LoggerLike] = []
+        self._sinks: list[Callable[[dict[str, Any]], None]] = []
+        targets = list(target) if isinstance(target, list | tuple) else [target]
+        try:
+            for one in targets:
+                self._add(one)
+        except SupervisorError:
+            self.close()
+            raise
+        self._loggers: list[Any] = [
+            structlog.wrap_logger(
+                journal,
+                processors=[structlog.processors.JSONRenderer(serializer=_dumps)],
+                wrapper_class=structlog.BoundLogger,
+                context_class=dict,
+                cache_logger_on_first_use=True,
+            )
+            for journal in self._journals
+        ]
+        self._dispatch_hooks: list[Callable[[str], None]] = [
+            hook for sink in self._sinks if callable(hook := getattr(sink, "on_dispatch", None))
+        ]
+        self.failures = 0  # events that could not be written
+        self._writes = bool(self._journals or self._hosts or self._sinks)
+        # `handle.events()` subscribers: while there are some, events are built for them too.
+        self.subscriptions = Subscriptions(self._subscribers_changed)
+        self.enabled = self._writes
+
+    def _subscribers_changed(self, active: bool) -> None:
+        self.enabled = self._writes or active
+
+    def _add(self, target: LogOne) -> None:
         if target is None:
             pass
         elif isinstance(target, str | Path):
@@ -83,35 +121,26 @@ class EventLog:
                     f"cannot write the event log {str(target)!r}: {exc.strerror}; "
                     "give a writable path or log=None"
                 ) from None
-            self._journal = JournalFile(stream, owned=True)
+            self._journals.append(JournalFile(stream, owned=True))
         elif hasattr(target, "write"):
-            self._journal = JournalFile(cast(IO[str], target), owned=False)
+            self._journals.append(JournalFile(cast(IO[str], target), owned=False))
         elif hasattr(target, "info"):
-            self._host = cast(_LoggerLike, target)
+            self._hosts.append(cast(_LoggerLike, target))
         elif callable(target):
-            self._sink = target
+            self._sinks.append(target)
         else:
             raise SupervisorError(
-                f"log= takes a path, an open text file, a structlog logger or a callable, "
-                f"not {type(target).__name__}"
+                f"log= takes a path, an open text file, a structlog logger or a callable "
+                f"(or a list of them), not {type(target).__name__}"
             )
-        self._logger: Any = None
-        if self._journal is not None:
-            self._logger = structlog.wrap_logger(
-                self._journal,
-                processors=[structlog.processors.JSONRenderer(serializer=_dumps)],
-                wrapper_class=structlog.BoundLogger,
-                context_class=dict,
-                cache_logger_on_first_use=True,
-            )
-        self.failures = 0  # events that could not be written
-        self._writes = any(x is not None for x in (self._journal, self._host, self._sink))
-        # `handle.events()` subscribers: while there are some, events are built for them too.
-        self.subscriptions = Subscriptions(self._subscribers_changed)
-        self.enabled = self._writes
 
-    def _subscribers_changed(self, active: bool) -> None:
-        self.enabled = self._writes or active
+    def dispatching(self, delegation_id: str) -> None:
+        """Tell the sinks that care that the host is dispatching; runs in the host's thread."""
+        for hook in self._dispatch_hooks:
+            try:
+                hook(delegation_id)
+            except Exception:  # noqa: BLE001 - a broken sink never stops a dispatch
+                self._failed("a dispatch")
 
     def emit(
         self,
@@ -135,19 +164,26 @@ class EventLog:
         }
         if self.subscriptions.active:
             self.subscriptions.publish({"event": event, **record})
-        if not self._writes:
-            return
-        try:
-            if self._logger is not None:
-                self._logger.info(event, **record)
-            if self._host is not None:
-                self._host.info(event, **record)
-            if self._sink is not None:
-                self._sink({"event": event, **record})
-        except Exception:  # noqa: BLE001 - a full disk or a broken sink never stops a decision
-            self.failures += 1
-            if self.failures == 1:
-                _log.exception("the event log failed on %s; events that fail are dropped", event)
+        for logger in self._loggers:
+            try:
+                logger.info(event, **record)
+            except Exception:  # noqa: BLE001 - a full disk never stops a decision
+                self._failed(event)
+        for host in self._hosts:
+            try:
+                host.info(event, **record)
+            except Exception:  # noqa: BLE001 - a broken host logger never stops a decision
+                self._failed(event)
+        for sink in self._sinks:
+            try:
+                sink({"event": event, **record})
+            except Exception:  # noqa: BLE001 - a broken sink never stops a decision
+                self._failed(event)
+
+    def _failed(self, event: str) -> None:
+        self.failures += 1
+        if self.failures == 1:
+            _log.exception("the event log failed on %s; events that fail are dropped", event)
 
     def publish(self, event: str, *, delegation_id: str, **fields: Any) -> None:
         """An event for `handle.events()` subscribers only, never journaled."""
@@ -156,8 +192,8 @@ class EventLog:
                                         "delegation_id": delegation_id, **fields})
 
     def close(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
+        for journal in self._journals:
+            journal.close()
 
 
 def _dumps(obj: Any, **kw: Any) -> str:

@@ -24,6 +24,7 @@ __all__ = [
     "Frozen",
     "HeartbeatPolicy",
     "IntensityPolicy",
+    "PricingPolicy",
     "ResultPolicy",
     "RetryOn",
     "RetryPolicy",
@@ -94,6 +95,15 @@ class BudgetPolicy(Frozen):
     max_cost: float | None = Field(default=None, ge=0)
 
 
+class PricingPolicy(Frozen):
+    """What a token costs: a charge that carries tokens but no cost is priced with this."""
+
+    input_per_mtok: float = Field(default=0.0, ge=0, description="Cost per million input tokens.")
+    output_per_mtok: float = Field(
+        default=0.0, ge=0, description="Cost per million output tokens."
+    )
+
+
 class ResultPolicy(Frozen):
     max_chars: int | None = Field(default=None, gt=0)
     overflow: Literal["truncate", "artifact"] = "truncate"
@@ -124,6 +134,7 @@ class AgentPolicy(Frozen):
     heartbeat: HeartbeatPolicy = HeartbeatPolicy()
     shutdown: ShutdownPolicy = ShutdownPolicy()
     budget: BudgetPolicy = BudgetPolicy()
+    pricing: PricingPolicy | None = None
     result: ResultPolicy = ResultPolicy()
     retry_after_tool_calls: bool = False
     read_only: bool = False

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 from actors import Usage
-from supervisor.routing import BudgetPolicy
+from supervisor.routing import BudgetPolicy, PricingPolicy
 
-__all__ = ["budget_overrun"]
+__all__ = ["budget_overrun", "priced"]
+
+
+def priced(usage: Usage, pricing: PricingPolicy | None) -> Usage:
+    """`usage` with its cost from `pricing` when it carries tokens but no cost of its own."""
+    if pricing is None or usage.cost or not (usage.input_tokens or usage.output_tokens):
+        return usage
+    cost = (
+        usage.input_tokens * pricing.input_per_mtok + usage.output_tokens * pricing.output_per_mtok
+    ) / 1_000_000
+    return usage.model_copy(update={"cost": cost})
 
 
 def budget_overrun(usage: Usage, budget: BudgetPolicy) -> str | None:
