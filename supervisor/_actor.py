@@ -42,6 +42,8 @@ from supervisor._budget import budget_overrun
 from supervisor._framing import role_framing
 from supervisor._groups import review_verdict, siblings_to_restart
 from supervisor._intensity import RestartWindow
+from supervisor._lag import WARN_S as LAG_WARN_S
+from supervisor._lag import MailboxLag
 from supervisor._messages import (
     AttemptDue,
     BackoffOver,
@@ -106,6 +108,7 @@ class ZeusActor(pykka.ThreadingActor):
         self._sessions: dict[str, OrderedDict[str, dict[str, Any]]] = {}
         self._settled_count = 0
         self._dropped = 0
+        self._lag = MailboxLag()
         self._accepting = True
         self._handlers: dict[type, Callable[[Any], Any]] = {
             Heartbeat: self._on_heartbeat,
@@ -300,7 +303,7 @@ class ZeusActor(pykka.ThreadingActor):
         nothing of the delegation alive. `TimerError` if that moment is not a finite time.
         """
         when = min(a.deadline, a.watch.stale_at(a.policy.heartbeat.stale_after_s))
-        due = AttemptDue(a.id)
+        due = AttemptDue(a.id, when)
         a.timers.append(self._clock.call_at(when, lambda: self.send(due)))
 
     def _backend(self, isolation: str) -> Backend:
@@ -469,6 +472,8 @@ class ZeusActor(pykka.ThreadingActor):
                 a.timers.append(timer)
 
     def _on_attempt_due(self, msg: AttemptDue) -> None:
+        if msg.due_at is not None:
+            self._observe_lag(msg.due_at)
         owner = self._live.get(msg.attempt_id)
         if owner is None:
             return
@@ -486,6 +491,18 @@ class ZeusActor(pykka.ThreadingActor):
             except Exception as exc:  # noqa: BLE001 - no timer: stop it rather than lose it
                 self._timer_refused(exc, "AttemptDue")
                 self._request_stop(d, a, AttemptOutcome.stale)
+
+    def _observe_lag(self, due_at: float) -> None:
+        now = self._clock.now()
+        self._lag, warn = self._lag.observe(due_at, now)
+        if warn:
+            self._events.emit("supervisor.mailbox_lag", lag_s=round(self._lag.last_s, 6),
+                              threshold_s=LAG_WARN_S, queued=self._queued())
+
+    def _queued(self) -> int | None:
+        """Messages waiting in the mailbox (pykka's threading inbox is a `queue.Queue`)."""
+        qsize = getattr(self.actor_inbox, "qsize", None)
+        return qsize() if qsize is not None else None
 
     def _on_grace_over(self, msg: GraceOver) -> None:
         owner = self._live.get(msg.attempt_id)
@@ -806,6 +823,7 @@ class ZeusActor(pykka.ThreadingActor):
             "settled": self._settled_count,
             "abandoned_threads": len(self._fenced),
             "dropped_messages": self._dropped,
+            "mailbox_lag": self._lag.snapshot(),
             "usage": self._tree_usage.model_dump(),
             "actor_cpu_s": time.thread_time(),  # CPU the supervisor's own thread has used
         }
