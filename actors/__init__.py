@@ -10,7 +10,7 @@ from actors._command import CommandChild
 from actors._context import Context
 from actors._errors import Cancelled, DelegationRefused, TransientError
 from actors._models import AttemptOutcome, AttemptRecord, Brief, Report, Status, Summary, Usage
-from actors._osproc import process_start_time
+from actors._osproc import ProcessTree, process_start_time
 from actors._process import ProcessBackend, ProcessChild
 from actors._protocol import (
     Charge,
@@ -45,6 +45,7 @@ __all__ = [
     "Partial",
     "ProcessBackend",
     "ProcessChild",
+    "ProcessTree",
     "Report",
     "Send",
     "Status",

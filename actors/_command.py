@@ -39,7 +39,13 @@ from typing import Any
 from actors._backend import ChildSpec, Send
 from actors._hub import Hub
 from actors._models import AttemptOutcome
-from actors._osproc import describe_exit, process_start_time, signal_group
+from actors._osproc import (
+    ProcessTree,
+    become_subreaper,
+    describe_exit,
+    process_start_time,
+    signal_group,
+)
 from actors._protocol import Finished, Heartbeat, Partial
 
 __all__ = ["CommandChild", "command_argv"]
@@ -65,12 +71,16 @@ _PYTHON_NAMES = ("python", "python3")
 
 
 def _interruptible() -> None:
-    """Runs in the forked child before exec: SIGINT back to its default action.
+    """Runs in the forked child before exec: SIGINT back to its default action, and
+    the program made a child subreaper (it survives exec).
 
     An ignored signal survives exec, and a supervisor started as a background job
-    ignores SIGINT; the command must still hear its cooperative cancel.
+    ignores SIGINT; the command must still hear its cooperative cancel. As a
+    subreaper, the program adopts what its children orphan (a double-forked
+    daemon), so the kill ladder still finds it below the program.
     """
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    become_subreaper()
 
 
 def command_argv(spec: ChildSpec) -> list[str]:
@@ -129,6 +139,7 @@ class CommandChild:
         self._lock = threading.Lock()
         self._popen: subprocess.Popen[bytes] | None = None
         self._pidfd: int | None = None
+        self._tree: ProcessTree | None = None  # set once started; the hub thread's
         self._out: list[bytes] = []
         self._line = b""
         self._err = bytearray()
@@ -163,6 +174,7 @@ class CommandChild:
             return
         popen = self._popen
         self.pid_start_time = process_start_time(popen.pid)
+        self._tree = ProcessTree(popen.pid)
         assert popen.stdout is not None and popen.stderr is not None
         out, err = popen.stdout.fileno(), popen.stderr.fileno()
         for fd in (out, err):
@@ -204,9 +216,8 @@ class CommandChild:
             if self._finished or self._exited_t is not None or self._cancel_t is not None:
                 return
             self._cancel_t = time.monotonic()
-            pid = self.pid
-        if pid is not None:
-            signal_group(pid, signal.SIGINT)
+        if self._popen is not None:
+            self._hub.call_later(0.0, self._interrupt)
 
     def kill(self) -> None:
         """SIGTERM to the group now, SIGKILL after `term_s`; `Finished` follows the reaping."""
@@ -217,20 +228,46 @@ class CommandChild:
             pid = self.pid
         if pid is None:
             return
+        # In the hub thread, which also reaps: the program cannot be reaped (and its
+        # pid reused) between the check and the signal, and /proc is walked there.
+        self._hub.call_later(0.0, self._terminate)
+
+    # -- the hub thread --------------------------------------------------------------
+    def _interrupt(self) -> None:
+        """SIGINT to the group; what runs below the program is remembered first, so that
+        it dies with the program even if it left the group and the program stops now."""
+        with self._lock:
+            if self._exited_t is not None or self._popen is None:
+                return
+            pid = self._popen.pid
+        if self._tree is not None:
+            self._tree.walk()
+        signal_group(pid, signal.SIGINT)
+
+    def _terminate(self) -> None:
         if self.spec.term_s > 0:
-            signal_group(pid, signal.SIGTERM)
-            self._hub.call_later(self.spec.term_s, self._escalate)
+            if self._signal_all(signal.SIGTERM):
+                self._hub.call_later(self.spec.term_s, self._escalate)
         else:
             self._escalate()
 
-    # -- the hub thread --------------------------------------------------------------
     def _escalate(self) -> None:
         with self._lock:
             if self._exited_t is not None or self._popen is None:
                 return
             self._sigkill_sent = True
+        self._signal_all(signal.SIGKILL)
+
+    def _signal_all(self, sig: int) -> bool:
+        """`sig` to what runs below the program (first, while it lives), then its group."""
+        with self._lock:
+            if self._exited_t is not None or self._popen is None:
+                return False
             pid = self._popen.pid
-        signal_group(pid, signal.SIGKILL)
+        if self._tree is not None:
+            self._tree.signal(sig)
+        signal_group(pid, sig)
+        return True
 
     def _beat(self) -> None:
         with self._lock:
@@ -302,8 +339,11 @@ class CommandChild:
             self._returncode = returncode
             self._exited_t = time.monotonic()
             killed = self._kill_t is not None
-        # What the program started dies with it (the group outlives its leader).
+        # What the program started dies with it (the group outlives its leader), and
+        # what the kill ladder found below it outside the group.
         signal_group(self._popen.pid, signal.SIGKILL, or_process=False)
+        if self._tree is not None and self._tree.known:
+            self._tree.signal(signal.SIGKILL, root_alive=False)
         if killed:
             self._finish()
         else:

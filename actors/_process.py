@@ -23,7 +23,8 @@ Isolation guarantees:
   (outcome cancelled, `killed` "terminate" or "kill", `kill_latency_s` from
   `kill()` to reaped) follows the reaping. Grandchildren share the group and
   die with it; whatever is left of a group after its worker ends is swept
-  with SIGKILL. Once `kill()` is called, the attempt's `Finished` is the kill's,
+  with SIGKILL. A worker is a child subreaper, and each step also reaches
+  what runs below it outside its group (`_osproc.ProcessTree`). Once `kill()` is called, the attempt's `Finished` is the kill's,
   even if the work returned meanwhile (the supervisor has decided by then).
 - A worker that dies without a result (a signal, `os._exit`, the OOM killer) is
   a `crash`, seen at once from its sentinel, not at a deadline.
@@ -55,7 +56,7 @@ from actors._command import CommandChild
 from actors._errors import describe_error
 from actors._hub import Hub
 from actors._models import AttemptOutcome
-from actors._osproc import describe_exit, process_start_time, signal_group
+from actors._osproc import ProcessTree, describe_exit, process_start_time, signal_group
 from actors._pool import WarmPool
 from actors._protocol import DelegateRequest, Finished
 
@@ -162,6 +163,8 @@ class _Worker:
         self.pid: int = process.pid
         self.sentinel: int = process.sentinel
         self.start_time = process_start_time(self.pid)
+        # What runs below it, however it left its group (under the backend's lock).
+        self.tree = ProcessTree(self.pid)
         self.send_lock = threading.Lock()  # one writer; the pipes close under it
         self.attempt: ProcessChild | None = None
         self.session_key: str | None = None
@@ -477,9 +480,22 @@ class ProcessBackend:
                 return
             child.kill_t = time.monotonic()
             worker.retiring = True
-        if child.spec.term_s > 0:
-            signal_group(worker.pid, signal.SIGTERM)
-            self._hub.call_later(child.spec.term_s, lambda: self._escalate(worker))
+        term_s = child.spec.term_s
+        self._in_hub(lambda: self._terminate(worker, term_s))
+
+    def _in_hub(self, step: Any) -> None:
+        """Run `step` in the hub thread: now if this is it, else as soon as it wakes."""
+        if self._hub.in_hub_thread:
+            step()
+        else:
+            self._hub.call_later(0.0, step)
+
+    # -- the kill ladder (hub thread) ----------------------------------------------
+    def _terminate(self, worker: _Worker, term_s: float) -> None:
+        """SIGTERM to the worker and everything below it; SIGKILL after `term_s`."""
+        if term_s > 0:
+            if self._signal_all(worker, signal.SIGTERM):
+                self._hub.call_later(term_s, lambda: self._escalate(worker))
         else:
             self._escalate(worker)
 
@@ -488,7 +504,28 @@ class ProcessBackend:
             if worker.dead:
                 return
             worker.sigkill_sent = True
-        signal_group(worker.pid, signal.SIGKILL)
+        self._signal_all(worker, signal.SIGKILL)
+
+    def _signal_all(self, worker: _Worker, sig: int) -> bool:
+        """`sig` to what runs below the worker, then to its group; False if it was reaped.
+
+        Below it first: while the worker lives, what it adopted (daemons, processes
+        that left its group) is found below it; once it is dead, they belong to init.
+        Called in the hub thread only, which also reaps: the worker cannot be reaped
+        (and its pid reused) between the check and the signal.
+        """
+        if not self._hub.in_hub_thread and not self._hub.closed:
+            def in_hub() -> None:
+                self._signal_all(worker, sig)
+
+            self._hub.call_later(0.0, in_hub)
+            return True
+        with self._lock:
+            if worker.dead:
+                return False
+        worker.tree.signal(sig)
+        signal_group(worker.pid, sig)
+        return True
 
     def _retire(self, worker: _Worker) -> None:
         """Tell an idle worker to exit; SIGKILL after `retire_s` if it has not."""
@@ -587,7 +624,7 @@ class ProcessBackend:
             if child.kill_t is None:
                 child.kill_t = time.monotonic()
             worker.sigkill_sent = True
-        signal_group(worker.pid, signal.SIGKILL)
+        self._signal_all(worker, signal.SIGKILL)
 
     def _on_finished(self, worker: _Worker, child: ProcessChild, finished: Finished) -> None:
         now = time.monotonic()
@@ -658,8 +695,11 @@ class ProcessBackend:
                 finished = self._death(worker, child, code, now)
         self._hub.unwatch(worker.conn)
         self._hub.unwatch(worker.sentinel)
-        # Whatever the worker started dies with it (its group outlives it).
+        # Whatever the worker started dies with it (its group outlives it), and so does
+        # what the kill ladder found below it outside the group.
         signal_group(worker.pid, signal.SIGKILL, or_process=False)
+        if worker.tree.known:
+            worker.tree.signal(signal.SIGKILL, root_alive=False)
         worker.close()
         with _MP_LOCK:
             worker.process.close()

@@ -56,6 +56,7 @@ from actors._clock import SystemClock
 from actors._context import Context
 from actors._errors import describe_error
 from actors._models import AttemptOutcome
+from actors._osproc import become_subreaper, kill_descendants
 from actors._protocol import DelegateRequest, Finished, Heartbeat, Partial
 from actors._run import run_work
 
@@ -86,6 +87,9 @@ def main(jobs: Any, control: Any, outbox: Any) -> NoReturn:
     # supervisor signals the whole group, so what the agent code starts dies
     # with it; and a terminal's Ctrl-C reaches only the supervisor, which decides.
     os.setsid()
+    # And it adopts its orphaned descendants: a daemon that double-forked or left the
+    # group with setsid stays below this process, where the kill ladder finds it.
+    become_subreaper()
     # What the fork server loaded is there for good: the collector need not
     # look at it again (each pass over it would also copy its pages).
     gc.freeze()
@@ -146,6 +150,7 @@ class _Child:
                 _orphaned()
             for data in messages:
                 if data[:1] == b"S":
+                    kill_descendants()  # what its attempts left running goes with it
                     _exit(0)
                 attempt_id, _, payload = data[1:].partition(b"\0")
                 self._run(attempt_id.decode(), payload)
@@ -394,6 +399,7 @@ def _orphaned() -> NoReturn:
 
     Kill the whole group, this process included, so nothing it started lingers.
     """
+    kill_descendants()  # those that left the group too
     if os.getpgid(0) == os.getpid():
         os.killpg(0, signal.SIGKILL)
     _exit(70)
