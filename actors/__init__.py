@@ -19,6 +19,7 @@ from actors._protocol import (
     Finished,
     Heartbeat,
     Partial,
+    Spawned,
     ToolCall,
 )
 from actors._run import WorkFunction, classify_exception, run_work
@@ -48,6 +49,7 @@ __all__ = [
     "ProcessTree",
     "Report",
     "Send",
+    "Spawned",
     "Status",
     "Summary",
     "SystemClock",

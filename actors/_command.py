@@ -46,7 +46,7 @@ from actors._osproc import (
     process_start_time,
     signal_group,
 )
-from actors._protocol import Finished, Heartbeat, Partial
+from actors._protocol import Finished, Heartbeat, Partial, Spawned
 
 __all__ = ["CommandChild", "command_argv"]
 
@@ -155,7 +155,13 @@ class CommandChild:
 
     # -- Zeus's thread ---------------------------------------------------------------
     def start(self) -> None:
-        """Start the program; a failure to start is this attempt's `Finished` (outcome error)."""
+        """Start the program (the backend's spawner thread); a failure to start is this
+        attempt's `Finished` (outcome error). Stopped before it started: never started."""
+        with self._lock:
+            stopped = self._kill_t is not None or self._cancel_t is not None
+        if stopped:
+            self._end_unstarted(AttemptOutcome.cancelled, "stopped before its program started")
+            return
         try:
             argv = command_argv(self.spec)
             self._popen = subprocess.Popen(
@@ -192,14 +198,24 @@ class CommandChild:
         else:
             self._hub.call_later(_POLL_S, self._poll_exit)
         self._hub.call_later(self.spec.heartbeat_interval_s, self._beat)
+        self._emit(Spawned(self.attempt_id, popen.pid, self.pid_start_time))
+        with self._lock:
+            killed, cancelled = self._kill_t is not None, self._cancel_t is not None
+        if killed:  # asked while the program was starting
+            self._hub.call_later(0.0, self._terminate)
+        elif cancelled:
+            self._hub.call_later(0.0, self._interrupt)
 
     def fail(self, error: str, error_type: str | None = None) -> None:
         """End an attempt that never started: its `Finished` (outcome error)."""
+        self._end_unstarted(AttemptOutcome.error, error, error_type)
+
+    def _end_unstarted(
+        self, outcome: AttemptOutcome, error: str, error_type: str | None = None
+    ) -> None:
         with self._lock:
             self._finished = True
-        self._emit(
-            Finished(self.attempt_id, AttemptOutcome.error, error=error, error_type=error_type)
-        )
+        self._emit(Finished(self.attempt_id, outcome, error=error, error_type=error_type))
         self._on_end(self)
 
     @property
@@ -208,7 +224,7 @@ class CommandChild:
 
     @property
     def killable(self) -> bool:
-        return self._popen is not None
+        return True  # before its program started too: it then never starts
 
     def cancel(self) -> None:
         """SIGINT to the program's group: the cooperative stop for a program."""
@@ -227,7 +243,7 @@ class CommandChild:
             self._kill_t = time.monotonic()
             pid = self.pid
         if pid is None:
-            return
+            return  # still starting: `start()` carries the kill out
         # In the hub thread, which also reaps: the program cannot be reaped (and its
         # pid reused) between the check and the signal, and /proc is walked there.
         self._hub.call_later(0.0, self._terminate)

@@ -24,8 +24,11 @@ Isolation guarantees:
   `kill()` to reaped) follows the reaping. Grandchildren share the group and
   die with it; whatever is left of a group after its worker ends is swept
   with SIGKILL. A worker is a child subreaper, and each step also reaches
-  what runs below it outside its group (`_osproc.ProcessTree`). Once `kill()` is called, the attempt's `Finished` is the kill's,
-  even if the work returned meanwhile (the supervisor has decided by then).
+  what runs below it outside its group (`_osproc.ProcessTree`). Once `kill()`
+  is called, the attempt's `Finished` is the kill's, even if the work returned
+  meanwhile (the supervisor has decided by then).
+- A new worker, or a command's program, is started in the backend's spawner
+  thread, never in the caller's (Zeus's mailbox); its pid follows as `Spawned`.
 - A worker that dies without a result (a signal, `os._exit`, the OOM killer) is
   a `crash`, seen at once from its sentinel, not at a deadline.
 - A work function, brief or result that cannot be pickled (even by dill) fails
@@ -58,7 +61,8 @@ from actors._hub import Hub
 from actors._models import AttemptOutcome
 from actors._osproc import ProcessTree, describe_exit, process_start_time, signal_group
 from actors._pool import WarmPool
-from actors._protocol import DelegateRequest, Finished
+from actors._protocol import DelegateRequest, Finished, Spawned
+from actors._spawner import Spawner
 
 __all__ = ["ProcessBackend", "ProcessChild"]
 
@@ -241,7 +245,9 @@ class ProcessChild:
 
     @property
     def killable(self) -> bool:
-        return self.worker is not None
+        # Before its worker exists too (the spawner then never starts it); not once it
+        # was refused without a process.
+        return self.worker is not None or not self.finished
 
     def cancel(self) -> None:
         """Set the child Context's cancel event (a message down the pipe)."""
@@ -277,6 +283,7 @@ class ProcessBackend:
         self._lock = threading.Lock()
         self._ended = threading.Condition(self._lock)  # a worker or command went away
         self._hub = Hub()
+        self._spawner = Spawner()
         self._pool: WarmPool[_Worker] = WarmPool()
         self._workers: set[_Worker] = set()
         self._commands: set[CommandChild] = set()
@@ -333,28 +340,61 @@ class ProcessBackend:
                 worker.retiring = True
                 worker.attempt = None
                 child.worker = None
-        if self._closed:
+        # No warm worker: a new one is started in the spawner thread, never in this one
+        # (Zeus's mailbox); the attempt's pid follows as a `Spawned` message.
+        if self._closed or not self._spawner.submit(
+            lambda: self._start_cold(child, head, token, work, job)
+        ):
             return self._refuse(child, "the process backend is closed", AttemptOutcome.error)
+        return child
+
+    def _start_cold(
+        self, child: ProcessChild, head: bytes, token: int | None, work: bytes, job: bytes
+    ) -> None:
+        """Runs in the spawner thread: start a worker for `child` and hand it the job.
+
+        A kill or cancel that came first ends the attempt without a process; one that
+        comes while the worker starts is carried out once it is bound.
+        """
+        with self._lock:
+            stopped = child.kill_t is not None or child.cancel_t is not None or self._closed
+            if stopped:
+                child.finished = True
+        if stopped:
+            _deliver(child, Finished(child.attempt_id, AttemptOutcome.cancelled,
+                                     error="stopped before its process started"))
+            return
         try:
-            worker = self._spawn(spec.agent)
+            worker = self._spawn(child.spec.agent)
         except Exception as exc:  # noqa: BLE001 - no fds, no memory, no fork server
-            return self._refuse(
+            self._refuse(
                 child,
                 f"could not start a child process: {type(exc).__name__}: {exc}",
                 AttemptOutcome.crash,
                 type(exc).__name__,
             )
+            return
         with self._lock:
             self._workers.add(worker)
             self._bind(worker, child)
             closed = self._closed
+            killed = child.kill_t is not None
+            cancelled = child.cancel_t is not None
+            if killed:
+                worker.retiring = True
         self._hub.watch(worker.conn, lambda: self._on_readable(worker))
         self._hub.watch(worker.sentinel, lambda: self._on_sentinel(worker))
+        _deliver(child, Spawned(child.attempt_id, worker.pid, worker.start_time))
+        if killed:
+            self._escalate(worker)  # it never got the job; its Finished follows the reaping
+            return
         if closed:  # close() ran while this worker was starting
             child.kill()
+            return
         # If the worker died meanwhile, the post fails and its sentinel reports a crash.
         worker.post(head + worker.work_header(token, work) + job, job=True)
-        return child
+        if cancelled:
+            worker.post(b"C" + child.attempt_id.encode())
 
     def close(self) -> None:
         """Stop every worker and command, wait until they are reaped, and stop the hub.
@@ -367,6 +407,10 @@ class ProcessBackend:
             if self._closed:
                 return
             self._closed = True
+        # What is still queued to start ends without a process; a start under way ends
+        # with its worker bound (and killed), so it is in `_workers` below.
+        self._spawner.close()
+        with self._lock:
             workers = list(self._workers)
             commands = list(self._commands)
         for worker in workers:
@@ -468,15 +512,21 @@ class ProcessBackend:
     def _cancel(self, child: ProcessChild) -> None:
         with self._lock:
             worker = child.worker
-            if child.finished or child.cancel_t is not None or worker is None:
+            if child.finished or child.cancel_t is not None:
                 return
-            child.cancel_t = time.monotonic()
-        worker.post(b"C" + child.attempt_id.encode())
+            child.cancel_t = time.monotonic()  # still starting: the spawner carries it out
+        if worker is not None:
+            worker.post(b"C" + child.attempt_id.encode())
 
     def _kill(self, child: ProcessChild) -> None:
         with self._lock:
             worker = child.worker
-            if child.finished or child.kill_t is not None or worker is None or worker.dead:
+            if child.finished or child.kill_t is not None:
+                return
+            if worker is None:
+                child.kill_t = time.monotonic()  # still starting: the spawner carries it out
+                return
+            if worker.dead:
                 return
             child.kill_t = time.monotonic()
             worker.retiring = True
@@ -543,10 +593,9 @@ class ProcessBackend:
             closed = self._closed
             if not closed:
                 self._commands.add(command)
-        if closed:
+        # Its `Popen` (a fork and an exec) runs in the spawner thread, not in Zeus's mailbox.
+        if closed or not self._spawner.submit(command.start):
             command.fail("the process backend is closed")
-        else:
-            command.start()
         return command
 
     def _command_ended(self, command: CommandChild) -> None:

@@ -31,6 +31,7 @@ from actors import (
     Heartbeat,
     Partial,
     Report,
+    Spawned,
     Status,
     Summary,
     Timer,
@@ -116,6 +117,7 @@ class ZeusActor(pykka.ThreadingActor):
             Charge: self._on_charge,
             ToolCall: self._on_tool_call,
             Finished: self._on_finished,
+            Spawned: self._on_spawned,
             DelegateRequest: self._on_delegate_request,
             Dispatch: self._on_dispatch,
             Cancel: self._on_cancel,
@@ -352,6 +354,15 @@ class ZeusActor(pykka.ThreadingActor):
         if isinstance(message, DelegateRequest):
             message.reply(DelegationRefused(
                 f"attempt {attempt_id} is no longer running; its delegation was refused"))
+
+    def _on_spawned(self, msg: Spawned) -> None:
+        """The attempt's process was started outside the mailbox: its pid, for the journal."""
+        owner = self._live.get(msg.attempt_id)
+        if owner is None:
+            return
+        d, a = owner
+        a.pid = msg.pid
+        self._emit("attempt.spawned", d, a, pid=msg.pid, pid_start_time=msg.pid_start_time)
 
     def _on_heartbeat(self, msg: Heartbeat) -> None:
         owner = self._owner(msg)
