@@ -34,6 +34,7 @@ class ChildSpec:
     command: tuple[str, ...] | None = None
     heartbeat_interval_s: float = 1.0
     term_s: float = 0.5
+    grace_s: float = 0.0  # how long Zeus waits after a cooperative cancel before it kills
     session: dict[str, Any] | None = field(default=None, compare=False)
     session_key: str | None = None
     previous_partials: tuple[Any, ...] = ()

@@ -55,6 +55,8 @@ from multiprocess import forkserver, popen_forkserver, spawn, util
 
 from actors import _wire, _worker
 from actors._backend import ChildSpec, Send
+from actors._backstop import MARGIN_S, kill_by
+from actors._clock import SystemClock
 from actors._command import CommandChild
 from actors._errors import describe_error
 from actors._hub import Hub
@@ -233,6 +235,7 @@ class ProcessChild:
         self.kill_t: float | None = None
         self.progress = 0
         self.read_error: str | None = None
+        self.hard_stop: float | None = None  # the worker kills itself then (`_backstop`)
 
     @property
     def pid(self) -> int | None:
@@ -319,7 +322,7 @@ class ProcessBackend:
         child = ProcessChild(self, spec, send)
         try:
             token, work = _WORKS.get(spec.work, _WorkName(spec.work))
-            job = self._job(spec)
+            job, child.hard_stop = self._job(spec)
         except _wire.CrossingError as exc:
             return self._refuse(child, str(exc), AttemptOutcome.error, "CrossingError")
         head = b"J" + spec.attempt_id.encode() + b"\0"
@@ -434,23 +437,33 @@ class ProcessBackend:
         _LIVE.discard(self)
 
     # -- attempts --------------------------------------------------------------------
-    def _job(self, spec: ChildSpec) -> bytes:
-        """The attempt but its work function, pickled; `CrossingError` if it cannot cross."""
+    def _job(self, spec: ChildSpec) -> tuple[bytes, float | None]:
+        """The attempt but its work function, pickled, and the worker's kill-by time;
+        `CrossingError` if it cannot cross."""
+        # The spec's clock may be a fake one; the child lives on the real one.
+        deadline = time.monotonic() + (spec.deadline - spec.clock.now())
+        # The worker's own kill-by time (`_backstop`), on a real clock only: a fake
+        # deadline says nothing about real time.
+        hard_stop = (
+            kill_by(deadline, spec.grace_s, spec.term_s)
+            if isinstance(spec.clock, SystemClock) else None
+        )
         job = (
             _wire.brief_to_wire(spec.brief),
             spec.agent,
             spec.delegation_id,
             spec.attempt,
-            # The spec's clock may be a fake one; the child lives on the real one.
-            time.monotonic() + (spec.deadline - spec.clock.now()),
+            deadline,
             spec.heartbeat_interval_s,
             list(spec.previous_partials),
             spec.depth,
             spec.framing,
             spec.session_key,
             spec.session,
+            hard_stop,
         )
-        return _wire.dumps(job, "the attempt's brief, previous partial results or session")
+        what = "the attempt's brief, previous partial results or session"
+        return _wire.dumps(job, what), hard_stop
 
     def _refuse(
         self,
@@ -779,6 +792,20 @@ class ProcessBackend:
                 pid=worker.pid,
                 killed="kill" if worker.sigkill_sent else "terminate",
                 kill_latency_s=now - child.kill_t,
+                progress=child.progress,
+                exit_code=code,
+            )
+        backstop = code in (-signal.SIGKILL, -signal.SIGALRM)
+        if backstop and child.hard_stop is not None and now >= child.hard_stop:
+            # Its own backstop: the supervisor did not stop it in time (it was frozen).
+            return Finished(
+                child.attempt_id,
+                AttemptOutcome.timeout,
+                error="killed by its own backstop at deadline + grace_s + term_s + "
+                f"{MARGIN_S:g} s: the supervisor had not stopped it by then",
+                error_type="Backstop",
+                pid=worker.pid,
+                killed="kill",
                 progress=child.progress,
                 exit_code=code,
             )

@@ -52,6 +52,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from actors import _wire
+from actors._backstop import Backstop
 from actors._clock import SystemClock
 from actors._context import Context
 from actors._errors import describe_error
@@ -136,6 +137,7 @@ class _Child:
         self._works: dict[int, Any] = {}
         self._started = 0  # attempts started (the heartbeat thread watches it)
         self._last_interval = math.inf  # the heartbeat interval of the last attempt started
+        self._backstop = Backstop()  # the attempt's hard kill-by time, kept by this process
 
     # -- main thread -----------------------------------------------------------------
     def serve(self) -> NoReturn:
@@ -186,7 +188,7 @@ class _Child:
             )
             return
         (_, agent, delegation_id, attempt, deadline, interval, previous_partials, depth, framing,
-         session_key, session) = job  # fmt: skip
+         session_key, session, hard_stop) = job  # fmt: skip
         ctx = Context(
             brief=brief,
             agent=agent,
@@ -211,6 +213,7 @@ class _Child:
             self._last_interval = interval
             if att.next_beat < self._beat_wake_at:
                 self._beat_event.set()
+        self._backstop.arm(hard_stop)
         finished = run_work(work, brief, ctx, pid=self._pid)
         if att.crossing_error is not None and finished.outcome is not AttemptOutcome.cancelled:
             finished = Finished(
@@ -271,6 +274,7 @@ class _Child:
                     )
                 )
             )
+        self._backstop.disarm()
         with self._send_lock:
             with self._state_lock:
                 self._current = None

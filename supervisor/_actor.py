@@ -269,6 +269,7 @@ class ZeusActor(pykka.ThreadingActor):
                 command=policy.command,
                 heartbeat_interval_s=policy.heartbeat.interval_s,
                 term_s=policy.shutdown.term_s,
+                grace_s=policy.shutdown.grace_s,
                 session=self._session(d),
                 session_key=d.brief.session,
                 # Process agents keep at least one warm worker: no spawn per delegation.
