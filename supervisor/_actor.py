@@ -364,6 +364,15 @@ class ZeusActor(pykka.ThreadingActor):
         d, a = owner
         a.pid = msg.pid
         self._emit("attempt.spawned", d, a, pid=msg.pid, pid_start_time=msg.pid_start_time)
+        if a.stopping_since is None and a.watch.progress < 0:
+            # Nothing has reported yet: the stale clock starts now that the process exists.
+            a.watch = ProgressWatch.start(self._clock.now())
+            self._arm(a)
+
+    @staticmethod
+    def _process_starting(a: Attempt) -> bool:
+        """A process child whose process the backend has not started yet (no pid)."""
+        return a.pid is None and a.child is not None and a.child.killable
 
     def _on_heartbeat(self, msg: Heartbeat) -> None:
         owner = self._owner(msg)
@@ -495,6 +504,11 @@ class ZeusActor(pykka.ThreadingActor):
             self._request_stop(d, a, AttemptOutcome.timeout)  # kept as a losing cause if late
         elif a.stopping_since is not None:
             return
+        elif self._process_starting(a):
+            # Its process is still being started (Zeus's delay, not the child's): no
+            # stale yet; the deadline still holds, and `Spawned` starts the stale clock.
+            due = AttemptDue(a.id, a.deadline)
+            a.timers.append(self._clock.call_at(a.deadline, lambda: self.send(due)))
         elif a.watch.is_stale(now, a.policy.heartbeat.stale_after_s):
             self._request_stop(d, a, AttemptOutcome.stale)
         else:

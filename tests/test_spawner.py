@@ -149,3 +149,86 @@ def test_the_spawner_runs_steps_in_order_and_survives_one_that_raises(
     assert seen == [1, 2]
     assert "a step that raises" in capsys.readouterr().err
     assert spawner.submit(lambda: None) is False
+
+
+class _Starting:
+    """A process handle whose process the backend has not started yet."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.killable = True
+        self.killed = False
+
+    def cancel(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        self.killed = True
+
+
+class _SlowSpawns:
+    """A process backend that starts nothing until the test says so."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[ChildSpec, Any, _Starting]] = []
+
+    def start(self, spec: ChildSpec, send: Any) -> _Starting:
+        handle = _Starting()
+        self.started.append((spec, send, handle))
+        return handle
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_attempt_whose_process_is_still_starting_is_never_stale_but_keeps_its_deadline(
+) -> None:
+    from actors import FakeClock
+    from tests.conftest import Recorder
+
+    clock, recorder, backend = FakeClock(), Recorder(), _SlowSpawns()
+    r = Routing.from_dict({"version": 1, "agents": {"p": {
+        "isolation": "process", "timeout_s": 30, "heartbeat": {"stale_after_s": 2}}}})
+    zeus = Zeus.start(r, agents={"p": work}, clock=clock, log=recorder,
+                      backends={"process": backend})  # type: ignore[dict-item]
+    try:
+        handle = zeus.dispatch(Brief(agent="p", scope="s"))
+        zeus.sync()
+        clock.advance(5)  # three stale periods while the process is being started
+        zeus.sync()
+        assert recorder.named("attempt.stale") == []
+        spec, send, _ = backend.started[0]
+        send(Spawned(spec.attempt_id, 4242, 1.0))
+        zeus.sync()
+        assert [e["pid"] for e in recorder.named("attempt.spawned")] == [4242]
+        clock.advance(1.9)
+        zeus.sync()
+        assert recorder.named("attempt.stale") == []
+        clock.advance(0.1)  # stale_after_s after it was spawned
+        zeus.sync()
+        assert len(recorder.named("attempt.stale")) == 1
+        zeus.cancel(handle.id)
+    finally:
+        zeus.stop(timeout=1)
+
+
+def test_an_attempt_whose_process_never_starts_still_times_out_at_its_deadline() -> None:
+    from actors import FakeClock
+    from tests.conftest import Recorder
+
+    clock, recorder, backend = FakeClock(), Recorder(), _SlowSpawns()
+    r = Routing.from_dict({"version": 1, "agents": {"p": {
+        "isolation": "process", "timeout_s": 5, "retry": {"max_retries": 0},
+        "heartbeat": {"interval_s": 0.5, "stale_after_s": 1}, "shutdown": {"grace_s": 0}}}})
+    zeus = Zeus.start(r, agents={"p": work}, clock=clock, log=recorder,
+                      backends={"process": backend})  # type: ignore[dict-item]
+    try:
+        zeus.dispatch(Brief(agent="p", scope="s"))
+        zeus.sync()
+        clock.advance(5)
+        zeus.sync()
+        assert recorder.named("attempt.stale") == []
+        assert len(recorder.named("attempt.timed_out")) == 1
+        assert backend.started[0][2].killed
+    finally:
+        zeus.stop(timeout=1)
