@@ -367,6 +367,9 @@ class ZeusActor(pykka.ThreadingActor):
         if a.stopping_since is None and a.watch.progress < 0:
             # Nothing has reported yet: the stale clock starts now that the process exists.
             a.watch = ProgressWatch.start(self._clock.now())
+            for timer in a.timers:  # its one attempt timer is set again, from now
+                timer.cancel()
+            a.timers.clear()
             self._arm(a)
 
     @staticmethod

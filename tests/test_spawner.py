@@ -232,3 +232,28 @@ def test_an_attempt_whose_process_never_starts_still_times_out_at_its_deadline()
         assert backend.started[0][2].killed
     finally:
         zeus.stop(timeout=1)
+
+
+def test_a_process_spawned_after_its_stale_check_times_out_once_at_its_deadline() -> None:
+    from actors import FakeClock
+    from tests.conftest import Recorder
+
+    clock, recorder, backend = FakeClock(), Recorder(), _SlowSpawns()
+    r = Routing.from_dict({"version": 1, "agents": {"p": {
+        "isolation": "process", "timeout_s": 5, "retry": {"max_retries": 0},
+        "heartbeat": {"interval_s": 0.5, "stale_after_s": 10}, "shutdown": {"grace_s": 0}}}})
+    zeus = Zeus.start(r, agents={"p": work}, clock=clock, log=recorder,
+                      backends={"process": backend})  # type: ignore[dict-item]
+    try:
+        zeus.dispatch(Brief(agent="p", scope="s"))
+        zeus.sync()
+        clock.advance(1)
+        spec, send, _ = backend.started[0]
+        send(Spawned(spec.attempt_id, 4242, 1.0))
+        zeus.sync()
+        clock.advance(4)
+        zeus.sync()
+        assert len(recorder.named("attempt.timed_out")) == 1
+        assert clock.pending() == []
+    finally:
+        zeus.stop(timeout=1)
