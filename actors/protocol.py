@@ -22,6 +22,7 @@ __all__ = [
     "Finished",
     "Heartbeat",
     "Partial",
+    "Spawned",
     "ToolCall",
 ]
 
@@ -94,3 +95,13 @@ class DelegateRequest:
 
 
 ChildMessage = Heartbeat | Partial | Charge | ToolCall | Finished | DelegateRequest
+
+
+@dataclass(slots=True)
+class Spawned:
+    """The attempt's process now exists (started outside Zeus's mailbox): its pid, for the
+    journal, so that a sweeper can name it. Sent by the backend, not by agent code."""
+
+    attempt_id: str
+    pid: int
+    pid_start_time: float | None = None

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import bench_async, bench_input, bench_integrations, bench_process, bench_runtime
+from benchmarks import (
+    bench_async,
+    bench_hostile,
+    bench_input,
+    bench_integrations,
+    bench_process,
+    bench_runtime,
+)
 
 
 def main() -> None:
@@ -27,6 +34,8 @@ def main() -> None:
     bench_input.main()
     print("== integrations (those whose extra is installed) ==")
     bench_integrations.main()
+    print("== under hostile load ==")
+    bench_hostile.main()
 
 
 if __name__ == "__main__":

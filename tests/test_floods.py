@@ -1,4 +1,5 @@
-"""A child that floods cannot fill Zeus's mailbox: partial results are bounded at the sender."""
+"""A supervisor that cannot be starved: floods are bounded at the sender, and how late the
+mailbox runs is measured, reported in `tree()` and, past a threshold, as an event."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import threading
 import pytest
 
 from actors import Brief, Context, Status
+from actors.clock import FakeClock
 from actors.context import MAX_PARTIALS_SENT
 from supervisor import Routing, Zeus
-from tests.conftest import ZeusFactory
+from supervisor.rules.lag import WARN_EVERY_S, MailboxLag
+from supervisor.rules.lag import WARN_S as LAG_WARN_S
+from tests.conftest import Recorder, ZeusFactory, wait_cancelled
 
 FLOOD = MAX_PARTIALS_SENT + 40_000
 
@@ -55,3 +59,49 @@ def test_a_process_child_flooding_partials_is_bounded_and_counted_alike() -> Non
     assert summary.status is Status.completed
     assert len(summary.partial_results) == MAX_PARTIALS_SENT
     assert any(f"{FLOOD - MAX_PARTIALS_SENT} partial results dropped" in r for r in summary.risks)
+
+
+def test_a_deadline_handled_late_is_measured_as_mailbox_lag_and_reported(
+    make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder
+) -> None:
+    zeus = make_zeus({"h": {"timeout_s": 1, "heartbeat": {"stale_after_s": 600}}},
+                     works={"h": wait_cancelled})
+    handle = zeus.dispatch(Brief(agent="h", scope="s"))
+    zeus.sync()
+    with zeus.held():
+        clock.advance(3.0)  # the deadline falls due at +1 s; Zeus gets to it at +3 s
+    assert handle.result(10).status is Status.timed_out
+    lag = recorder.named("supervisor.mailbox_lag")
+    assert [(e["lag_s"], e["threshold_s"]) for e in lag] == [(2.0, LAG_WARN_S)]
+    assert zeus.tree()["mailbox_lag"] == {"last_s": 2.0, "max_s": 2.0, "samples": 1}
+
+
+def test_a_prompt_deadline_is_no_lag_and_emits_nothing(
+    make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder
+) -> None:
+    zeus = make_zeus({"h": {"timeout_s": 1, "heartbeat": {"stale_after_s": 600}}},
+                     works={"h": wait_cancelled})
+    handle = zeus.dispatch(Brief(agent="h", scope="s"))
+    zeus.sync()
+    clock.advance(1.0)
+    assert handle.result(10).status is Status.timed_out
+    assert recorder.named("supervisor.mailbox_lag") == []
+    assert zeus.tree()["mailbox_lag"]["max_s"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("lag", "now", "warned_at", "warn"),
+    [
+        (0.1, 10.0, float("-inf"), False),  # under the threshold
+        (LAG_WARN_S, 10.0, float("-inf"), True),  # at the threshold
+        (2.0, 10.0, 9.0, False),  # warned a second ago
+        (2.0, 10.0, 10.0 - WARN_EVERY_S, True),  # warned long enough ago
+    ],
+)
+def test_mailbox_lag_warns_past_its_threshold_at_most_once_per_period(
+    lag: float, now: float, warned_at: float, warn: bool
+) -> None:
+    record, emit = MailboxLag(warned_at=warned_at).observe(now - lag, now)
+    assert emit is warn
+    assert record.last_s == pytest.approx(lag)
+    assert record.warned_at == (now if warn else warned_at)

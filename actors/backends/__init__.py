@@ -10,7 +10,7 @@ from actors.backends.process import ProcessBackend, ProcessChild
 from actors.backends.thread import ThreadBackend, ThreadChild
 from actors.clock import Clock, FakeClock, SystemClock, Timer, TimerError
 from actors.mail import Mail
-from actors.osproc import process_start_time
+from actors.osproc import ProcessTree, process_start_time
 from actors.protocol import (
     Charge,
     ChildMessage,
@@ -18,6 +18,7 @@ from actors.protocol import (
     Finished,
     Heartbeat,
     Partial,
+    Spawned,
     ToolCall,
 )
 from actors.run import classify_exception, run_work
@@ -38,7 +39,9 @@ __all__ = [
     "Partial",
     "ProcessBackend",
     "ProcessChild",
+    "ProcessTree",
     "Send",
+    "Spawned",
     "SystemClock",
     "ThreadBackend",
     "ThreadChild",

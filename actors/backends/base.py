@@ -36,6 +36,7 @@ class ChildSpec:
     inputs_via: InputsVia = "argv"  # how a command receives the inputs (actors.backends.inputs)
     heartbeat_interval_s: float = 1.0
     term_s: float = 0.5
+    grace_s: float = 0.0  # how long Zeus waits after a cooperative cancel before it kills
     session: dict[str, Any] | None = field(default=None, compare=False)
     session_key: str | None = None
     previous_partials: tuple[Any, ...] = ()

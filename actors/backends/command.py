@@ -43,8 +43,14 @@ from actors.backends.hub import Hub
 from actors.backends.inputs import INPUTS_FILE_ENV, send_first_line, write_inputs_file
 from actors.mail import Mail
 from actors.models import AttemptOutcome
-from actors.osproc import describe_exit, process_start_time, signal_group
-from actors.protocol import Finished, Heartbeat, Partial
+from actors.osproc import (
+    ProcessTree,
+    become_subreaper,
+    describe_exit,
+    process_start_time,
+    signal_group,
+)
+from actors.protocol import Finished, Heartbeat, Partial, Spawned
 
 __all__ = [
     "BRIEF_TEXT_PLACEHOLDERS",
@@ -83,12 +89,16 @@ _PYTHON_NAMES = ("python", "python3")
 
 
 def _interruptible() -> None:
-    """Runs in the forked child before exec: SIGINT back to its default action.
+    """Runs in the forked child before exec: SIGINT back to its default action, and
+    the program made a child subreaper (it survives exec).
 
     An ignored signal survives exec, and a supervisor started as a background job
-    ignores SIGINT; the command must still hear its cooperative cancel.
+    ignores SIGINT; the command must still hear its cooperative cancel. As a
+    subreaper, the program adopts what its children orphan (a double-forked
+    daemon), so the kill ladder still finds it below the program.
     """
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    become_subreaper()
 
 
 def command_argv(spec: ChildSpec, inputs_path: str | None = None) -> list[str]:
@@ -155,8 +165,11 @@ class CommandChild:
         self._hub = hub
         self._on_end = on_end
         self._lock = threading.Lock()
+        self._early_mail: list[bytes] = []  # sent before the program started (under the lock)
+        self._stdin_ready = False  # its inputs line is written: messages may follow
         self._popen: subprocess.Popen[bytes] | None = None
         self._pidfd: int | None = None
+        self._tree: ProcessTree | None = None  # set once started; the hub thread's
         self._out: list[bytes] = []
         self._line = b""
         self._err = bytearray()
@@ -173,7 +186,13 @@ class CommandChild:
 
     # -- Zeus's thread ---------------------------------------------------------------
     def start(self) -> None:
-        """Start the program; a failure to start is this attempt's `Finished` (outcome error)."""
+        """Start the program (the backend's spawner thread); a failure to start is this
+        attempt's `Finished` (outcome error). Stopped before it started: never started."""
+        with self._lock:
+            stopped = self._kill_t is not None or self._cancel_t is not None
+        if stopped:
+            self._end_unstarted(AttemptOutcome.cancelled, "stopped before its program started")
+            return
         via = self.spec.inputs_via
         try:
             env = None
@@ -200,11 +219,17 @@ class CommandChild:
             return
         popen = self._popen
         self.pid_start_time = process_start_time(popen.pid)
+        self._tree = ProcessTree(popen.pid)
         assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
         os.set_blocking(popen.stdin.fileno(), False)  # a full pipe never holds up Zeus
         if via == "stdin":  # the inputs line comes before any message from the owner
             send_first_line(popen.stdin, self.spec.brief.inputs,
                             name=f"zeus-inputs-{self.attempt_id}")
+        with self._lock:  # messages sent while it was being started
+            for line in self._early_mail:
+                self._write_line(line)
+            self._early_mail.clear()
+            self._stdin_ready = True
         out, err = popen.stdout.fileno(), popen.stderr.fileno()
         for fd in (out, err):
             os.set_blocking(fd, False)
@@ -221,6 +246,13 @@ class CommandChild:
         else:
             self._hub.call_later(_POLL_S, self._poll_exit)
         self._hub.call_later(self.spec.heartbeat_interval_s, self._beat)
+        self._emit(Spawned(self.attempt_id, popen.pid, self.pid_start_time))
+        with self._lock:
+            killed, cancelled = self._kill_t is not None, self._cancel_t is not None
+        if killed:  # asked while the program was starting
+            self._hub.call_later(0.0, self._terminate)
+        elif cancelled:
+            self._hub.call_later(0.0, self._interrupt)
 
     def _remove_inputs_file(self) -> None:
         if self._inputs_file is not None:
@@ -230,11 +262,14 @@ class CommandChild:
 
     def fail(self, error: str, error_type: str | None = None) -> None:
         """End an attempt that never started: its `Finished` (outcome error)."""
+        self._end_unstarted(AttemptOutcome.error, error, error_type)
+
+    def _end_unstarted(
+        self, outcome: AttemptOutcome, error: str, error_type: str | None = None
+    ) -> None:
         with self._lock:
             self._finished = True
-        self._emit(
-            Finished(self.attempt_id, AttemptOutcome.error, error=error, error_type=error_type)
-        )
+        self._emit(Finished(self.attempt_id, outcome, error=error, error_type=error_type))
         self._on_end(self)
 
     @property
@@ -243,7 +278,7 @@ class CommandChild:
 
     @property
     def killable(self) -> bool:
-        return self._popen is not None
+        return True  # before its program started too: it then never starts
 
     def cancel(self) -> None:
         """SIGINT to the program's group: the cooperative stop for a program."""
@@ -251,9 +286,8 @@ class CommandChild:
             if self._finished or self._exited_t is not None or self._cancel_t is not None:
                 return
             self._cancel_t = time.monotonic()
-            pid = self.pid
-        if pid is not None:
-            signal_group(pid, signal.SIGINT)
+        if self._popen is not None:
+            self._hub.call_later(0.0, self._interrupt)
 
     def deliver(self, mail: Mail) -> None:
         """Write the owner's message as one JSON line on the program's standard input.
@@ -264,8 +298,17 @@ class CommandChild:
         line = mail.encode("command").line
         assert line is not None
         with self._lock:
-            if self._finished or self._popen is None or self._popen.stdin is None:
+            if self._finished:
                 return
+            if not self._stdin_ready:  # still starting, or its inputs line not yet written
+                self._early_mail.append(line)
+                return
+            self._write_line(line)
+
+    def _write_line(self, line: bytes) -> None:
+        """Called with the lock held."""
+        assert self._popen is not None
+        if self._popen.stdin is not None:
             with contextlib.suppress(OSError):  # BrokenPipe, or a full pipe (BlockingIO)
                 os.write(self._popen.stdin.fileno(), line)
 
@@ -277,21 +320,47 @@ class CommandChild:
             self._kill_t = time.monotonic()
             pid = self.pid
         if pid is None:
-            return
+            return  # still starting: `start()` carries the kill out
+        # In the hub thread, which also reaps: the program cannot be reaped (and its
+        # pid reused) between the check and the signal, and /proc is walked there.
+        self._hub.call_later(0.0, self._terminate)
+
+    # -- the hub thread --------------------------------------------------------------
+    def _interrupt(self) -> None:
+        """SIGINT to the group; what runs below the program is remembered first, so that
+        it dies with the program even if it left the group and the program stops now."""
+        with self._lock:
+            if self._exited_t is not None or self._popen is None:
+                return
+            pid = self._popen.pid
+        if self._tree is not None:
+            self._tree.walk()
+        signal_group(pid, signal.SIGINT)
+
+    def _terminate(self) -> None:
         if self.spec.term_s > 0:
-            signal_group(pid, signal.SIGTERM)
-            self._hub.call_later(self.spec.term_s, self._escalate)
+            if self._signal_all(signal.SIGTERM):
+                self._hub.call_later(self.spec.term_s, self._escalate)
         else:
             self._escalate()
 
-    # -- the hub thread --------------------------------------------------------------
     def _escalate(self) -> None:
         with self._lock:
             if self._exited_t is not None or self._popen is None:
                 return
             self._sigkill_sent = True
+        self._signal_all(signal.SIGKILL)
+
+    def _signal_all(self, sig: int) -> bool:
+        """`sig` to what runs below the program (first, while it lives), then its group."""
+        with self._lock:
+            if self._exited_t is not None or self._popen is None:
+                return False
             pid = self._popen.pid
-        signal_group(pid, signal.SIGKILL)
+        if self._tree is not None:
+            self._tree.signal(sig)
+        signal_group(pid, sig)
+        return True
 
     def _beat(self) -> None:
         with self._lock:
@@ -363,8 +432,11 @@ class CommandChild:
             self._returncode = returncode
             self._exited_t = time.monotonic()
             killed = self._kill_t is not None
-        # What the program started dies with it (the group outlives its leader).
+        # What the program started dies with it (the group outlives its leader), and
+        # what the kill ladder found below it outside the group.
         signal_group(self._popen.pid, signal.SIGKILL, or_process=False)
+        if self._tree is not None and self._tree.known:
+            self._tree.signal(signal.SIGKILL, root_alive=False)
         if killed:
             self._finish()
         else:

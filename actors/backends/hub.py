@@ -91,6 +91,10 @@ class Hub:
             os.write(self._wake_w, b"\0")
 
     @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
     def in_hub_thread(self) -> bool:
         return threading.current_thread() is self._thread
 

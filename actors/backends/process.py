@@ -23,8 +23,12 @@ Isolation guarantees:
   (outcome cancelled, `killed` "terminate" or "kill", `kill_latency_s` from
   `kill()` to reaped) follows the reaping. Grandchildren share the group and
   die with it; whatever is left of a group after its worker ends is swept
-  with SIGKILL. Once `kill()` is called, the attempt's `Finished` is the kill's,
-  even if the work returned meanwhile (the supervisor has decided by then).
+  with SIGKILL. A worker is a child subreaper, and each step also reaches
+  what runs below it outside its group (`_osproc.ProcessTree`). Once `kill()`
+  is called, the attempt's `Finished` is the kill's, even if the work returned
+  meanwhile (the supervisor has decided by then).
+- A new worker, or a command's program, is started in the backend's spawner
+  thread, never in the caller's (Zeus's mailbox); its pid follows as `Spawned`.
 - A worker that dies without a result (a signal, `os._exit`, the OOM killer) is
   a `crash`, seen at once from its sentinel, not at a deadline.
 - A work function, brief or result that cannot be pickled (even by dill) fails
@@ -51,15 +55,18 @@ from multiprocess import forkserver, popen_forkserver, spawn, util
 
 from actors import wire as _wire
 from actors.backends import worker as _worker
+from actors.backends.backstop import MARGIN_S, kill_by
 from actors.backends.base import ChildSpec, Send
 from actors.backends.command import CommandChild
 from actors.backends.hub import Hub
 from actors.backends.pool import WarmPool
+from actors.backends.spawner import Spawner
+from actors.clock import SystemClock
 from actors.errors import describe_error
 from actors.mail import Mail
 from actors.models import AttemptOutcome
-from actors.osproc import describe_exit, process_start_time, signal_group
-from actors.protocol import DelegateRequest, Finished
+from actors.osproc import ProcessTree, describe_exit, process_start_time, signal_group
+from actors.protocol import DelegateRequest, Finished, Spawned
 
 __all__ = ["ProcessBackend", "ProcessChild"]
 
@@ -164,6 +171,8 @@ class _Worker:
         self.pid: int = process.pid
         self.sentinel: int = process.sentinel
         self.start_time = process_start_time(self.pid)
+        # What runs below it, however it left its group (under the backend's lock).
+        self.tree = ProcessTree(self.pid)
         self.send_lock = threading.Lock()  # one writer; the pipes close under it
         self.attempt: ProcessChild | None = None
         self.session_key: str | None = None
@@ -228,6 +237,8 @@ class ProcessChild:
         self.kill_t: float | None = None
         self.progress = 0
         self.read_error: str | None = None
+        self.hard_stop: float | None = None  # the worker kills itself then (`_backstop`)
+        self.early_mail: list[bytes] = []  # sent before its worker existed (under the lock)
 
     @property
     def pid(self) -> int | None:
@@ -240,7 +251,9 @@ class ProcessChild:
 
     @property
     def killable(self) -> bool:
-        return self.worker is not None
+        # Before its worker exists too (the spawner then never starts it); not once it
+        # was refused without a process.
+        return self.worker is not None or not self.finished
 
     def cancel(self) -> None:
         """Set the child Context's cancel event (a message down the pipe)."""
@@ -248,11 +261,16 @@ class ProcessChild:
 
     def deliver(self, mail: Mail) -> None:
         """Send the owner's message down the control pipe (`ctx.receive()` reads it)."""
-        worker = self.worker
+        data = mail.encode("process").pickled
+        assert data is not None
+        frame = b"M" + self.attempt_id.encode() + b"\0" + data
+        with self._backend._lock:
+            worker = self.worker
+            if worker is None and not self.finished:  # its process is still being started
+                self.early_mail.append(frame)
+                return
         if worker is not None and not self.finished:
-            data = mail.encode("process").pickled
-            assert data is not None
-            worker.post(b"M" + self.attempt_id.encode() + b"\0" + data)
+            worker.post(frame)
 
     def kill(self) -> None:
         """SIGTERM to the worker's group now, SIGKILL after `term_s`; `Finished` after reaping."""
@@ -284,6 +302,7 @@ class ProcessBackend:
         self._lock = threading.Lock()
         self._ended = threading.Condition(self._lock)  # a worker or command went away
         self._hub = Hub()
+        self._spawner = Spawner()
         self._pool: WarmPool[_Worker] = WarmPool()
         self._workers: set[_Worker] = set()
         self._commands: set[CommandChild] = set()
@@ -319,7 +338,7 @@ class ProcessBackend:
         child = ProcessChild(self, spec, send)
         try:
             token, work = _WORKS.get(spec.work, _WorkName(spec.work))
-            job = self._job(spec)
+            job, child.hard_stop = self._job(spec)
         except _wire.CrossingError as exc:
             return self._refuse(child, str(exc), AttemptOutcome.error, "CrossingError")
         head = b"J" + spec.attempt_id.encode() + b"\0"
@@ -340,28 +359,61 @@ class ProcessBackend:
                 worker.retiring = True
                 worker.attempt = None
                 child.worker = None
-        if self._closed:
+        # No warm worker: a new one is started in the spawner thread, never in this one
+        # (Zeus's mailbox); the attempt's pid follows as a `Spawned` message.
+        if self._closed or not self._spawner.submit(
+            lambda: self._start_cold(child, head, token, work, job)
+        ):
             return self._refuse(child, "the process backend is closed", AttemptOutcome.error)
+        return child
+
+    def _start_cold(
+        self, child: ProcessChild, head: bytes, token: int | None, work: bytes, job: bytes
+    ) -> None:
+        """Runs in the spawner thread: start a worker for `child` and hand it the job.
+
+        A kill or cancel that came first ends the attempt without a process; one that
+        comes while the worker starts is carried out once it is bound.
+        """
+        with self._lock:
+            stopped = child.kill_t is not None or child.cancel_t is not None or self._closed
+            if stopped:
+                child.finished = True
+        if stopped:
+            _deliver(child, Finished(child.attempt_id, AttemptOutcome.cancelled,
+                                     error="stopped before its process started"))
+            return
         try:
-            worker = self._spawn(spec.agent)
+            worker = self._spawn(child.spec.agent)
         except Exception as exc:  # noqa: BLE001 - no fds, no memory, no fork server
-            return self._refuse(
+            self._refuse(
                 child,
                 f"could not start a child process: {type(exc).__name__}: {exc}",
                 AttemptOutcome.crash,
                 type(exc).__name__,
             )
+            return
         with self._lock:
             self._workers.add(worker)
             self._bind(worker, child)
             closed = self._closed
+            killed = child.kill_t is not None
+            cancelled = child.cancel_t is not None
+            if killed:
+                worker.retiring = True
         self._hub.watch(worker.conn, lambda: self._on_readable(worker))
         self._hub.watch(worker.sentinel, lambda: self._on_sentinel(worker))
+        _deliver(child, Spawned(child.attempt_id, worker.pid, worker.start_time))
+        if killed:
+            self._escalate(worker)  # it never got the job; its Finished follows the reaping
+            return
         if closed:  # close() ran while this worker was starting
             child.kill()
+            return
         # If the worker died meanwhile, the post fails and its sentinel reports a crash.
         worker.post(head + worker.work_header(token, work) + job, job=True)
-        return child
+        if cancelled:
+            worker.post(b"C" + child.attempt_id.encode())
 
     def close(self) -> None:
         """Stop every worker and command, wait until they are reaped, and stop the hub.
@@ -374,6 +426,10 @@ class ProcessBackend:
             if self._closed:
                 return
             self._closed = True
+        # What is still queued to start ends without a process; a start under way ends
+        # with its worker bound (and killed), so it is in `_workers` below.
+        self._spawner.close()
+        with self._lock:
             workers = list(self._workers)
             commands = list(self._commands)
         for worker in workers:
@@ -397,15 +453,23 @@ class ProcessBackend:
         _LIVE.discard(self)
 
     # -- attempts --------------------------------------------------------------------
-    def _job(self, spec: ChildSpec) -> bytes:
-        """The attempt but its work function, pickled; `CrossingError` if it cannot cross."""
+    def _job(self, spec: ChildSpec) -> tuple[bytes, float | None]:
+        """The attempt but its work function, pickled, and the worker's kill-by time;
+        `CrossingError` if it cannot cross."""
+        # The spec's clock may be a fake one; the child lives on the real one.
+        deadline = time.monotonic() + (spec.deadline - spec.clock.now())
+        # The worker's own kill-by time (`_backstop`), on a real clock only: a fake
+        # deadline says nothing about real time.
+        hard_stop = (
+            kill_by(deadline, spec.grace_s, spec.term_s)
+            if isinstance(spec.clock, SystemClock) else None
+        )
         job = (
             _wire.brief_to_wire(spec.brief),
             spec.agent,
             spec.delegation_id,
             spec.attempt,
-            # The spec's clock may be a fake one; the child lives on the real one.
-            time.monotonic() + (spec.deadline - spec.clock.now()),
+            deadline,
             spec.heartbeat_interval_s,
             list(spec.previous_partials),
             spec.depth,
@@ -413,8 +477,10 @@ class ProcessBackend:
             spec.session_key,
             spec.session,
             (spec.previous_error, spec.reasoning_effort, spec.budget_left),
+            hard_stop,
         )
-        return _wire.dumps(job, "the attempt's brief, previous partial results or session")
+        what = "the attempt's brief, previous partial results or session"
+        return _wire.dumps(job, what), hard_stop
 
     def _refuse(
         self,
@@ -445,6 +511,9 @@ class ProcessBackend:
         worker.attempt = child
         worker.session_key = child.spec.session_key
         child.worker = worker
+        for frame in child.early_mail:  # the worker keeps mail that overtakes its job
+            worker.post(frame)
+        child.early_mail.clear()
 
     def _spawn(self, agent: str) -> _Worker:
         jobs_in, to_jobs = _CTX.Pipe(duplex=False)
@@ -476,21 +545,40 @@ class ProcessBackend:
     def _cancel(self, child: ProcessChild) -> None:
         with self._lock:
             worker = child.worker
-            if child.finished or child.cancel_t is not None or worker is None:
+            if child.finished or child.cancel_t is not None:
                 return
-            child.cancel_t = time.monotonic()
-        worker.post(b"C" + child.attempt_id.encode())
+            child.cancel_t = time.monotonic()  # still starting: the spawner carries it out
+        if worker is not None:
+            worker.post(b"C" + child.attempt_id.encode())
 
     def _kill(self, child: ProcessChild) -> None:
         with self._lock:
             worker = child.worker
-            if child.finished or child.kill_t is not None or worker is None or worker.dead:
+            if child.finished or child.kill_t is not None:
+                return
+            if worker is None:
+                child.kill_t = time.monotonic()  # still starting: the spawner carries it out
+                return
+            if worker.dead:
                 return
             child.kill_t = time.monotonic()
             worker.retiring = True
-        if child.spec.term_s > 0:
-            signal_group(worker.pid, signal.SIGTERM)
-            self._hub.call_later(child.spec.term_s, lambda: self._escalate(worker))
+        term_s = child.spec.term_s
+        self._in_hub(lambda: self._terminate(worker, term_s))
+
+    def _in_hub(self, step: Any) -> None:
+        """Run `step` in the hub thread: now if this is it, else as soon as it wakes."""
+        if self._hub.in_hub_thread:
+            step()
+        else:
+            self._hub.call_later(0.0, step)
+
+    # -- the kill ladder (hub thread) ----------------------------------------------
+    def _terminate(self, worker: _Worker, term_s: float) -> None:
+        """SIGTERM to the worker and everything below it; SIGKILL after `term_s`."""
+        if term_s > 0:
+            if self._signal_all(worker, signal.SIGTERM):
+                self._hub.call_later(term_s, lambda: self._escalate(worker))
         else:
             self._escalate(worker)
 
@@ -499,7 +587,28 @@ class ProcessBackend:
             if worker.dead:
                 return
             worker.sigkill_sent = True
-        signal_group(worker.pid, signal.SIGKILL)
+        self._signal_all(worker, signal.SIGKILL)
+
+    def _signal_all(self, worker: _Worker, sig: int) -> bool:
+        """`sig` to what runs below the worker, then to its group; False if it was reaped.
+
+        Below it first: while the worker lives, what it adopted (daemons, processes
+        that left its group) is found below it; once it is dead, they belong to init.
+        Called in the hub thread only, which also reaps: the worker cannot be reaped
+        (and its pid reused) between the check and the signal.
+        """
+        if not self._hub.in_hub_thread and not self._hub.closed:
+            def in_hub() -> None:
+                self._signal_all(worker, sig)
+
+            self._hub.call_later(0.0, in_hub)
+            return True
+        with self._lock:
+            if worker.dead:
+                return False
+        worker.tree.signal(sig)
+        signal_group(worker.pid, sig)
+        return True
 
     def _retire(self, worker: _Worker) -> None:
         """Tell an idle worker to exit; SIGKILL after `retire_s` if it has not."""
@@ -517,10 +626,9 @@ class ProcessBackend:
             closed = self._closed
             if not closed:
                 self._commands.add(command)
-        if closed:
+        # Its `Popen` (a fork and an exec) runs in the spawner thread, not in Zeus's mailbox.
+        if closed or not self._spawner.submit(command.start):
             command.fail("the process backend is closed")
-        else:
-            command.start()
         return command
 
     def _command_ended(self, command: CommandChild) -> None:
@@ -598,7 +706,7 @@ class ProcessBackend:
             if child.kill_t is None:
                 child.kill_t = time.monotonic()
             worker.sigkill_sent = True
-        signal_group(worker.pid, signal.SIGKILL)
+        self._signal_all(worker, signal.SIGKILL)
 
     def _on_finished(self, worker: _Worker, child: ProcessChild, finished: Finished) -> None:
         now = time.monotonic()
@@ -669,8 +777,11 @@ class ProcessBackend:
                 finished = self._death(worker, child, code, now)
         self._hub.unwatch(worker.conn)
         self._hub.unwatch(worker.sentinel)
-        # Whatever the worker started dies with it (its group outlives it).
+        # Whatever the worker started dies with it (its group outlives it), and so does
+        # what the kill ladder found below it outside the group.
         signal_group(worker.pid, signal.SIGKILL, or_process=False)
+        if worker.tree.known:
+            worker.tree.signal(signal.SIGKILL, root_alive=False)
         worker.close()
         with _MP_LOCK:
             worker.process.close()
@@ -701,6 +812,20 @@ class ProcessBackend:
                 pid=worker.pid,
                 killed="kill" if worker.sigkill_sent else "terminate",
                 kill_latency_s=now - child.kill_t,
+                progress=child.progress,
+                exit_code=code,
+            )
+        backstop = code in (-signal.SIGKILL, -signal.SIGALRM)
+        if backstop and child.hard_stop is not None and now >= child.hard_stop:
+            # Its own backstop: the supervisor did not stop it in time (it was frozen).
+            return Finished(
+                child.attempt_id,
+                AttemptOutcome.timeout,
+                error="killed by its own backstop at deadline + grace_s + term_s + "
+                f"{MARGIN_S:g} s: the supervisor had not stopped it by then",
+                error_type="Backstop",
+                pid=worker.pid,
+                killed="kill",
                 progress=child.progress,
                 exit_code=code,
             )

@@ -53,11 +53,13 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from actors import wire as _wire
+from actors.backends.backstop import Backstop
 from actors.clock import SystemClock
 from actors.context import Context
 from actors.errors import describe_error
 from actors.mail import CancelSignal, Inbox
 from actors.models import AttemptOutcome
+from actors.osproc import become_subreaper, kill_descendants
 from actors.protocol import DelegateRequest, Finished, Heartbeat, Partial
 from actors.run import run_work
 
@@ -88,6 +90,9 @@ def main(jobs: Any, control: Any, outbox: Any) -> NoReturn:
     # supervisor signals the whole group, so what the agent code starts dies
     # with it; and a terminal's Ctrl-C reaches only the supervisor, which decides.
     os.setsid()
+    # And it adopts its orphaned descendants: a daemon that double-forked or left the
+    # group with setsid stays below this process, where the kill ladder finds it.
+    become_subreaper()
     # What the fork server loaded is there for good: the collector need not
     # look at it again (each pass over it would also copy its pages).
     gc.freeze()
@@ -136,6 +141,7 @@ class _Child:
         self._works: dict[int, Any] = {}
         self._started = 0  # attempts started (the heartbeat thread watches it)
         self._last_interval = math.inf  # the heartbeat interval of the last attempt started
+        self._backstop = Backstop()  # the attempt's hard kill-by time, kept by this process
 
     # -- main thread -----------------------------------------------------------------
     def serve(self) -> NoReturn:
@@ -150,6 +156,7 @@ class _Child:
                 _orphaned()
             for data in messages:
                 if data[:1] == b"S":
+                    kill_descendants()  # what its attempts left running goes with it
                     _exit(0)
                 attempt_id, _, payload = data[1:].partition(b"\0")
                 self._run(attempt_id.decode(), payload)
@@ -190,7 +197,7 @@ class _Child:
             )
             return
         (_, agent, delegation_id, attempt, deadline, interval, previous_partials, depth, framing,
-         session_key, session, (previous_error, effort, budget_left)) = job  # fmt: skip
+         session_key, session, (previous_error, effort, budget_left), hard_stop) = job  # fmt: skip
         ctx = Context(
             brief=brief,
             agent=agent,
@@ -219,6 +226,7 @@ class _Child:
             self._last_interval = interval
             if att.next_beat < self._beat_wake_at:
                 self._beat_event.set()
+        self._backstop.arm(hard_stop)
         finished = run_work(work, brief, ctx, pid=self._pid)
         if att.crossing_error is not None and finished.outcome is not AttemptOutcome.cancelled:
             finished = Finished(
@@ -279,6 +287,7 @@ class _Child:
                     )
                 )
             )
+        self._backstop.disarm()
         with self._send_lock:
             with self._state_lock:
                 self._current = None
@@ -426,6 +435,7 @@ def _orphaned() -> NoReturn:
 
     Kill the whole group, this process included, so nothing it started lingers.
     """
+    kill_descendants()  # those that left the group too
     if os.getpgid(0) == os.getpid():
         os.killpg(0, signal.SIGKILL)
     _exit(70)

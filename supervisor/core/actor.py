@@ -21,7 +21,7 @@ import pykka
 from actors import AttemptOutcome, AttemptRecord, Brief, Report, Status, Summary, Usage
 from actors.backends import Backend, ChildSpec
 from actors.clock import Clock, Timer
-from actors.protocol import Charge, DelegateRequest, Finished, Heartbeat, Partial, ToolCall
+from actors.protocol import Charge, DelegateRequest, Finished, Heartbeat, Partial, Spawned, ToolCall
 from supervisor.core.handle import Settled
 from supervisor.core.mail import PendingMail
 from supervisor.core.messages import (
@@ -59,6 +59,8 @@ from supervisor.rules.circuit import admit_restart, circuit_reason, when_circuit
 from supervisor.rules.framing import role_framing
 from supervisor.rules.groups import review_verdict, siblings_to_restart
 from supervisor.rules.intensity import RestartWindow
+from supervisor.rules.lag import WARN_S as LAG_WARN_S
+from supervisor.rules.lag import MailboxLag
 from supervisor.rules.settle import Fallback, NextStep, Retry, Settle, decide_next, resolve_outcome
 from supervisor.rules.stale import ProgressWatch
 
@@ -99,6 +101,7 @@ class ZeusActor(pykka.ThreadingActor):
         self._sessions: dict[str, OrderedDict[str, dict[str, Any]]] = {}
         self._settled_count = 0
         self._dropped = 0
+        self._lag = MailboxLag()
         self._accepting = True
         self._mail = PendingMail()
         self._handlers: dict[type, Callable[[Any], Any]] = {
@@ -107,6 +110,7 @@ class ZeusActor(pykka.ThreadingActor):
             Charge: self._on_charge,
             ToolCall: self._on_tool_call,
             Finished: self._on_finished,
+            Spawned: self._on_spawned,
             DelegateRequest: self._on_delegate_request,
             Dispatch: self._on_dispatch,
             Cancel: self._on_cancel,
@@ -260,6 +264,7 @@ class ZeusActor(pykka.ThreadingActor):
                 inputs_via=policy.inputs_via,
                 heartbeat_interval_s=policy.heartbeat.interval_s,
                 term_s=policy.shutdown.term_s,
+                grace_s=policy.shutdown.grace_s,
                 session=self._session(d),
                 session_key=d.brief.session,
                 # Process agents keep at least one warm worker: no spawn per delegation.
@@ -303,7 +308,7 @@ class ZeusActor(pykka.ThreadingActor):
         when = min(a.deadline, a.watch.stale_at(a.stale_after_s))
         if a.due is not None:
             a.due.cancel()  # moved: the first sign of life, a long tool call ending
-        due = AttemptDue(a.id)
+        due = AttemptDue(a.id, when)
         a.due = self._clock.call_at(when, lambda: self.send(due))
         a.timers.append(a.due)
 
@@ -379,6 +384,17 @@ class ZeusActor(pykka.ThreadingActor):
         if isinstance(message, DelegateRequest):
             message.reply(DelegationRefused(
                 f"attempt {attempt_id} is no longer running; its delegation was refused"))
+
+    def _on_spawned(self, msg: Spawned) -> None:
+        """The attempt's process was started outside the mailbox: its pid, for the journal."""
+        owner = self._live.get(msg.attempt_id)
+        if owner is None:
+            return
+        d, a = owner
+        a.pid = msg.pid
+        # Its stale clock starts at its first sign of life, as for every child: a process
+        # still being started (Zeus's delay, not the child's) is never stale.
+        self._emit("attempt.spawned", d, a, pid=msg.pid, pid_start_time=msg.pid_start_time)
 
     def _on_heartbeat(self, msg: Heartbeat) -> None:
         owner = self._owner(msg)
@@ -533,6 +549,8 @@ class ZeusActor(pykka.ThreadingActor):
                 a.timers.append(timer)
 
     def _on_attempt_due(self, msg: AttemptDue) -> None:
+        if msg.due_at is not None:
+            self._observe_lag(msg.due_at)
         owner = self._live.get(msg.attempt_id)
         if owner is None:
             return
@@ -554,6 +572,18 @@ class ZeusActor(pykka.ThreadingActor):
                 self._request_stop(d, a, AttemptOutcome.stale)
         else:
             self._request_stop(d, a, AttemptOutcome.stale)
+
+    def _observe_lag(self, due_at: float) -> None:
+        now = self._clock.now()
+        self._lag, warn = self._lag.observe(due_at, now)
+        if warn:
+            self._events.emit("supervisor.mailbox_lag", lag_s=round(self._lag.last_s, 6),
+                              threshold_s=LAG_WARN_S, queued=self._queued())
+
+    def _queued(self) -> int | None:
+        """Messages waiting in the mailbox (pykka's threading inbox is a `queue.Queue`)."""
+        qsize = getattr(self.actor_inbox, "qsize", None)
+        return qsize() if qsize is not None else None
 
     def _on_grace_over(self, msg: GraceOver) -> None:
         owner = self._live.get(msg.attempt_id)
@@ -939,6 +969,7 @@ class ZeusActor(pykka.ThreadingActor):
             "settled": self._settled_count,
             "abandoned_threads": len(self._fenced),
             "dropped_messages": self._dropped,
+            "mailbox_lag": self._lag.snapshot(),
             "usage": self._tree_usage.model_dump(),
             "actor_cpu_s": time.thread_time(),  # CPU the supervisor's own thread has used
         }

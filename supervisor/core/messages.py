@@ -58,6 +58,7 @@ class AttemptDue:
     """The attempt's timer: check its deadline and whether it went stale."""
 
     attempt_id: str
+    due_at: float | None = None  # when the timer fell due (clock time): the lag is measured
 
 
 @dataclass(frozen=True, slots=True)

@@ -267,6 +267,13 @@ def _started(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | N
     a.started_ts = ts
 
 
+def _spawned(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | None) -> None:
+    """A process started after `attempt.started` (outside Zeus's mailbox): its pid."""
+    if a is not None:
+        a.pid = _int(e.get("pid"))
+        a.pid_start_time = num(e.get("pid_start_time"))
+
+
 def _heartbeat(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | None) -> None:
     if a is not None:
         a.progress = e.get("progress")
@@ -362,6 +369,7 @@ def _settled(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | N
 _HANDLERS: dict[str, _Handler] = {
     "delegation.dispatched": _dispatched,
     "attempt.started": _started,
+    "attempt.spawned": _spawned,
     "attempt.heartbeat": _heartbeat,
     "attempt.timed_out": _timed_out,
     "attempt.stale": _timed_out,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from actors.osproc import ProcessTree
 from actors.osproc import process_start_time as _proc_start_time
 from supervisor.journal.replay import Attempt, Journal, Run
 
@@ -231,11 +232,16 @@ def _stop(
                 return False
             sleep(0.02)
 
+    # What runs below it, however it left its group (a child subreaper keeps the
+    # daemons it orphaned): signalled first, while it lives and they are found below it.
+    below = ProcessTree(pid)
     try:
+        below.signal(signal.SIGTERM)
         _signal(pid, signal.SIGTERM, group)
         if gone(grace_s):
             action, detail = SweepAction.stopped, f"SIGTERM to its {where}"
         else:
+            below.signal(signal.SIGKILL)
             _signal(pid, signal.SIGKILL, group)
             if not gone(2.0):
                 return SweepAction.failed, f"still alive 2s after SIGKILL to its {where}"
@@ -248,4 +254,5 @@ def _stop(
         # Descendants the leader left behind still hold its group id: end them too.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
+    below.signal(signal.SIGKILL, root_alive=False)  # and those found below it, wherever now
     return action, detail

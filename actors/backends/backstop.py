@@ -1,0 +1,104 @@
+"""`Backstop`: a worker process's own hard kill-by time, kept outside the host's GIL.
+
+Zeus decides when an attempt stops and carries it out: cancel, `grace_s`,
+SIGTERM, `term_s`, SIGKILL. All of that runs in the host process; a host
+frozen by one of its own threads (a thread child in a C regex holding the GIL)
+cannot carry it out. So each process attempt also carries a kill-by time,
+deadline + grace + term + a margin, and the worker enforces it itself: past
+it, the worker kills what runs below it and its whole process group, itself
+included. Zeus still decides and settles; the backstop only makes sure the
+kill happens.
+
+Two mechanisms, because agent code in the worker may hold the worker's own
+GIL: a thread that wakes at the kill-by time, and a kernel interval timer
+(`SIGALRM`, default action: the kernel ends the process, no Python needed)
+a second later, armed only while `SIGALRM` has its default action (agent
+code that uses `signal.alarm` itself keeps it, and the thread alone guards).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+
+from actors.osproc import kill_descendants
+
+__all__ = ["MARGIN_S", "Backstop", "kill_by"]
+
+MARGIN_S = 1.0  # past deadline + grace + term: time for the host's own ladder first
+_KERNEL_AFTER_S = 1.0  # the kernel timer's lag behind the thread
+_LONGEST_S = 30 * 24 * 3600.0  # a kill-by time further away than this is not armed
+
+
+def kill_by(deadline: float, grace_s: float, term_s: float) -> float | None:
+    """The worker's hard kill-by time (monotonic), or None when there is none to keep."""
+    when = deadline + max(0.0, grace_s) + max(0.0, term_s) + MARGIN_S
+    if not math.isfinite(when) or when - time.monotonic() > _LONGEST_S:
+        return None
+    return when
+
+
+def _kill_everything() -> None:
+    """Everything below this worker, then its group (itself included)."""
+    kill_descendants()
+    with contextlib.suppress(OSError):
+        if os.getpgid(0) == os.getpid():
+            os.killpg(0, signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Backstop:
+    """Armed for one attempt at a time (the worker's main thread arms and disarms it)."""
+
+    def __init__(self, fire: Callable[[], None] = _kill_everything) -> None:
+        self._fire = fire
+        self._cond = threading.Condition()
+        self._when: float | None = None
+        self._thread: threading.Thread | None = None
+        self._kernel = False
+
+    def arm(self, when: float | None) -> None:
+        """Kill the worker at monotonic time `when` unless `disarm()` comes first."""
+        if when is None:
+            return
+        with self._cond:
+            self._when = when
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="zeus-backstop",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        self._kernel = False
+        with contextlib.suppress(ValueError, OSError):  # not the main thread, or no itimer
+            if signal.getsignal(signal.SIGALRM) is signal.SIG_DFL:
+                delay = max(0.001, when - time.monotonic() + _KERNEL_AFTER_S)
+                signal.setitimer(signal.ITIMER_REAL, delay)
+                self._kernel = True
+
+    def disarm(self) -> None:
+        with self._cond:
+            self._when = None
+        if self._kernel:
+            self._kernel = False
+            with contextlib.suppress(ValueError, OSError):
+                signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def _watch(self) -> None:
+        """The backstop thread: sleeps until the armed time; fires if still armed then."""
+        with self._cond:
+            while True:
+                when = self._when
+                if when is None:
+                    self._cond.wait()
+                    continue
+                left = when - time.monotonic()
+                if left > 0:
+                    self._cond.wait(min(left, 3600.0))
+                    continue
+                break
+        self._fire()

@@ -1,0 +1,100 @@
+"""A process attempt's hard kill-by time is kept by the worker itself, so it holds even
+when the host is frozen (one of its threads holding the GIL in C); Zeus still settles."""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from actors import Brief, Context, Status
+from actors.backends.backstop import MARGIN_S, Backstop, kill_by
+from supervisor import Routing, Zeus
+from tests._support import alive, eventually
+
+
+@pytest.mark.parametrize(
+    ("deadline", "grace", "term", "expected"),
+    [
+        (100.0, 1.0, 0.5, 100.0 + 1.0 + 0.5 + MARGIN_S),
+        (100.0, -1.0, -1.0, 100.0 + MARGIN_S),  # nonsense waits count as none
+        (math.inf, 1.0, 1.0, None),  # nothing to keep
+        (math.nan, 1.0, 1.0, None),
+        (1e12, 0.0, 0.0, None),  # further than a month: not armed
+    ],
+)
+def test_the_kill_by_time_is_deadline_plus_grace_plus_term_plus_a_margin(
+    deadline: float, grace: float, term: float, expected: float | None
+) -> None:
+    if deadline == 100.0:
+        deadline = time.monotonic() + 100.0
+        expected = None if expected is None else expected - 100.0 + deadline
+    assert kill_by(deadline, grace, term) == expected
+
+
+@pytest.mark.realtime
+def test_an_armed_backstop_fires_once_and_a_disarmed_one_never() -> None:
+    fired: list[float] = []
+    done = threading.Event()
+
+    def fire() -> None:
+        fired.append(time.monotonic())
+        done.set()
+
+    backstop = Backstop(fire)
+    backstop.arm(time.monotonic() + 0.05)
+    backstop.disarm()  # the attempt ended in time
+    armed_at = time.monotonic()
+    backstop.arm(armed_at + 0.1)
+    assert done.wait(10)
+    assert len(fired) == 1 and fired[0] >= armed_at + 0.1
+
+
+def _calibrated_freeze(seconds: float) -> str:
+    """A subject for `(a+)+$` that takes about `seconds` (it backtracks, holding the GIL)."""
+    n = 16
+    while True:
+        subject = "a" * n + "b"
+        started = time.perf_counter()
+        re.match(r"(a+)+$", subject)
+        if time.perf_counter() - started >= seconds / 4:
+            return "a" * (n + 2) + "b"  # each extra "a" doubles the time
+        n += 1
+
+
+def hang(brief: Brief, ctx: Context) -> None:
+    with open(brief.scope, "w") as f:
+        f.write("running")
+    time.sleep(120)
+
+
+@pytest.mark.process
+@pytest.mark.realtime
+def test_a_frozen_host_still_has_its_process_child_killed_at_the_kill_by_time(
+    tmp_path: Path,
+) -> None:
+    timeout_s, grace_s, term_s = 2.0, 0.1, 0.1
+    kill_by_s = timeout_s + grace_s + term_s + MARGIN_S
+    r = Routing.from_dict({"version": 1, "agents": {"p": {
+        "isolation": "process", "timeout_s": timeout_s, "retry": {"max_retries": 0},
+        "shutdown": {"grace_s": grace_s, "term_s": term_s}}}})
+    freeze = _calibrated_freeze(kill_by_s + 3.0)
+    running = tmp_path / "running"
+    events: list[dict[str, object]] = []
+    with Zeus.start(r, agents={"p": hang}, log=events.append) as zeus:
+        handle = zeus.dispatch(Brief(agent="p", scope=str(running)))
+        assert eventually(running.exists, 20)
+        started = time.monotonic()
+        re.match(r"(a+)+$", freeze)  # the whole host is frozen meanwhile
+        frozen_for = time.monotonic() - started
+        pid = next(e["pid"] for e in events if e["event"] == "attempt.spawned")
+        assert isinstance(pid, int)
+        died_while_frozen = not alive(pid)  # before the host's own ladder could run
+        summary = handle.result(20)
+    assert frozen_for > kill_by_s, "the freeze was too short to show anything"
+    assert died_while_frozen
+    assert summary.status is Status.timed_out
