@@ -19,6 +19,7 @@ from actors._protocol import (
     Finished,
     Heartbeat,
     Partial,
+    Placed,
     ToolCall,
 )
 from actors._run import WorkFunction, classify_exception, run_work
@@ -43,6 +44,7 @@ __all__ = [
     "Finished",
     "Heartbeat",
     "Partial",
+    "Placed",
     "ProcessBackend",
     "ProcessChild",
     "Report",

@@ -22,6 +22,7 @@ __all__ = [
     "Finished",
     "Heartbeat",
     "Partial",
+    "Placed",
     "ToolCall",
 ]
 
@@ -88,4 +89,14 @@ class DelegateRequest:
     reply: Callable[[Summary | BaseException], None] = field(compare=False)
 
 
-ChildMessage = Heartbeat | Partial | Charge | ToolCall | Finished | DelegateRequest
+@dataclass(slots=True)
+class Placed:
+    """Where an attempt runs, once its backend knows (a Ray task is placed when a worker
+    takes it, which may be long after `start()`): its node and the worker's pid."""
+
+    attempt_id: str
+    pid: int | None
+    node: str | None
+
+
+ChildMessage = Heartbeat | Partial | Charge | ToolCall | Finished | DelegateRequest | Placed

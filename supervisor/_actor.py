@@ -30,6 +30,7 @@ from actors import (
     Finished,
     Heartbeat,
     Partial,
+    Placed,
     Report,
     Status,
     Summary,
@@ -109,6 +110,7 @@ class ZeusActor(pykka.ThreadingActor):
         self._accepting = True
         self._handlers: dict[type, Callable[[Any], Any]] = {
             Heartbeat: self._on_heartbeat,
+            Placed: self._on_placed,
             Partial: self._on_partial,
             Charge: self._on_charge,
             ToolCall: self._on_tool_call,
@@ -257,6 +259,7 @@ class ZeusActor(pykka.ThreadingActor):
                 session_key=d.brief.session,
                 # Process agents keep at least one warm worker: no spawn per delegation.
                 session_max=max(1, policy.session_max),
+                resources=policy.resources,
                 previous_partials=tuple(d.partials),
                 depth=d.depth,
                 framing=role_framing(d.agent, policy, self._registry.routing, d.depth,
@@ -265,26 +268,42 @@ class ZeusActor(pykka.ThreadingActor):
             a.child = self._backend(isolation).start(spec, self.send)
             a.pid = a.child.pid
         except Exception as exc:  # noqa: BLE001 - a child that cannot start is a failed attempt
-            self._emit("attempt.started", d, a, attempt=a.number, pid=None,
-                       pid_start_time=None, deadline_s=deadline - now)
+            self._announce(d, a)
             self._end_attempt(d, a, Finished(a.id, AttemptOutcome.error,
                                              error=f"{type(exc).__name__}: {exc}",
                                              error_type=type(exc).__name__))
             return
         self._arm(a)
-        self._emit(
-            "attempt.started",
-            d,
-            a,
-            attempt=a.number,
-            pid=a.pid,
-            pid_start_time=getattr(a.child, "pid_start_time", None),
-            deadline_s=round(deadline - now, 6),
-        )
+        if not _placing(a):  # a Ray task is announced once a node took it (`_on_placed`)
+            self._announce(d, a)
+
+    def _announce(self, d: Delegation, a: Attempt) -> None:
+        """`attempt.started`, once per attempt: where it runs, when that is known."""
+        a.announced = True
+        self._emit("attempt.started", d, a, attempt=a.number, pid=a.pid,
+                   pid_start_time=getattr(a.child, "pid_start_time", None),
+                   node=getattr(a.child, "node", None),
+                   deadline_s=round(a.deadline - a.started_at, 6))
+
+    def _on_placed(self, msg: Placed) -> None:
+        """A Ray attempt reached a node: its stale clock starts now (waiting for a node is
+        not a hang; the deadline still counts from the start)."""
+        owner = self._live.get(msg.attempt_id)
+        if owner is None:
+            return
+        d, a = owner
+        a.pid = msg.pid
+        if not a.announced:
+            a.watch = ProgressWatch.start(self._clock.now())
+            self._announce(d, a)
+            self._arm(a)
 
     def _arm(self, a: Attempt) -> None:
-        """One timer per attempt, at its deadline or the moment it would go stale."""
-        when = min(a.deadline, a.watch.stale_at(a.policy.heartbeat.stale_after_s))
+        """One timer per attempt, at its deadline or the moment it would go stale
+        (at its deadline only while it waits for a node)."""
+        when = a.deadline
+        if not _placing(a):
+            when = min(when, a.watch.stale_at(a.policy.heartbeat.stale_after_s))
         a.timers.append(self._clock.call_at(when, lambda: self.send(AttemptDue(a.id))))
 
     def _backend(self, isolation: str) -> Backend:
@@ -460,7 +479,7 @@ class ZeusActor(pykka.ThreadingActor):
             self._request_stop(d, a, AttemptOutcome.timeout)  # kept as a losing cause if late
         elif a.stopping_since is not None:
             return
-        elif a.watch.is_stale(now, a.policy.heartbeat.stale_after_s):
+        elif not _placing(a) and a.watch.is_stale(now, a.policy.heartbeat.stale_after_s):
             self._request_stop(d, a, AttemptOutcome.stale)
         else:
             self._arm(a)  # progress moved the stale moment on
@@ -494,6 +513,8 @@ class ZeusActor(pykka.ThreadingActor):
     ) -> None:
         now = self._clock.now()
         self._live.pop(a.id, None)
+        if not a.announced:
+            self._announce(d, a)
         for timer in a.timers:
             timer.cancel()
         d.current = None
@@ -797,6 +818,11 @@ class ZeusActor(pykka.ThreadingActor):
                 agent=a.agent if a else d.agent,
                 **fields,
             )
+
+
+def _placing(a: Attempt) -> bool:
+    """Whether the attempt still waits for a node (a Ray task not yet taken by a worker)."""
+    return bool(getattr(a.child, "placing", False))
 
 
 def _effective(policy: AgentPolicy, brief: Brief) -> dict[str, Any]:

@@ -56,6 +56,7 @@ class Attempt:
     side_effects: bool = False
     timers: list[Timer] = field(default_factory=list)
     last_logged_beat: float = float("-inf")
+    announced: bool = False  # `attempt.started` emitted (deferred until a Ray task is placed)
 
 
 @dataclass(slots=True)
@@ -154,6 +155,7 @@ def snapshot_node(d: Delegation, now: float) -> dict[str, Any]:
             "agent": a.agent,
             "state": "stopping" if a.stopping_since is not None else "running",
             "pid": a.pid,
+            "node": getattr(a.child, "node", None),
             "elapsed_s": round(now - a.started_at, 3),
             "deadline_in_s": round(a.deadline - now, 3),
             "timeout_s": round(a.deadline - a.started_at, 3),

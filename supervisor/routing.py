@@ -45,6 +45,7 @@ from supervisor._policies import (
     ShutdownPolicy,
     SupervisorPolicy,
 )
+from supervisor._ray_setup import MISSING_RAY, ray_installed
 from supervisor._routing_problems import (
     WORDS,
     Origin,
@@ -323,6 +324,8 @@ def _check_agent(name: str, agent: Mapping[str, Any], names: set[str], problems:
             import_entrypoint(entrypoint)
         except EntrypointError as exc:
             problems.add((*at, "entrypoint"), str(exc))
+    if agent.get("isolation") == "ray" and not agent.get("command") and not ray_installed():
+        problems.add((*at, "isolation"), MISSING_RAY)
     command = agent.get("command")
     if isinstance(command, list | tuple) and command and command[0] == "":
         problems.add((*at, "command", 0), f"found ''; allowed: {WORDS['command']}")

@@ -26,6 +26,7 @@ from supervisor._messages import (
     Snapshot,
     StopAll,
 )
+from supervisor._ray_setup import ray_backend, wants_ray
 from supervisor._registry import Registry
 from supervisor.errors import SupervisorError, ZeusStopped
 from supervisor.events import EventLog, LogTarget
@@ -52,8 +53,11 @@ class Zeus:
         self._owns_clock = clock is None
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._registry = Registry(routing)
+        # Ray first: it may refuse to start (not installed, unreachable), and nothing else
+        # has been started then.
+        ray = {} if (backends and "ray" in backends) else _ray_backends(routing)
         self._events = EventLog(log, self._clock.wall)
-        self._backends: dict[str, Backend] = {"thread": ThreadBackend()}
+        self._backends: dict[str, Backend] = {"thread": ThreadBackend(), **ray}
         if backends:
             self._backends.update(backends)
         else:
@@ -107,6 +111,8 @@ class Zeus:
         thread, so that its first attempt does not hold up Zeus's mailbox.
         """
         self._registry.register(agent, work, policy)
+        if "ray" not in self._backends and wants_ray([self._registry.policy(agent)]):
+            self._backends["ray"] = ray_backend(self._registry.routing)
         if self._registry.policy(agent).isolation == "process":
             backend = self._backends.get("process")
             if isinstance(backend, ProcessBackend):
@@ -236,3 +242,10 @@ def _process_backends(routing: Routing) -> dict[str, Backend]:
     if any(p.isolation == "process" or p.command for p in routing.agents.values()):
         backend.prestart()
     return {"process": backend}
+
+
+def _ray_backends(routing: Routing) -> dict[str, Backend]:
+    """The Ray backend, when an agent runs on Ray (Ray is started or joined now)."""
+    if not wants_ray(routing.agents.values()):
+        return {}
+    return {"ray": ray_backend(routing)}

@@ -1,0 +1,487 @@
+"""Ray children (`isolation: ray`): each attempt runs as a Ray task, or in a warm session
+actor when its brief names a session, on any node of a Ray cluster.
+
+`RayBackend.start()` submits the attempt and returns at once (it never waits
+for a node). What the child reports comes back through one `Reporter` actor
+per backend (see `actors._ray_child`), drained by one pump thread here, which
+also receives each attempt's end (a callback on its result) and turns both
+into protocol messages for `send`, in order: a child's messages, then its one
+`Finished`.
+
+The stop ladder: `cancel()` reaches the child's `Context` (through the
+reporter, or the session actor itself); `kill()` is `ray.cancel(force=True)`
+for a task and `ray.kill` for a session actor. Either way the attempt's
+`Finished` follows only once Ray says the task ended (its result raised
+`TaskCancelledError` or `ActorDiedError`), so a retry never overlaps it. Once
+`kill()` is called the `Finished` is the kill's, as for a process child.
+
+A worker or node that dies mid-attempt is a `crash` with the cause named
+(`_ray_causes.describe_ray_failure`). An attempt that was never placed on a
+node when it was killed (its `Placed` never came) ends with an error saying
+its resources were never granted, and whether any node could ever grant them.
+
+Ray is imported only here and in `actors._ray_child`; the rest of `actors`
+runs without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from actors import _wire
+from actors._backend import ChildSpec, Send
+from actors._models import AttemptOutcome
+from actors._pool import WarmPool
+from actors._protocol import DelegateRequest, Finished, Placed
+from actors._ray_causes import describe_ray_failure, grantable, parse_address, task_options
+from actors._ray_child import PLACED, Reporter, SessionWorker, run_task
+
+__all__ = ["RayBackend", "RayChild", "RayConnectError", "connect"]
+
+_WORKS = _wire.WorkCache()
+
+
+class RayConnectError(ConnectionError):
+    """Ray could not be started or joined; the message says what to fix."""
+
+
+def connect(address: str | None, init: Mapping[str, Any], timeout_s: float) -> bool:
+    """Join or start Ray for Zeus; True when this call connected (and Zeus owns that).
+
+    A Ray already initialised in this process is used as it is. Otherwise an
+    `address` is probed first (TCP, `timeout_s`): `ray.init` on an address that
+    does not answer retries for minutes. With `address` None, `ray.init` starts
+    a local Ray (or joins the one `RAY_ADDRESS` names).
+    """
+    if ray.is_initialized():
+        return False
+    if address is not None:
+        try:
+            target = parse_address(address)
+        except ValueError as exc:
+            raise RayConnectError(str(exc)) from None
+        if target is not None:
+            try:
+                socket.create_connection(target, timeout=timeout_s).close()
+            except OSError as exc:
+                raise RayConnectError(
+                    f"cannot reach the Ray cluster at {address!r} ({exc}); start it "
+                    "(`ray start --head`) or fix supervisor.ray.address in routing.yml"
+                ) from None
+    kwargs = dict(init)
+    if address is None:
+        kwargs.setdefault("include_dashboard", False)
+    try:
+        ray.init(address=address, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - whatever ray.init raises, nothing stays half-up
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        where = "start a local Ray" if address is None else f"join the Ray cluster at {address!r}"
+        raise RayConnectError(
+            f"could not {where}: {type(exc).__name__}: {exc}; check supervisor.ray in routing.yml"
+        ) from None
+    return True
+
+
+class _Session:
+    """A warm session actor: its Ray handle, and where it runs once known."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self.pid: int | None = None
+        self.node: str | None = None
+
+
+class RayChild:
+    """Zeus's handle on one attempt on Ray. `cancel`/`kill` return at once.
+
+    Fields are written by Zeus's thread (`cancel_t`, `kill_t`) and the pump
+    thread (the rest), under the backend's lock where both look.
+    """
+
+    def __init__(self, backend: RayBackend, spec: ChildSpec, send: Send) -> None:
+        self.spec = spec
+        self.attempt_id = spec.attempt_id
+        self.send = send
+        self._backend = backend
+        self.ref: Any = None
+        self.session: _Session | None = None
+        self.pid: int | None = None
+        self.node: str | None = None
+        self.placing = True  # until the child says where it runs
+        self.received = 0  # messages of this attempt drained from the reporter
+        self.progress = 0
+        self.finished = False
+        self.parked: tuple[Finished, int, float] | None = None  # its end, messages awaited
+        self.cancel_t: float | None = None
+        self.kill_t: float | None = None
+        self.read_error: str | None = None
+
+    @property
+    def killable(self) -> bool:
+        return self.ref is not None
+
+    def cancel(self) -> None:
+        """Set the child Context's cancel event (through the reporter or its session actor)."""
+        self._backend._cancel(self)
+
+    def kill(self) -> None:
+        """`ray.cancel(force=True)` (a task) or `ray.kill` (a session actor)."""
+        self._backend._kill(self)
+
+
+class RayBackend:
+    """Runs attempts on Ray; one reporter actor and one pump thread per backend.
+
+    `address` and `init` are `supervisor.ray`'s; Ray is shut down at `close()`
+    only if this backend started it. `batch_s` is how long a child gathers
+    messages before it posts them.
+    """
+
+    def __init__(
+        self,
+        *,
+        address: str | None = None,
+        init: Mapping[str, Any] | None = None,
+        connect_timeout_s: float = 10.0,
+        batch_s: float = 0.005,
+        park_s: float = 2.0,
+    ) -> None:
+        self._owns_ray = connect(address, init or {}, connect_timeout_s)
+        self._batch_s = batch_s
+        self._park_s = park_s
+        self._lock = threading.Lock()
+        self._ended = threading.Condition(self._lock)
+        self._children: dict[str, RayChild] = {}
+        self._pool: WarmPool[_Session] = WarmPool()
+        self._events: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._closed = False
+        try:
+            here = ray.get_runtime_context().get_node_id()
+            self._reporter = ray.remote(Reporter).options(
+                num_cpus=0, max_concurrency=100_000, max_restarts=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
+            ).remote()
+            self._task = ray.remote(max_retries=0, retry_exceptions=False)(run_task)
+            self._session_class = ray.remote(
+                max_restarts=0, max_task_retries=0, max_concurrency=2
+            )(SessionWorker)
+        except BaseException:
+            if self._owns_ray:
+                ray.shutdown()
+            raise
+        self._pump = threading.Thread(target=self._run_pump, name="zeus-ray-pump", daemon=True)
+        self._pump.start()
+
+    # -- Zeus's thread ---------------------------------------------------------------
+    def start(self, spec: ChildSpec, send: Send) -> RayChild:
+        """Submit the attempt and return its handle; never waits for a node."""
+        child = RayChild(self, spec, send)
+        if spec.work is None:
+            return self._refuse(child, f"agent {spec.agent!r} has no work function for Ray")
+        try:
+            _, work = _WORKS.get(spec.work, f"the work function {spec.work!r}")
+            job = self._job(spec)
+        except _wire.CrossingError as exc:
+            return self._refuse(child, str(exc), "CrossingError")
+        options = task_options(spec.resources)
+        try:
+            with self._lock:
+                if self._closed:
+                    return self._refuse(child, "the Ray backend is closed")
+                self._children[child.attempt_id] = child
+            if spec.session_key is not None and spec.session is not None:
+                child.session = self._session(spec, options)
+                child.pid, child.node = child.session.pid, child.session.node
+                child.placing = child.pid is None
+                child.ref = child.session.handle.run.remote(
+                    child.attempt_id, job, work, self._reporter
+                )
+            else:
+                child.ref = self._task.options(name=f"zeus:{child.attempt_id}", **options).remote(
+                    job, work, self._reporter
+                )
+        except Exception as exc:  # noqa: BLE001 - bad resources, a Ray that went away
+            with self._lock:
+                self._children.pop(child.attempt_id, None)
+            return self._refuse(child, f"Ray refused the attempt: {type(exc).__name__}: {exc}")
+        child.ref.future().add_done_callback(lambda f: self._events.put(("ended", child, f)))
+        return child
+
+    def close(self) -> None:
+        """Kill every running attempt, wait until Ray confirms each ended, kill the warm
+        sessions and the reporter, and shut Ray down if this backend started it."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            running = list(self._children.values())
+        for child in running:
+            child.kill()
+        with self._lock:
+            self._ended.wait_for(lambda: not self._children, 10.0)
+            sessions = self._pool.idle()
+        for session in sessions:
+            with contextlib.suppress(Exception):
+                ray.kill(session.handle, no_restart=True)
+        with contextlib.suppress(Exception):
+            ray.kill(self._reporter, no_restart=True)
+        self._events.put(("stop",))
+        if threading.current_thread() is not self._pump:
+            self._pump.join(timeout=5)
+        if self._owns_ray:
+            ray.shutdown()
+
+    def _job(self, spec: ChildSpec) -> bytes:
+        job = {
+            "brief": _wire.brief_to_wire(spec.brief),
+            "agent": spec.agent,
+            "delegation_id": spec.delegation_id,
+            "attempt": spec.attempt,
+            "attempt_id": spec.attempt_id,
+            "remaining_s": spec.deadline - spec.clock.now(),  # the child lives on its own clock
+            "interval_s": spec.heartbeat_interval_s,
+            "batch_s": self._batch_s,
+            "previous_partials": list(spec.previous_partials),
+            "depth": spec.depth,
+            "framing": spec.framing,
+            "session_key": spec.session_key,
+            "session": spec.session,
+        }
+        return _wire.dumps(job, "the attempt's brief, previous partial results or session")
+
+    def _session(self, spec: ChildSpec, options: dict[str, Any]) -> _Session:
+        """The warm actor of the brief's session, or a new one (started by Ray, not waited for)."""
+        with self._lock:
+            session = self._pool.take(spec.agent, spec.session_key)
+        if session is None:
+            session = _Session(self._session_class.options(**options).remote())
+        return session
+
+    def _refuse(self, child: RayChild, error: str, error_type: str | None = None) -> RayChild:
+        child.finished = True
+        _deliver(child, Finished(child.attempt_id, AttemptOutcome.error, error=error,
+                                 error_type=error_type))
+        return child
+
+    def _cancel(self, child: RayChild) -> None:
+        with self._lock:
+            if child.finished or child.cancel_t is not None or child.ref is None:
+                return
+            child.cancel_t = time.monotonic()
+        if child.session is not None:
+            child.session.handle.cancel.remote(child.attempt_id)
+        else:
+            self._reporter.control.remote(child.attempt_id, "cancel")
+
+    def _kill(self, child: RayChild) -> None:
+        with self._lock:
+            if child.finished or child.kill_t is not None or child.ref is None:
+                return
+            child.kill_t = time.monotonic()
+        with contextlib.suppress(Exception):  # already ended: its result is on its way
+            if child.session is not None:
+                ray.kill(child.session.handle, no_restart=True)
+            else:
+                ray.cancel(child.ref, force=True)
+
+    # -- the pump thread -------------------------------------------------------------
+    def _drain(self) -> None:
+        ref = self._reporter.drain.remote()
+        ref.future().add_done_callback(lambda f: self._events.put(("drain", f)))
+
+    def _run_pump(self) -> None:
+        """The one thread that delivers what Ray children report, in order."""
+        self._drain()
+        parked: dict[str, RayChild] = {}
+        while True:
+            try:
+                event = self._events.get(timeout=0.05 if parked else None)
+            except queue.Empty:
+                event = ("tick",)
+            if event[0] == "stop":
+                return
+            try:
+                if event[0] == "drain":
+                    self._on_drained(event[1])
+                elif event[0] == "ended":
+                    self._on_ended(event[1], event[2], parked)
+                self._unpark(parked)
+            except Exception:  # noqa: BLE001 - a bug here must not stop every child's reports
+                traceback.print_exc()
+
+    def _on_drained(self, future: Any) -> None:
+        try:
+            items = future.result()
+        except Exception:  # noqa: BLE001 - the reporter died: ends still come from the results
+            if not self._closed:
+                traceback.print_exc()
+            return
+        for item in items:
+            with self._lock:
+                child = self._children.get(item[1])
+            if child is None:
+                continue  # a late message of an attempt that has ended
+            if item[0] == "d":
+                self._on_delegate(child, item[2], item[3])
+            else:
+                for data in item[2]:
+                    child.received += 1
+                    self._on_message(child, data)
+        if not self._closed:
+            self._drain()
+
+    def _on_message(self, child: RayChild, data: bytes) -> None:
+        try:
+            packed = _wire.loads(data)
+            if packed[0] == PLACED:
+                child.pid, child.node, child.placing = packed[1], packed[2], False
+                if child.session is not None:
+                    child.session.pid, child.session.node = child.pid, child.node
+                message: object = Placed(child.attempt_id, child.pid, child.node)
+            else:
+                message = _wire.unpack(packed)
+                child.progress = max(child.progress, getattr(message, "progress", 0))
+        except Exception as exc:  # noqa: BLE001 - e.g. a class Zeus's process cannot import
+            child.read_error = child.read_error or (
+                "a message from the Ray child could not be read in the supervisor: "
+                f"{type(exc).__name__}: {exc}"
+            )
+            return
+        if not child.finished:
+            _deliver(child, message)
+
+    def _on_delegate(self, child: RayChild, request_id: int, brief_data: bytes) -> None:
+        reporter = self._reporter
+
+        def reply(result: object) -> None:
+            try:
+                what = f"the delegation's result (a {_wire.type_name(result)})"
+                payload = _wire.dumps(result, what)
+            except _wire.CrossingError as exc:
+                payload = _wire.dumps(exc)
+            reporter.reply.remote(request_id, payload)
+
+        try:
+            brief = _wire.loads(brief_data)
+        except Exception as exc:  # noqa: BLE001 - the child gets the reason
+            reply(RuntimeError(f"the brief to delegate could not be read in the supervisor: {exc}"))
+            return
+        _deliver(child, DelegateRequest(child.attempt_id, brief, reply))
+
+    def _on_ended(self, child: RayChild, future: Any, parked: dict[str, RayChild]) -> None:
+        now = time.monotonic()
+        try:
+            posted, tail, data = future.result()
+        except BaseException as exc:  # noqa: BLE001 - every way Ray says the attempt ended
+            self._finish(child, self._failure(child, exc, now))
+            return
+        for message in tail:
+            self._on_message(child, message)
+        if child.kill_t is not None:
+            self._finish(child, self._failure(child, None, now))
+            return
+        try:
+            finished = _wire.unpack(_wire.loads(data))
+            assert isinstance(finished, Finished)
+        except Exception as exc:  # noqa: BLE001 - a result class Zeus's process cannot import
+            finished = Finished(child.attempt_id, AttemptOutcome.error,
+                                error=f"the result could not be read in the supervisor: {exc}",
+                                error_type=type(exc).__name__)
+        finished.attempt_id = child.attempt_id
+        finished.pid = finished.pid or child.pid
+        if child.read_error is not None:
+            finished = Finished(child.attempt_id, AttemptOutcome.error, error=child.read_error,
+                                error_type="CrossingError", pid=child.pid,
+                                progress=finished.progress)
+        elif child.cancel_t is not None and finished.outcome is AttemptOutcome.cancelled:
+            finished.killed, finished.kill_latency_s = "cooperative", now - child.cancel_t
+        if child.received < posted:  # some of its messages are still in the reporter
+            child.parked = (finished, posted, now)
+            parked[child.attempt_id] = child
+        else:
+            self._finish(child, finished)
+
+    def _unpark(self, parked: dict[str, RayChild]) -> None:
+        now = time.monotonic()
+        for attempt_id, child in list(parked.items()):
+            assert child.parked is not None
+            finished, posted, since = child.parked
+            if child.received >= posted or now - since >= self._park_s or child.kill_t:
+                del parked[attempt_id]
+                child.parked = None
+                self._finish(child, finished if not child.kill_t else self._failure(
+                    child, None, now))
+
+    def _failure(self, child: RayChild, exc: BaseException | None, now: float) -> Finished:
+        """The `Finished` of an attempt that Zeus killed (exc may be None) or Ray ended."""
+        if child.kill_t is not None:
+            error = _never_granted(child.spec.resources) if child.placing else None
+            return Finished(child.attempt_id, AttemptOutcome.cancelled, pid=child.pid,
+                            killed="kill", kill_latency_s=now - child.kill_t,
+                            progress=child.progress, error=error,
+                            error_type="ResourcesNeverGranted" if error else None)
+        assert exc is not None
+        ending = describe_ray_failure(exc)
+        text = str(exc).strip().splitlines()
+        detail = text[-1] if text else type(exc).__name__
+        return Finished(child.attempt_id, ending.outcome, pid=child.pid,
+                        error=f"{ending.cause} ({ending.error_type}): {detail}"[:2000],
+                        error_type=ending.error_type, progress=child.progress)
+
+    def _finish(self, child: RayChild, finished: Finished) -> None:
+        evicted: list[_Session] = []
+        with self._lock:
+            if child.finished:
+                return
+            child.finished = True
+            self._children.pop(child.attempt_id, None)
+            session = child.session
+            if session is not None:
+                reuse = (child.kill_t is None and child.cancel_t is None and not self._closed
+                         and finished.outcome in (AttemptOutcome.completed,
+                                                  AttemptOutcome.error,
+                                                  AttemptOutcome.transient))
+                if reuse:
+                    evicted = self._pool.put(child.spec.agent, session, child.spec.session_key,
+                                             child.spec.session_max or 1)
+                elif child.kill_t is None:
+                    evicted = [session]
+            self._ended.notify_all()
+        _deliver(child, finished)
+        if child.cancel_t is not None and session is None:
+            self._reporter.release.remote(child.attempt_id)
+        for old in evicted:
+            with contextlib.suppress(Exception):
+                ray.kill(old.handle, no_restart=True)
+
+
+def _never_granted(resources: Mapping[str, float] | None) -> str:
+    """Why a killed attempt never ran: what it asked for, and whether any node has it."""
+    wanted = dict(resources or {}) or {"num_cpus": 1}
+    asked = ", ".join(f"{k}={v:g}" for k, v in wanted.items())
+    text = f"the Ray task never started: the resources it asks for ({asked}) were never granted"
+    try:
+        nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+    except Exception:  # noqa: BLE001 - the cluster's state is a detail here
+        return text
+    if not grantable(wanted, nodes):
+        return text + "; no node of the cluster has them (Ray keeps such a task pending for good)"
+    return text + "; the nodes that have them stayed busy"
+
+
+def _deliver(child: RayChild, message: object) -> None:
+    try:
+        child.send(message)
+    except Exception:  # noqa: BLE001 - a failing receiver must not stop the pump
+        traceback.print_exc()
