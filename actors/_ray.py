@@ -144,8 +144,8 @@ class RayBackend:
     """Runs attempts on Ray; one reporter actor and one pump thread per backend.
 
     `address` and `init` are `supervisor.ray`'s; Ray is shut down at `close()`
-    only if this backend started it. `batch_s` is how long a child gathers
-    messages before it posts them.
+    only if this backend started it. `park_s` bounds how long an attempt's end
+    waits for messages it posted that the reporter has not yet handed over.
     """
 
     def __init__(
@@ -154,11 +154,9 @@ class RayBackend:
         address: str | None = None,
         init: Mapping[str, Any] | None = None,
         connect_timeout_s: float = 10.0,
-        batch_s: float = 0.005,
         park_s: float = 2.0,
     ) -> None:
         self._owns_ray = connect(address, init or {}, connect_timeout_s)
-        self._batch_s = batch_s
         self._park_s = park_s
         self._lock = threading.Lock()
         self._ended = threading.Condition(self._lock)
@@ -251,7 +249,6 @@ class RayBackend:
             "attempt_id": spec.attempt_id,
             "remaining_s": spec.deadline - spec.clock.now(),  # the child lives on its own clock
             "interval_s": spec.heartbeat_interval_s,
-            "batch_s": self._batch_s,
             "previous_partials": list(spec.previous_partials),
             "depth": spec.depth,
             "framing": spec.framing,

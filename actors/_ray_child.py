@@ -5,8 +5,9 @@ process; the backend (`actors._ray`) wraps these with `ray.remote`.
 
 The channel back to Zeus is one `Reporter` actor per Zeus. An attempt's
 messages (heartbeats, partials, charges, tool calls) are encoded as for a
-process child (`_wire`), batched by the attempt's `Outbox` thread (a few ms,
-or a liveness beat every heartbeat interval) and posted to the reporter
+process child (`_wire`), batched by the attempt's `Outbox` thread (at once when it is idle,
+as soon as its thread is free, so a flood
+goes in few posts; a liveness beat every heartbeat interval) and posted to the reporter
 without waiting for an answer; Zeus long-polls the reporter (`drain`) and gets
 everything posted since, from every child, in one answer. What is still
 unposted when the work returns rides back with the task's result, together
@@ -127,14 +128,12 @@ class Outbox:
         attempt_id: str,
         *,
         interval_s: float,
-        batch_s: float,
         cancel: threading.Event,
         watch: bool,
     ) -> None:
         self._reporter = reporter
         self._attempt_id = attempt_id
         self._interval = interval_s
-        self._batch_s = batch_s
         self._cancel = cancel
         self._watch = watch
         self._watching = False
@@ -206,7 +205,6 @@ class Outbox:
                 return
             if woke:
                 self._wake.clear()
-                time.sleep(self._batch_s)  # let what follows join this batch
             now = time.monotonic()
             if now >= watch_at:
                 watch_at = float("inf")
@@ -267,7 +265,7 @@ def _execute(
         )
         return 0, [], _wire.dumps(_wire.pack(finished))
     attempt_id = job["attempt_id"]
-    outbox = Outbox(reporter, attempt_id, interval_s=job["interval_s"], batch_s=job["batch_s"],
+    outbox = Outbox(reporter, attempt_id, interval_s=job["interval_s"],
                     cancel=cancel, watch=watch)
     outbox.put(_wire.dumps((PLACED, pid, node_label())))
     ctx = Context(
