@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import queue
-import socket
 import threading
 import time
 import traceback
@@ -36,61 +35,19 @@ from collections.abc import Mapping
 from typing import Any
 
 import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors import _wire
 from actors._backend import ChildSpec, Send
 from actors._models import AttemptOutcome
 from actors._pool import WarmPool
 from actors._protocol import DelegateRequest, Finished, Placed
-from actors._ray_causes import describe_ray_failure, grantable, parse_address, task_options
-from actors._ray_child import PLACED, Reporter, SessionWorker, run_task
+from actors._ray_causes import describe_ray_failure, task_options
+from actors._ray_child import PLACED, SessionWorker, run_task
+from actors._ray_place import connect, gone, never_granted, new_reporter
 
-__all__ = ["RayBackend", "RayChild", "RayConnectError", "connect"]
+__all__ = ["RayBackend", "RayChild"]
 
 _WORKS = _wire.WorkCache()
-
-
-class RayConnectError(ConnectionError):
-    """Ray could not be started or joined; the message says what to fix."""
-
-
-def connect(address: str | None, init: Mapping[str, Any], timeout_s: float) -> bool:
-    """Join or start Ray for Zeus; True when this call connected (and Zeus owns that).
-
-    A Ray already initialised in this process is used as it is. Otherwise an
-    `address` is probed first (TCP, `timeout_s`): `ray.init` on an address that
-    does not answer retries for minutes. With `address` None, `ray.init` starts
-    a local Ray (or joins the one `RAY_ADDRESS` names).
-    """
-    if ray.is_initialized():
-        return False
-    if address is not None:
-        try:
-            target = parse_address(address)
-        except ValueError as exc:
-            raise RayConnectError(str(exc)) from None
-        if target is not None:
-            try:
-                socket.create_connection(target, timeout=timeout_s).close()
-            except OSError as exc:
-                raise RayConnectError(
-                    f"cannot reach the Ray cluster at {address!r} ({exc}); start it "
-                    "(`ray start --head`) or fix supervisor.ray.address in routing.yml"
-                ) from None
-    kwargs = dict(init)
-    if address is None:
-        kwargs.setdefault("include_dashboard", False)
-    try:
-        ray.init(address=address, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - whatever ray.init raises, nothing stays half-up
-        with contextlib.suppress(Exception):
-            ray.shutdown()
-        where = "start a local Ray" if address is None else f"join the Ray cluster at {address!r}"
-        raise RayConnectError(
-            f"could not {where}: {type(exc).__name__}: {exc}; check supervisor.ray in routing.yml"
-        ) from None
-    return True
 
 
 class _Session:
@@ -122,7 +79,8 @@ class RayChild:
         self.received = 0  # messages of this attempt drained from the reporter
         self.progress = 0
         self.finished = False
-        self.parked: tuple[Finished, int, float] | None = None  # its end, messages awaited
+        # Its end, held until it may go: (Finished, messages it posted, when Ray said so).
+        self.held: tuple[Finished, int, float] | None = None
         self.cancel_t: float | None = None
         self.kill_t: float | None = None
         self.read_error: str | None = None
@@ -163,13 +121,10 @@ class RayBackend:
         self._children: dict[str, RayChild] = {}
         self._pool: WarmPool[_Session] = WarmPool()
         self._events: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._local_ip = ray.util.get_node_ip_address()
         self._closed = False
         try:
-            here = ray.get_runtime_context().get_node_id()
-            self._reporter = ray.remote(Reporter).options(
-                num_cpus=0, max_concurrency=100_000, max_restarts=0,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True),
-            ).remote()
+            self._reporter = new_reporter()
             self._task = ray.remote(max_retries=0, retry_exceptions=False)(run_task)
             self._session_class = ray.remote(
                 max_restarts=0, max_task_retries=0, max_concurrency=2
@@ -300,10 +255,10 @@ class RayBackend:
     def _run_pump(self) -> None:
         """The one thread that delivers what Ray children report, in order."""
         self._drain()
-        parked: dict[str, RayChild] = {}
+        held: dict[str, RayChild] = {}
         while True:
             try:
-                event = self._events.get(timeout=0.05 if parked else None)
+                event = self._events.get(timeout=0.002 if held else None)
             except queue.Empty:
                 event = ("tick",)
             if event[0] == "stop":
@@ -312,17 +267,19 @@ class RayBackend:
                 if event[0] == "drain":
                     self._on_drained(event[1])
                 elif event[0] == "ended":
-                    self._on_ended(event[1], event[2], parked)
-                self._unpark(parked)
+                    self._on_ended(event[1], event[2], held)
+                self._release(held)
             except Exception:  # noqa: BLE001 - a bug here must not stop every child's reports
                 traceback.print_exc()
 
     def _on_drained(self, future: Any) -> None:
         try:
             items = future.result()
-        except Exception:  # noqa: BLE001 - the reporter died: ends still come from the results
+        except Exception:  # noqa: BLE001 - the reporter died with its node
             if not self._closed:
-                traceback.print_exc()
+                # Attempts that report to the dead one still end through their results.
+                self._reporter = new_reporter()
+                self._drain()
             return
         for item in items:
             with self._lock:
@@ -376,18 +333,51 @@ class RayBackend:
             return
         _deliver(child, DelegateRequest(child.attempt_id, brief, reply))
 
-    def _on_ended(self, child: RayChild, future: Any, parked: dict[str, RayChild]) -> None:
+    def _on_ended(self, child: RayChild, future: Any, held: dict[str, RayChild]) -> None:
+        """Ray says the attempt's task or actor call ended: hold its `Finished` until it may go."""
         now = time.monotonic()
+        posted = 0
         try:
             posted, tail, data = future.result()
         except BaseException as exc:  # noqa: BLE001 - every way Ray says the attempt ended
-            self._finish(child, self._failure(child, exc, now))
-            return
-        for message in tail:
-            self._on_message(child, message)
+            finished = self._failure(child, exc, now)
+        else:
+            for message in tail:
+                self._on_message(child, message)
+            finished = self._result(child, data, now)
+        child.held = (finished, posted, now)
+        held[child.attempt_id] = child
+
+    def _release(self, held: dict[str, RayChild]) -> None:
+        """Send the `Finished` of each held attempt whose messages have all arrived (a few
+        may still be in the reporter) and whose worker, if it was stopped by force or died
+        on this host, is gone: Ray reports a cancel before the process has exited."""
+        now = time.monotonic()
+        for attempt_id, child in list(held.items()):
+            assert child.held is not None
+            finished, posted, since = child.held
+            if child.kill_t is not None and finished.killed != "kill":
+                finished = self._failure(child, None, now)  # once killed, the end is the kill's
+            messages_due = child.received < posted and now - since < self._park_s
+            if messages_due or (self._may_still_run(child, finished) and now - since < 10.0):
+                continue
+            del held[attempt_id]
+            child.held = None
+            if finished.killed == "kill" and child.kill_t is not None:
+                finished.kill_latency_s = now - child.kill_t
+            self._finish(child, finished)
+
+    def _may_still_run(self, child: RayChild, finished: Finished) -> bool:
+        """Whether the worker of an attempt that Ray stopped or lost is still alive here."""
+        stopped = finished.killed == "kill" or finished.outcome is AttemptOutcome.crash
+        if not stopped or child.pid is None or child.node is None:
+            return False
+        return child.node.startswith(f"{self._local_ip}/") and not gone(child.pid)
+
+    def _result(self, child: RayChild, data: bytes, now: float) -> Finished:
+        """The `Finished` the child returned (its attempt id and pid as Zeus knows them)."""
         if child.kill_t is not None:
-            self._finish(child, self._failure(child, None, now))
-            return
+            return self._failure(child, None, now)
         try:
             finished = _wire.unpack(_wire.loads(data))
             assert isinstance(finished, Finished)
@@ -398,32 +388,17 @@ class RayBackend:
         finished.attempt_id = child.attempt_id
         finished.pid = finished.pid or child.pid
         if child.read_error is not None:
-            finished = Finished(child.attempt_id, AttemptOutcome.error, error=child.read_error,
-                                error_type="CrossingError", pid=child.pid,
-                                progress=finished.progress)
-        elif child.cancel_t is not None and finished.outcome is AttemptOutcome.cancelled:
+            return Finished(child.attempt_id, AttemptOutcome.error, error=child.read_error,
+                            error_type="CrossingError", pid=child.pid,
+                            progress=finished.progress)
+        if child.cancel_t is not None and finished.outcome is AttemptOutcome.cancelled:
             finished.killed, finished.kill_latency_s = "cooperative", now - child.cancel_t
-        if child.received < posted:  # some of its messages are still in the reporter
-            child.parked = (finished, posted, now)
-            parked[child.attempt_id] = child
-        else:
-            self._finish(child, finished)
-
-    def _unpark(self, parked: dict[str, RayChild]) -> None:
-        now = time.monotonic()
-        for attempt_id, child in list(parked.items()):
-            assert child.parked is not None
-            finished, posted, since = child.parked
-            if child.received >= posted or now - since >= self._park_s or child.kill_t:
-                del parked[attempt_id]
-                child.parked = None
-                self._finish(child, finished if not child.kill_t else self._failure(
-                    child, None, now))
+        return finished
 
     def _failure(self, child: RayChild, exc: BaseException | None, now: float) -> Finished:
         """The `Finished` of an attempt that Zeus killed (exc may be None) or Ray ended."""
         if child.kill_t is not None:
-            error = _never_granted(child.spec.resources) if child.placing else None
+            error = never_granted(child.spec.resources) if child.placing else None
             return Finished(child.attempt_id, AttemptOutcome.cancelled, pid=child.pid,
                             killed="kill", kill_latency_s=now - child.kill_t,
                             progress=child.progress, error=error,
@@ -461,20 +436,6 @@ class RayBackend:
         for old in evicted:
             with contextlib.suppress(Exception):
                 ray.kill(old.handle, no_restart=True)
-
-
-def _never_granted(resources: Mapping[str, float] | None) -> str:
-    """Why a killed attempt never ran: what it asked for, and whether any node has it."""
-    wanted = dict(resources or {}) or {"num_cpus": 1}
-    asked = ", ".join(f"{k}={v:g}" for k, v in wanted.items())
-    text = f"the Ray task never started: the resources it asks for ({asked}) were never granted"
-    try:
-        nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
-    except Exception:  # noqa: BLE001 - the cluster's state is a detail here
-        return text
-    if not grantable(wanted, nodes):
-        return text + "; no node of the cluster has them (Ray keeps such a task pending for good)"
-    return text + "; the nodes that have them stayed busy"
 
 
 def _deliver(child: RayChild, message: object) -> None:

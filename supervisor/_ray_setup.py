@@ -42,7 +42,8 @@ def ray_backend(routing: Routing) -> Backend:
     """
     if not ray_installed():
         raise RoutingError(f"{routing.source or 'routing'}: {MISSING_RAY}")
-    from actors._ray import RayBackend, RayConnectError
+    from actors._ray import RayBackend
+    from actors._ray_place import RayConnectError
 
     config = routing.supervisor.ray
     try:

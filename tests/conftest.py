@@ -99,18 +99,9 @@ def wait_cancelled(brief: Any, ctx: Any) -> None:
 RAY_SKIP = "the ray extra is not installed (pip install 'zeus-supervisor[ray]')"
 
 
-@pytest.fixture
-def local_ray() -> Any:
-    """A local Ray (2 CPUs) shared by the Ray tests of a session: started on first use, as a
-    host would (Zeus then joins it and leaves it running), shut down at the session's end."""
-    ray = pytest.importorskip("ray", reason=RAY_SKIP)
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    return ray
-
-
 @pytest.fixture(scope="session", autouse=True)
 def _shut_ray_down() -> Iterator[None]:
+    """Whatever Ray a test left connected goes down with the session."""
     yield
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from actors import Brief, Context, TransientError
-from supervisor import Status, Zeus
+from supervisor import Routing, Status, Zeus
 from supervisor.routing import AgentPolicy
 from tests._support import alive
 from tests.conftest import RAY_SKIP, Recorder
@@ -29,13 +29,21 @@ _names = itertools.count(1)
 
 @pytest.fixture(scope="module")
 def zeus_and_log() -> Iterator[tuple[Zeus, Recorder]]:
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    """One Zeus for the module, on a local Ray (2 CPUs) that it starts itself (none runs)."""
+    if ray.is_initialized():
+        ray.shutdown()
     log = Recorder()
-    zeus = Zeus.start(log=log)
+    routing = Routing.from_dict({
+        "version": 1,
+        "supervisor": {"ray": {"init": {"num_cpus": 2, "log_to_driver": False}}},
+        "defaults": {"isolation": "ray"},
+        "agents": {"warm-up": {}},
+    })
+    zeus = Zeus.start(routing, log=log)
+    assert ray.is_initialized()
     yield zeus, log
     zeus.stop(timeout=10)
-    assert ray.is_initialized(), "Zeus shut down a Ray it did not start"
+    assert not ray.is_initialized(), "Zeus left the Ray it started running"
 
 
 @pytest.fixture
@@ -196,11 +204,13 @@ def test_a_child_that_checks_its_context_stops_cooperatively(zeus: Zeus, log: Re
 
 
 def test_a_retry_starts_only_once_ray_has_ended_the_previous_attempt(zeus: Zeus) -> None:
-    # Room for Ray to start a fresh worker for the retry (the first one was killed).
-    agent = on_ray(zeus, first_attempt_hangs, timeout_s=4, shutdown={"grace_s": 0},
+    # The first attempt goes stale; the deadline leaves room for Ray to start a fresh
+    # worker for the retry (the first one was killed).
+    agent = on_ray(zeus, first_attempt_hangs, timeout_s=15,
+                   heartbeat={"interval_s": 0.2, "stale_after_s": 1.0}, shutdown={"grace_s": 0},
                    retry={"max_retries": 1, "initial_s": 0, "jitter": 0})
     summary = run(zeus, agent)
-    assert [a.outcome.value for a in summary.attempts] == ["timeout", "completed"]
+    assert [a.outcome.value for a in summary.attempts] == ["stale", "completed"]
     assert summary.output is False  # the first attempt's worker was gone when the retry ran
 
 
@@ -285,7 +295,10 @@ def test_resources_no_node_can_grant_time_out_at_the_deadline_saying_so(
 def test_a_mixed_fault_run_on_ray_settles_every_delegation_exactly_once(
     zeus: Zeus, log: Recorder
 ) -> None:
-    agent = on_ray(zeus, chaos, timeout_s=4.0, shutdown={"grace_s": 0.1},
+    # A hang is found stale; the deadline leaves room for queueing on 2 CPUs (waiting for
+    # a node is not a hang) and for Ray to start workers in place of those that died.
+    agent = on_ray(zeus, chaos, timeout_s=20.0, shutdown={"grace_s": 0.1},
+                   heartbeat={"interval_s": 0.2, "stale_after_s": 1.5},
                    retry={"max_retries": 1, "initial_s": 0, "jitter": 0})
     faults = ["ok", "crash", "transient", "hang", "error", "ok", "transient", "crash"]
     handles = [zeus.dispatch(Brief(agent=agent, scope=f, inputs={"fault": f})) for f in faults]
@@ -293,7 +306,7 @@ def test_a_mixed_fault_run_on_ray_settles_every_delegation_exactly_once(
     expected = {"ok": "completed", "crash": "completed", "transient": "completed",
                 "hang": "completed", "error": "failed"}
     assert [s.status.value for s in summaries] == [expected[f] for f in faults]
-    first = {"ok": "completed", "crash": "crash", "transient": "transient", "hang": "timeout",
+    first = {"ok": "completed", "crash": "crash", "transient": "transient", "hang": "stale",
              "error": "error"}
     assert [s.attempts[0].outcome.value for s in summaries] == [first[f] for f in faults]
     zeus.sync()
