@@ -54,6 +54,7 @@ _CAUSES: dict[str, tuple[AttemptOutcome, str]] = {
 _TEXT_CAUSES = (
     ("out of memory", "out of memory"),
     ("node died", "node died"),
+    ("node has died", "node died"),
     ("node is dead", "node died"),
     ("node that was running", "node died"),
     ("raylet", "node died"),
