@@ -40,6 +40,7 @@ class Attempt:
     number: int | None = None
     pid: int | None = None
     pid_start_time: float | None = None
+    node: str | None = None  # a Ray child's node ("ip/node-id-prefix")
     started_ts: float | None = None
     deadline_s: float | None = None
     ended_ts: float | None = None
@@ -260,6 +261,8 @@ def _started(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | N
     a.number = _int(e.get("attempt"))
     a.pid = _int(e.get("pid"))
     a.pid_start_time = _num(e.get("pid_start_time"))
+    node = e.get("node")
+    a.node = node if isinstance(node, str) else None
     a.deadline_s = _num(e.get("deadline_s"))
     a.started_ts = ts
 

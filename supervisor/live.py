@@ -100,6 +100,7 @@ def describe(event: dict[str, Any]) -> str | None:
         return f'to {e.get("agent")}: "{_first_line(e.get("scope"), 70)}" ({", ".join(extras)})'
     if name == "attempt.started":
         pid = f", pid {e['pid']}" if e.get("pid") else ""
+        pid += f", on {e['node']}" if e.get("node") else ""
         return (
             f"attempt {e.get('attempt')} on {e.get('agent')} started{pid}, "
             f"deadline in {_s(e.get('deadline_s'))}"
@@ -321,7 +322,8 @@ class LiveTree:
         live = _live_attempt(self._live_nodes.get(d.id))
         if live is None or live.get("id") != a.id:
             return Text(attempt_label(a), style="dim")
-        head = " ".join(x for x in (a.id, a.agent, f"pid {a.pid}" if a.pid else None) if x)
+        head = " ".join(x for x in (a.id, a.agent, f"pid {a.pid}" if a.pid else None,
+                                    f"on {a.node}" if a.node else None) if x)
         text = Text(f"{head}: {live.get('state', 'running')}", style="cyan")
         progress = live.get("progress")
         ago = _num(live.get("last_progress_s_ago"))

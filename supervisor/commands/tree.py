@@ -133,7 +133,8 @@ def delegation_label(d: jr.Delegation, run: jr.Run) -> tuple[str, str]:
 
 
 def attempt_label(a: jr.Attempt) -> str:
-    head = " ".join(x for x in (a.id, a.agent, f"pid {a.pid}" if a.pid else None) if x)
+    head = " ".join(x for x in (a.id, a.agent, f"pid {a.pid}" if a.pid else None,
+                                f"on {a.node}" if a.node else None) if x)
     if a.outcome is not None:
         state = a.outcome + ("" if a.duration_s is None else f" after {a.duration_s:.2f}s")
     elif a.fenced is not None:
