@@ -124,7 +124,7 @@ class RayBackend:
         self._local_ip = ray.util.get_node_ip_address()
         self._closed = False
         try:
-            self._reporter = new_reporter()
+            self._reporter, self._reporter_name = new_reporter()
             self._task = ray.remote(max_retries=0, retry_exceptions=False)(run_task)
             self._session_class = ray.remote(
                 max_restarts=0, max_task_retries=0, max_concurrency=2
@@ -158,11 +158,11 @@ class RayBackend:
                 child.pid, child.node = child.session.pid, child.session.node
                 child.placing = child.pid is None
                 child.ref = child.session.handle.run.remote(
-                    child.attempt_id, job, work, self._reporter
+                    child.attempt_id, job, work, self._reporter_name
                 )
             else:
                 child.ref = self._task.options(name=f"zeus:{child.attempt_id}", **options).remote(
-                    job, work, self._reporter
+                    job, work, self._reporter_name
                 )
         except Exception as exc:  # noqa: BLE001 - bad resources, a Ray that went away
             with self._lock:
@@ -278,7 +278,7 @@ class RayBackend:
         except Exception:  # noqa: BLE001 - the reporter died with its node
             if not self._closed:
                 # Attempts that report to the dead one still end through their results.
-                self._reporter = new_reporter()
+                self._reporter, self._reporter_name = new_reporter()
                 self._drain()
             return
         for item in items:

@@ -5,10 +5,10 @@ process; the backend (`actors._ray`) wraps these with `ray.remote`.
 
 The channel back to Zeus is one `Reporter` actor per Zeus. An attempt's
 messages (heartbeats, partials, charges, tool calls) are encoded as for a
-process child (`_wire`), batched by the attempt's `Outbox` thread (at once when it is idle,
-as soon as its thread is free, so a flood
-goes in few posts; a liveness beat every heartbeat interval) and posted to the reporter
-without waiting for an answer; Zeus long-polls the reporter (`drain`) and gets
+process child (`_wire`) and batched by the attempt's `Outbox` thread: nothing
+in the attempt's first `QUIET_S`, then as soon as the thread is free (a flood
+goes in few posts), with a liveness beat every heartbeat interval; posted to
+the reporter without waiting for an answer; Zeus long-polls the reporter (`drain`) and gets
 everything posted since, from every child, in one answer. What is still
 unposted when the work returns rides back with the task's result, together
 with how many messages were posted, so Zeus delivers them all before the
@@ -16,7 +16,7 @@ attempt's `Finished`. A `ctx.delegate()` is the one round trip: it waits in
 the reporter until Zeus answers.
 
 Cancels travel the other way: a task asks the reporter, once it has run for
-`WATCH_AFTER_S`, to tell it when Zeus cancels it (`watch`); a cancel that came
+`QUIET_S`, to tell it when Zeus cancels it (`watch`); a cancel that came
 earlier is kept there until asked for. A session actor takes its cancels
 itself (a second method call, on its second thread). `watch` answers a list of
 control items so that an owner's messages (`ctx.receive`) can come the same
@@ -41,14 +41,16 @@ from actors._models import AttemptOutcome
 from actors._protocol import DelegateRequest, Finished, Heartbeat, Partial
 from actors._run import run_work
 
-__all__ = ["PLACED", "WATCH_AFTER_S", "Reporter", "SessionWorker", "run_task"]
+__all__ = ["PLACED", "QUIET_S", "Reporter", "SessionWorker", "run_task"]
 
 # The first item of the message that says where an attempt runs: (PLACED, pid, node).
 PLACED = "placed"
-# A task that ends sooner never asks to be told of cancels (a no-op costs no extra call).
-WATCH_AFTER_S = 0.02
+# An attempt that ends sooner costs no call to the reporter: it posts nothing and never
+# asks to be told of cancels.
+QUIET_S = 0.02
 _CLOCK = SystemClock()
 _REQUESTS = itertools.count(1)
+_HANDLES: dict[str, Any] = {}  # reporter name -> its handle, in this worker
 
 
 def node_label() -> str:
@@ -124,14 +126,14 @@ class Outbox:
 
     def __init__(
         self,
-        reporter: Any,
+        reporter: str,
         attempt_id: str,
         *,
         interval_s: float,
         cancel: threading.Event,
         watch: bool,
     ) -> None:
-        self._reporter = reporter
+        self._reporter_name = reporter
         self._attempt_id = attempt_id
         self._interval = interval_s
         self._cancel = cancel
@@ -142,10 +144,21 @@ class Outbox:
         self._posted = 0
         self._ended = False
         self._wake = threading.Event()
+        self._done = threading.Event()
         self.ctx: Context | None = None
         self.crossing_error: str | None = None
         self._thread = threading.Thread(target=self._run, name="zeus-ray-outbox", daemon=True)
         self._thread.start()
+
+    def _reporter(self) -> Any:
+        """The reporter's handle, looked up by name once per worker (a handle passed with
+        each task would cost more than a no-op task's own work)."""
+        handle = _HANDLES.get(self._reporter_name)
+        if handle is None:
+            import ray
+
+            handle = _HANDLES[self._reporter_name] = ray.get_actor(self._reporter_name)
+        return handle
 
     # -- the work's thread -----------------------------------------------------------
     def send(self, message: object) -> None:
@@ -179,7 +192,7 @@ class Outbox:
         except _wire.CrossingError as exc:
             return exc
         self._flush()  # what it reported before comes first
-        ref = self._reporter.delegate.remote(self._attempt_id, next(_REQUESTS), brief)
+        ref = self._reporter().delegate.remote(self._attempt_id, next(_REQUESTS), brief)
         return _wire.loads(ray.get(ref))
 
     def close(self) -> tuple[int, list[bytes]]:
@@ -188,16 +201,20 @@ class Outbox:
             self._ended = True
             tail, self._batch = self._batch, []
             posted = self._posted
+        self._done.set()
         self._wake.set()
         if self._watching:
-            self._reporter.release.remote(self._attempt_id)
+            self._reporter().release.remote(self._attempt_id)
         return posted, tail
 
     # -- the outbox thread -----------------------------------------------------------
     def _run(self) -> None:
         start = time.monotonic()
         next_beat = start + self._interval
-        watch_at = start + WATCH_AFTER_S if self._watch else float("inf")
+        watch_at = start + QUIET_S if self._watch else float("inf")
+        # Nothing goes out in the first QUIET_S: what a short attempt reports rides back
+        # with its result (a delegation request goes at once, from the work's thread).
+        self._done.wait(QUIET_S)
         while True:
             now = time.monotonic()
             woke = self._wake.wait(max(0.0, min(next_beat, watch_at) - now))
@@ -221,14 +238,14 @@ class Outbox:
                 return
             batch, self._batch = self._batch, []
             self._posted += len(batch)
-            self._reporter.post.remote(self._attempt_id, batch)
+            self._reporter().post.remote(self._attempt_id, batch)
 
     def _start_watch(self) -> None:
         with self._lock:
             if self._ended:
                 return
             self._watching = True
-        ref = self._reporter.watch.remote(self._attempt_id)
+        ref = self._reporter().watch.remote(self._attempt_id)
         ref.future().add_done_callback(self._on_control)
 
     def _on_control(self, future: Any) -> None:
@@ -244,7 +261,7 @@ class Outbox:
 def _execute(
     job_data: bytes,
     work_data: bytes,
-    reporter: Any,
+    reporter: str,
     cancel: threading.Event,
     session_for: Callable[[str | None, dict[str, Any] | None], dict[str, Any]],
     *,
@@ -296,7 +313,7 @@ def _fresh_session(_key: str | None, initial: dict[str, Any] | None) -> dict[str
     return initial if initial is not None else {}
 
 
-def run_task(job: bytes, work: bytes, reporter: Any) -> tuple[int, list[bytes], bytes]:
+def run_task(job: bytes, work: bytes, reporter: str) -> tuple[int, list[bytes], bytes]:
     """The body of an attempt's Ray task (runs in a Ray worker)."""
     return _execute(job, work, reporter, threading.Event(), _fresh_session, watch=True)
 
@@ -312,7 +329,7 @@ class SessionWorker:
         self._session: dict[str, Any] = {}
 
     def run(
-        self, attempt_id: str, job: bytes, work: bytes, reporter: Any
+        self, attempt_id: str, job: bytes, work: bytes, reporter: str
     ) -> tuple[int, list[bytes], bytes]:
         with self._lock:
             cancel = self._cancels.setdefault(attempt_id, threading.Event())

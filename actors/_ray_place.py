@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,11 +64,14 @@ def connect(address: str | None, init: Mapping[str, Any], timeout_s: float) -> b
     return True
 
 
-def new_reporter() -> Any:
-    """The reporter actor, on the head node (which lives as long as the cluster does)."""
-    return ray.remote(Reporter).options(
-        num_cpus=0, max_concurrency=100_000, max_restarts=0, resources={_HEAD: 0.001}
+def new_reporter() -> tuple[Any, str]:
+    """A reporter actor on the head node (which lives as long as the cluster does), and the
+    name children look it up by."""
+    name = f"zeus-reporter-{uuid.uuid4().hex}"
+    handle = ray.remote(Reporter).options(
+        name=name, num_cpus=0, max_concurrency=100_000, max_restarts=0, resources={_HEAD: 0.001}
     ).remote()
+    return handle, name
 
 
 def never_granted(resources: Mapping[str, float] | None) -> str:

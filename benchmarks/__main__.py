@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks import bench_process, bench_runtime
+from benchmarks import bench_process, bench_ray, bench_runtime
 
 
 def main() -> None:
@@ -11,6 +11,9 @@ def main() -> None:
     print()
     print("== process children ==")
     bench_process.main()
+    print()
+    print("== Ray children (skipped without the ray extra) ==")
+    bench_ray.main([])
 
 
 if __name__ == "__main__":
