@@ -161,9 +161,8 @@ class RayBackend:
                     child.attempt_id, job, work, self._reporter_name
                 )
             else:
-                child.ref = self._task.options(name=f"zeus:{child.attempt_id}", **options).remote(
-                    job, work, self._reporter_name
-                )
+                task = self._task.options(**options) if options else self._task
+                child.ref = task.remote(job, work, self._reporter_name)
         except Exception as exc:  # noqa: BLE001 - bad resources, a Ray that went away
             with self._lock:
                 self._children.pop(child.attempt_id, None)

@@ -26,6 +26,7 @@ way: today the only item is "cancel".
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import os
 import threading
@@ -53,6 +54,7 @@ _REQUESTS = itertools.count(1)
 _HANDLES: dict[str, Any] = {}  # reporter name -> its handle, in this worker
 
 
+@functools.cache
 def node_label() -> str:
     """The node this worker runs on: its IP and the start of its Ray node id."""
     import ray
@@ -120,9 +122,50 @@ class Reporter:
             watcher.set()
 
 
+class _Courier:
+    """The one thread of a worker process that moves its outboxes' messages, beats and
+    cancel watches (a worker runs one attempt at a time, a session actor too): an
+    attempt costs no thread start."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._outboxes: set[Outbox] = set()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, outbox: Outbox) -> None:
+        with self._lock:
+            self._outboxes.add(outbox)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="zeus-ray-courier",
+                                                daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def discard(self, outbox: Outbox) -> None:
+        with self._lock:
+            self._outboxes.discard(outbox)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _run(self) -> None:
+        """The courier thread: step every outbox, sleep until the next one is due."""
+        while True:
+            self._wake.clear()
+            with self._lock:
+                outboxes = list(self._outboxes)
+            due = min((box.step(time.monotonic()) for box in outboxes), default=float("inf"))
+            wait = due - time.monotonic()
+            self._wake.wait(None if due == float("inf") else max(0.0, wait))
+
+
+_COURIER = _Courier()
+
+
 class Outbox:
     """An attempt's messages on their way to the reporter. `send` runs in the work's
-    thread; the batching, beats and the cancel watch in the outbox's own thread."""
+    thread; the batching, beats and the cancel watch in this worker's courier thread."""
 
     def __init__(
         self,
@@ -143,12 +186,15 @@ class Outbox:
         self._batch: list[bytes] = []
         self._posted = 0
         self._ended = False
-        self._wake = threading.Event()
-        self._done = threading.Event()
         self.ctx: Context | None = None
         self.crossing_error: str | None = None
-        self._thread = threading.Thread(target=self._run, name="zeus-ray-outbox", daemon=True)
-        self._thread.start()
+        start = time.monotonic()
+        # Nothing goes out in the first QUIET_S: what a short attempt reports rides back
+        # with its result (a delegation request goes at once, from the work's thread).
+        self._quiet_until = start + QUIET_S
+        self._next_beat = start + interval_s
+        self._watch_at = start + QUIET_S if watch else float("inf")
+        _COURIER.add(self)
 
     def _reporter(self) -> Any:
         """The reporter's handle, looked up by name once per worker (a handle passed with
@@ -182,7 +228,7 @@ class Outbox:
             self._batch.append(data)
             first = len(self._batch) == 1
         if first:
-            self._wake.set()
+            _COURIER.wake()
 
     def _delegate(self, request: DelegateRequest) -> Any:
         import ray
@@ -201,36 +247,27 @@ class Outbox:
             self._ended = True
             tail, self._batch = self._batch, []
             posted = self._posted
-        self._done.set()
-        self._wake.set()
+        _COURIER.discard(self)
         if self._watching:
             self._reporter().release.remote(self._attempt_id)
         return posted, tail
 
-    # -- the outbox thread -----------------------------------------------------------
-    def _run(self) -> None:
-        start = time.monotonic()
-        next_beat = start + self._interval
-        watch_at = start + QUIET_S if self._watch else float("inf")
-        # Nothing goes out in the first QUIET_S: what a short attempt reports rides back
-        # with its result (a delegation request goes at once, from the work's thread).
-        self._done.wait(QUIET_S)
-        while True:
-            now = time.monotonic()
-            woke = self._wake.wait(max(0.0, min(next_beat, watch_at) - now))
-            if self._ended:
-                return
-            if woke:
-                self._wake.clear()
-            now = time.monotonic()
-            if now >= watch_at:
-                watch_at = float("inf")
-                self._start_watch()
-            if now >= next_beat and self.ctx is not None:
-                next_beat = now + self._interval
-                beat = Heartbeat(self._attempt_id, self.ctx.progress, liveness=True)
-                self.put(_wire.dumps(_wire.pack(beat)))
-            self._flush()
+    # -- the courier thread ----------------------------------------------------------
+    def step(self, now: float) -> float:
+        """Do what is due (start the watch, beat, post the batch); when to step it next."""
+        if self._ended:
+            return float("inf")
+        if now < self._quiet_until:
+            return self._quiet_until
+        if now >= self._watch_at:
+            self._watch_at = float("inf")
+            self._start_watch()
+        if now >= self._next_beat and self.ctx is not None:
+            self._next_beat = now + self._interval
+            beat = Heartbeat(self._attempt_id, self.ctx.progress, liveness=True)
+            self.put(_wire.dumps(_wire.pack(beat)))
+        self._flush()
+        return min(self._next_beat, self._watch_at)
 
     def _flush(self) -> None:
         with self._lock:
