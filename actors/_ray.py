@@ -89,6 +89,11 @@ class RayChild:
     def killable(self) -> bool:
         return self.ref is not None
 
+    @property
+    def journal_fields(self) -> dict[str, str]:
+        """What `attempt.started` records so that `zeus sweep` can ask Ray about it later."""
+        return self._backend.journal_fields
+
     def cancel(self) -> None:
         """Set the child Context's cancel event (through the reporter or its session actor)."""
         self._backend._cancel(self)
@@ -122,6 +127,9 @@ class RayBackend:
         self._pool: WarmPool[_Session] = WarmPool()
         self._events: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._local_ip = ray.util.get_node_ip_address()
+        context = ray.get_runtime_context()
+        self.journal_fields = {"ray_address": str(context.gcs_address),
+                               "ray_job": context.get_job_id()}
         self._closed = False
         try:
             self._reporter, self._reporter_name = new_reporter()

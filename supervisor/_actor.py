@@ -283,6 +283,7 @@ class ZeusActor(pykka.ThreadingActor):
         self._emit("attempt.started", d, a, attempt=a.number, pid=a.pid,
                    pid_start_time=getattr(a.child, "pid_start_time", None),
                    node=getattr(a.child, "node", None),
+                   **getattr(a.child, "journal_fields", {}),
                    deadline_s=round(a.deadline - a.started_at, 6))
 
     def _on_placed(self, msg: Placed) -> None:

@@ -164,6 +164,9 @@ def test_a_ray_child_reports_partials_charges_and_tool_calls_and_says_where_it_r
     assert started[0]["pid"] == summary.output["pid"] != os.getpid()
     node_ip = ray.util.get_node_ip_address()
     assert started[0]["node"].startswith(f"{node_ip}/")
+    # What `zeus sweep` needs to ask Ray about it after a supervisor crash:
+    assert started[0]["ray_job"] == ray.get_runtime_context().get_job_id()
+    assert started[0]["ray_address"] == ray.get_runtime_context().gcs_address
     assert summary.attempts[0].pid == summary.output["pid"]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,8 @@ import pytest
 from actors import AttemptOutcome
 from actors._ray_causes import describe_ray_failure, grantable, parse_address, task_options
 from supervisor import Routing, Zeus
+from supervisor import journal as jr
+from supervisor._sweep_ray import RayProbe, job_verdict
 from supervisor.errors import RoutingError
 
 
@@ -119,3 +123,68 @@ def test_importing_zeus_does_not_import_ray() -> None:
     code = "import sys, actors, supervisor; assert 'ray' not in sys.modules, 'ray imported'"
     root = Path(__file__).resolve().parent.parent
     subprocess.run([sys.executable, "-c", code], check=True, cwd=root)
+
+
+# -- zeus sweep and Ray children -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("jobs", "action", "words"),
+    [
+        ([{"JobID": "01000000", "IsDead": True}], "ended by Ray", "is dead, so Ray ended"),
+        ([{"JobID": "01000000", "IsDead": False, "DriverPid": 77}], "failed",
+         "still alive (driver pid 77)"),
+        ([{"JobID": "02000000", "IsDead": False}], "ended by Ray", "no longer knows job"),
+    ],
+)
+def test_a_ray_childs_fate_is_its_jobs(
+    jobs: list[dict[str, object]], action: str, words: str
+) -> None:
+    verdict = job_verdict("01000000", jobs)
+    assert verdict[0] == action and words in verdict[1]
+
+
+def ray_journal(tmp_path: Path, address: str) -> jr.Journal:
+    """A crashed supervisor's journal: one Ray child started, never seen to end."""
+    events = [
+        {"ts": 1.0, "event": "zeus.started", "pid": 999_999, "routing": None,
+         "delegation_id": None, "attempt_id": None, "parent_id": None, "agent": None},
+        {"ts": 1.1, "event": "delegation.dispatched", "delegation_id": "apollo-1",
+         "attempt_id": None, "parent_id": None, "agent": "apollo", "scope": "s", "depth": 1},
+        {"ts": 1.2, "event": "attempt.started", "delegation_id": "apollo-1",
+         "attempt_id": "apollo-1-a1", "parent_id": None, "agent": "apollo", "attempt": 1,
+         "pid": 4321, "pid_start_time": None, "node": "10.0.0.7/abcdef12",
+         "ray_address": address, "ray_job": "01000000", "deadline_s": 60},
+    ]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return jr.load(path)
+
+
+def test_sweep_asks_the_ray_cluster_and_never_signals_a_ray_child(tmp_path: Path) -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+        asked: list[str] = []
+
+        def jobs(at: str) -> list[dict[str, object]]:
+            asked.append(at)
+            return [{"JobID": "01000000", "IsDead": True}]
+
+        results = jr.sweep(ray_journal(tmp_path, address), ray=RayProbe(jobs=jobs),
+                           probe=lambda pid: None if pid == 999_999 else pytest.fail(
+                               "a Ray child's pid was probed"))
+    assert asked == [address]
+    assert [(r.target.node, r.action) for r in results] == [
+        ("10.0.0.7/abcdef12", jr.SweepAction.ray_ended)]
+
+
+def test_sweep_says_so_when_the_ray_cluster_cannot_be_reached(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{s.getsockname()[1]}"  # nothing listens once it is closed
+    [result] = jr.sweep(ray_journal(tmp_path, address), ray=RayProbe(timeout_s=1))
+    assert result.action is jr.SweepAction.unverifiable
+    assert f"the Ray cluster at {address} cannot be reached" in result.detail
+    assert f"ray list tasks --address {address}" in result.detail
