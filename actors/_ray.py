@@ -41,66 +41,14 @@ from actors._backend import ChildSpec, Send
 from actors._models import AttemptOutcome
 from actors._pool import WarmPool
 from actors._protocol import DelegateRequest, Finished, Placed
-from actors._ray_causes import describe_ray_failure, task_options
+from actors._ray_causes import task_options
 from actors._ray_child import PLACED, SessionWorker, run_task
-from actors._ray_place import connect, gone, never_granted, new_reporter
+from actors._ray_handle import RayChild, Session, ended_by_ray, returned
+from actors._ray_place import connect, gone, new_reporter
 
 __all__ = ["RayBackend", "RayChild"]
 
 _WORKS = _wire.WorkCache()
-
-
-class _Session:
-    """A warm session actor: its Ray handle, and where it runs once known."""
-
-    def __init__(self, handle: Any) -> None:
-        self.handle = handle
-        self.pid: int | None = None
-        self.node: str | None = None
-
-
-class RayChild:
-    """Zeus's handle on one attempt on Ray. `cancel`/`kill` return at once.
-
-    Fields are written by Zeus's thread (`cancel_t`, `kill_t`) and the pump
-    thread (the rest), under the backend's lock where both look.
-    """
-
-    def __init__(self, backend: RayBackend, spec: ChildSpec, send: Send) -> None:
-        self.spec = spec
-        self.attempt_id = spec.attempt_id
-        self.send = send
-        self._backend = backend
-        self.ref: Any = None
-        self.session: _Session | None = None
-        self.pid: int | None = None
-        self.node: str | None = None
-        self.placing = True  # until the child says where it runs
-        self.received = 0  # messages of this attempt drained from the reporter
-        self.progress = 0
-        self.finished = False
-        # Its end, held until it may go: (Finished, messages it posted, when Ray said so).
-        self.held: tuple[Finished, int, float] | None = None
-        self.cancel_t: float | None = None
-        self.kill_t: float | None = None
-        self.read_error: str | None = None
-
-    @property
-    def killable(self) -> bool:
-        return self.ref is not None
-
-    @property
-    def journal_fields(self) -> dict[str, str]:
-        """What `attempt.started` records so that `zeus sweep` can ask Ray about it later."""
-        return self._backend.journal_fields
-
-    def cancel(self) -> None:
-        """Set the child Context's cancel event (through the reporter or its session actor)."""
-        self._backend._cancel(self)
-
-    def kill(self) -> None:
-        """`ray.cancel(force=True)` (a task) or `ray.kill` (a session actor)."""
-        self._backend._kill(self)
 
 
 class RayBackend:
@@ -124,7 +72,7 @@ class RayBackend:
         self._lock = threading.Lock()
         self._ended = threading.Condition(self._lock)
         self._children: dict[str, RayChild] = {}
-        self._pool: WarmPool[_Session] = WarmPool()
+        self._pool: WarmPool[Session] = WarmPool()
         self._events: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._local_ip = ray.util.get_node_ip_address()
         context = ray.get_runtime_context()
@@ -219,12 +167,12 @@ class RayBackend:
         }
         return _wire.dumps(job, "the attempt's brief, previous partial results or session")
 
-    def _session(self, spec: ChildSpec, options: dict[str, Any]) -> _Session:
+    def _session(self, spec: ChildSpec, options: dict[str, Any]) -> Session:
         """The warm actor of the brief's session, or a new one (started by Ray, not waited for)."""
         with self._lock:
             session = self._pool.take(spec.agent, spec.session_key)
         if session is None:
-            session = _Session(self._session_class.options(**options).remote())
+            session = Session(self._session_class.options(**options).remote())
         return session
 
     def _refuse(self, child: RayChild, error: str, error_type: str | None = None) -> RayChild:
@@ -347,11 +295,11 @@ class RayBackend:
         try:
             posted, tail, data = future.result()
         except BaseException as exc:  # noqa: BLE001 - every way Ray says the attempt ended
-            finished = self._failure(child, exc, now)
+            finished = ended_by_ray(child, exc, now)
         else:
             for message in tail:
                 self._on_message(child, message)
-            finished = self._result(child, data, now)
+            finished = returned(child, data, now)
         child.held = (finished, posted, now)
         held[child.attempt_id] = child
 
@@ -364,7 +312,7 @@ class RayBackend:
             assert child.held is not None
             finished, posted, since = child.held
             if child.kill_t is not None and finished.killed != "kill":
-                finished = self._failure(child, None, now)  # once killed, the end is the kill's
+                finished = ended_by_ray(child, None, now)  # once killed, the end is the kill's
             messages_due = child.received < posted and now - since < self._park_s
             if messages_due or (self._may_still_run(child, finished) and now - since < 10.0):
                 continue
@@ -381,45 +329,8 @@ class RayBackend:
             return False
         return child.node.startswith(f"{self._local_ip}/") and not gone(child.pid)
 
-    def _result(self, child: RayChild, data: bytes, now: float) -> Finished:
-        """The `Finished` the child returned (its attempt id and pid as Zeus knows them)."""
-        if child.kill_t is not None:
-            return self._failure(child, None, now)
-        try:
-            finished = _wire.unpack(_wire.loads(data))
-            assert isinstance(finished, Finished)
-        except Exception as exc:  # noqa: BLE001 - a result class Zeus's process cannot import
-            finished = Finished(child.attempt_id, AttemptOutcome.error,
-                                error=f"the result could not be read in the supervisor: {exc}",
-                                error_type=type(exc).__name__)
-        finished.attempt_id = child.attempt_id
-        finished.pid = finished.pid or child.pid
-        if child.read_error is not None:
-            return Finished(child.attempt_id, AttemptOutcome.error, error=child.read_error,
-                            error_type="CrossingError", pid=child.pid,
-                            progress=finished.progress)
-        if child.cancel_t is not None and finished.outcome is AttemptOutcome.cancelled:
-            finished.killed, finished.kill_latency_s = "cooperative", now - child.cancel_t
-        return finished
-
-    def _failure(self, child: RayChild, exc: BaseException | None, now: float) -> Finished:
-        """The `Finished` of an attempt that Zeus killed (exc may be None) or Ray ended."""
-        if child.kill_t is not None:
-            error = never_granted(child.spec.resources) if child.placing else None
-            return Finished(child.attempt_id, AttemptOutcome.cancelled, pid=child.pid,
-                            killed="kill", kill_latency_s=now - child.kill_t,
-                            progress=child.progress, error=error,
-                            error_type="ResourcesNeverGranted" if error else None)
-        assert exc is not None
-        ending = describe_ray_failure(exc)
-        text = str(exc).strip().splitlines()
-        detail = text[-1] if text else type(exc).__name__
-        return Finished(child.attempt_id, ending.outcome, pid=child.pid,
-                        error=f"{ending.cause} ({ending.error_type}): {detail}"[:2000],
-                        error_type=ending.error_type, progress=child.progress)
-
     def _finish(self, child: RayChild, finished: Finished) -> None:
-        evicted: list[_Session] = []
+        evicted: list[Session] = []
         with self._lock:
             if child.finished:
                 return
