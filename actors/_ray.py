@@ -99,7 +99,7 @@ class RayBackend:
         if spec.work is None:
             return self._refuse(child, f"agent {spec.agent!r} has no work function for Ray")
         try:
-            _, work = _WORKS.get(spec.work, f"the work function {spec.work!r}")
+            _, work = _WORKS.get(spec.work, _wire.TypeNamed("the work function (a {})", spec.work))
             job = self._job(spec)
         except _wire.CrossingError as exc:
             return self._refuse(child, str(exc), "CrossingError")
