@@ -284,7 +284,7 @@ class ZeusActor(pykka.ThreadingActor):
                    pid_start_time=getattr(a.child, "pid_start_time", None),
                    node=getattr(a.child, "node", None),
                    **getattr(a.child, "journal_fields", {}),
-                   deadline_s=round(a.deadline - a.started_at, 6))
+                   deadline_s=round(a.deadline - self._clock.now(), 6))
 
     def _on_placed(self, msg: Placed) -> None:
         """A Ray attempt reached a node: its stale clock starts now (waiting for a node is
