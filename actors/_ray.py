@@ -74,6 +74,9 @@ class RayBackend:
         self._children: dict[str, RayChild] = {}
         self._pool: WarmPool[Session] = WarmPool()
         self._events: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        # Held by whichever thread turns Ray's answers into messages (the pump, or a Ray
+        # thread ending a short attempt), so that one child's messages keep their order.
+        self._pump_lock = threading.Lock()
         self._local_ip = ray.util.get_node_ip_address()
         context = ray.get_runtime_context()
         self.journal_fields = {"ray_address": str(context.gcs_address),
@@ -100,7 +103,7 @@ class RayBackend:
             return self._refuse(child, f"agent {spec.agent!r} has no work function for Ray")
         try:
             _, work = _WORKS.get(spec.work, _wire.TypeNamed("the work function (a {})", spec.work))
-            job = self._job(spec)
+            job = self._job(spec, work)
         except _wire.CrossingError as exc:
             return self._refuse(child, str(exc), "CrossingError")
         options = task_options(spec.resources)
@@ -113,17 +116,15 @@ class RayBackend:
                 child.session = self._session(spec, options)
                 child.pid, child.node = child.session.pid, child.session.node
                 child.placing = child.pid is None
-                child.ref = child.session.handle.run.remote(
-                    child.attempt_id, job, work, self._reporter_name
-                )
+                child.ref = child.session.handle.run.remote(child.attempt_id, job)
             else:
                 task = self._task.options(**options) if options else self._task
-                child.ref = task.remote(job, work, self._reporter_name)
+                child.ref = task.remote(job)
         except Exception as exc:  # noqa: BLE001 - bad resources, a Ray that went away
             with self._lock:
                 self._children.pop(child.attempt_id, None)
             return self._refuse(child, f"Ray refused the attempt: {type(exc).__name__}: {exc}")
-        child.ref.future().add_done_callback(lambda f: self._events.put(("ended", child, f)))
+        child.ref.future().add_done_callback(lambda f: self._on_result(child, f))
         return child
 
     def close(self) -> None:
@@ -150,8 +151,10 @@ class RayBackend:
         if self._owns_ray:
             ray.shutdown()
 
-    def _job(self, spec: ChildSpec) -> bytes:
+    def _job(self, spec: ChildSpec, work: bytes) -> bytes:
         job = {
+            "work": work,
+            "reporter": self._reporter_name,
             "brief": _wire.brief_to_wire(spec.brief),
             "agent": spec.agent,
             "delegation_id": spec.delegation_id,
@@ -202,6 +205,20 @@ class RayBackend:
             else:
                 ray.cancel(child.ref, force=True)
 
+    # -- a Ray thread ----------------------------------------------------------------
+    def _on_result(self, child: RayChild, future: Any) -> None:
+        """The attempt's result is in. A task that ended on its own and posted nothing to
+        the reporter ends here, with no hand-over; anything else goes to the pump."""
+        if child.session is None and child.kill_t is None and future.exception() is None:
+            posted, tail, data = future.result()
+            if posted == 0:
+                with self._pump_lock:
+                    for message in tail:
+                        self._on_message(child, message)
+                    self._finish(child, returned(child, data, time.monotonic()))
+                return
+        self._events.put(("ended", child, future))
+
     # -- the pump thread -------------------------------------------------------------
     def _drain(self) -> None:
         ref = self._reporter.drain.remote()
@@ -219,11 +236,12 @@ class RayBackend:
             if event[0] == "stop":
                 return
             try:
-                if event[0] == "drain":
-                    self._on_drained(event[1])
-                elif event[0] == "ended":
-                    self._on_ended(event[1], event[2], held)
-                self._release(held)
+                with self._pump_lock:
+                    if event[0] == "drain":
+                        self._on_drained(event[1])
+                    elif event[0] == "ended":
+                        self._on_ended(event[1], event[2], held)
+                    self._release(held)
             except Exception:  # noqa: BLE001 - a bug here must not stop every child's reports
                 traceback.print_exc()
 

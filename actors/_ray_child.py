@@ -297,8 +297,6 @@ class Outbox:
 
 def _execute(
     job_data: bytes,
-    work_data: bytes,
-    reporter: str,
     cancel: threading.Event,
     session_for: Callable[[str | None, dict[str, Any] | None], dict[str, Any]],
     *,
@@ -307,8 +305,8 @@ def _execute(
     """One attempt in this worker: (messages posted, messages not posted, its Finished)."""
     pid = os.getpid()
     try:
-        job = _wire.loads(job_data)
-        work = _wire.loads(work_data)
+        job = _wire.loads(job_data)  # one argument: each one a task takes costs a no-op's time
+        work = _wire.loads(job["work"])
         brief = _wire.brief_from_wire(job["brief"])
     except BaseException as exc:  # noqa: BLE001 - e.g. the work's module is not on this node
         finished = Finished(
@@ -319,7 +317,7 @@ def _execute(
         )
         return 0, [], _wire.dumps(_wire.pack(finished))
     attempt_id = job["attempt_id"]
-    outbox = Outbox(reporter, attempt_id, interval_s=job["interval_s"],
+    outbox = Outbox(job["reporter"], attempt_id, interval_s=job["interval_s"],
                     cancel=cancel, watch=watch)
     outbox.put(_wire.dumps((PLACED, pid, node_label())))
     ctx = Context(
@@ -350,9 +348,9 @@ def _fresh_session(_key: str | None, initial: dict[str, Any] | None) -> dict[str
     return initial if initial is not None else {}
 
 
-def run_task(job: bytes, work: bytes, reporter: str) -> tuple[int, list[bytes], bytes]:
+def run_task(job: bytes) -> tuple[int, list[bytes], bytes]:
     """The body of an attempt's Ray task (runs in a Ray worker)."""
-    return _execute(job, work, reporter, threading.Event(), _fresh_session, watch=True)
+    return _execute(job, threading.Event(), _fresh_session, watch=True)
 
 
 class SessionWorker:
@@ -366,12 +364,12 @@ class SessionWorker:
         self._session: dict[str, Any] = {}
 
     def run(
-        self, attempt_id: str, job: bytes, work: bytes, reporter: str
+        self, attempt_id: str, job: bytes
     ) -> tuple[int, list[bytes], bytes]:
         with self._lock:
             cancel = self._cancels.setdefault(attempt_id, threading.Event())
         try:
-            return _execute(job, work, reporter, cancel, self._session_for, watch=False)
+            return _execute(job, cancel, self._session_for, watch=False)
         finally:
             with self._lock:
                 self._cancels.pop(attempt_id, None)
