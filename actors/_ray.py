@@ -189,6 +189,14 @@ class RayBackend:
             if child.finished or child.cancel_t is not None or child.ref is None:
                 return
             child.cancel_t = time.monotonic()
+        # Sent by the pump: a kill that follows at once (grace_s 0) makes it moot, and a
+        # worker busy taking a cancel is slower to die.
+        self._events.put(("cancel", child))
+
+    def _send_cancel(self, child: RayChild) -> None:
+        """The pump thread: the cooperative cancel, unless the child is gone or being killed."""
+        if child.finished or child.kill_t is not None:
+            return
         if child.session is not None:
             child.session.handle.cancel.remote(child.attempt_id)
         else:
@@ -241,6 +249,8 @@ class RayBackend:
                         self._on_drained(event[1])
                     elif event[0] == "ended":
                         self._on_ended(event[1], event[2], held)
+                    elif event[0] == "cancel":
+                        self._send_cancel(event[1])
                     self._release(held)
             except Exception:  # noqa: BLE001 - a bug here must not stop every child's reports
                 traceback.print_exc()
