@@ -374,10 +374,6 @@ class SessionWorker:
             with self._lock:
                 self._cancels.pop(attempt_id, None)
 
-    def where(self) -> tuple[int, str]:
-        """This actor's pid and node."""
-        return os.getpid(), node_label()
-
     def cancel(self, attempt_id: str) -> None:
         """Zeus's cooperative cancel (on the actor's second thread; may overtake `run`)."""
         with self._lock:

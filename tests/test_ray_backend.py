@@ -170,9 +170,12 @@ def test_a_ray_child_reports_partials_charges_and_tool_calls_and_says_where_it_r
     assert summary.attempts[0].pid == summary.output["pid"]
 
 
-def test_a_ray_child_delegates_to_a_thread_agent_and_gets_its_summary(zeus: Zeus) -> None:
-    leaf = "leaf-" + str(next(_names))
-    zeus.register(leaf, thread_leaf)
+@pytest.mark.parametrize("isolation", ["thread", "process", "ray"])
+def test_a_ray_child_delegates_to_an_agent_of_any_isolation_and_gets_its_summary(
+    zeus: Zeus, isolation: str
+) -> None:
+    leaf = f"leaf-{isolation}-{next(_names)}"
+    zeus.register(leaf, thread_leaf, AgentPolicy(isolation=isolation))  # type: ignore[arg-type]
     agent = on_ray(zeus, delegates, kind="orchestrator")
     summary = run(zeus, agent, inputs={"to": leaf})
     assert summary.status is Status.completed
