@@ -119,6 +119,13 @@ def counts_in_session(brief: Brief, ctx: Context) -> tuple[int, int]:
     return ctx.session["n"], os.getpid()
 
 
+def hangs_when_told(brief: Brief, ctx: Context) -> tuple[int, int]:
+    ctx.session["seen"] = ctx.session.get("seen", 0) + 1
+    if brief.inputs["hang"]:
+        ignores_cancel(brief, ctx)
+    return os.getpid(), ctx.session["seen"]
+
+
 def returns_a_generator(brief: Brief, ctx: Context) -> Any:
     return (i for i in range(3))
 
@@ -254,6 +261,21 @@ def test_a_follow_up_brief_reaches_the_same_session_actor_with_its_session(zeus:
     assert first.output[1] == second.output[1]  # the same warm actor
     assert other.output[0] == 1
     assert eventually_dead(first.output[1]), "the evicted session actor was not killed"
+
+
+def test_a_hung_session_actor_is_killed_through_ray_and_the_next_brief_gets_a_fresh_one(
+    zeus: Zeus, log: Recorder
+) -> None:
+    agent = on_ray(zeus, hangs_when_told, session_max=1, timeout_s=1.5,
+                   shutdown={"grace_s": 0.2}, retry={"max_retries": 0})
+    hung = run(zeus, agent, session="s1", inputs={"hang": True})
+    assert hung.status is Status.timed_out
+    assert [e["how"] for e in log.named("attempt.killed") if e["agent"] == agent] == ["kill"]
+    assert eventually_dead(hung.partial_results[0])
+    # Room for Ray to start the new actor; the killed one's session went with it.
+    fresh = run(zeus, agent, session="s1", inputs={"hang": False}, timeout_s=15)
+    assert fresh.status is Status.completed
+    assert fresh.output[0] != hung.partial_results[0] and fresh.output[1] == 1
 
 
 def eventually_dead(pid: int) -> bool:
