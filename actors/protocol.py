@@ -22,6 +22,7 @@ __all__ = [
     "Finished",
     "Heartbeat",
     "Partial",
+    "Placed",
     "Spawned",
     "ToolCall",
 ]
@@ -94,9 +95,6 @@ class DelegateRequest:
     reply: Callable[[Summary | BaseException], None] = field(compare=False)
 
 
-ChildMessage = Heartbeat | Partial | Charge | ToolCall | Finished | DelegateRequest
-
-
 @dataclass(slots=True)
 class Spawned:
     """The attempt's process now exists (started outside Zeus's mailbox): its pid, for the
@@ -105,3 +103,16 @@ class Spawned:
     attempt_id: str
     pid: int
     pid_start_time: float | None = None
+
+
+@dataclass(slots=True)
+class Placed:
+    """Where an attempt runs, once its backend knows (a Ray task is placed when a worker
+    takes it, which may be long after `start()`): its node and the worker's pid."""
+
+    attempt_id: str
+    pid: int | None
+    node: str | None
+
+
+ChildMessage = Heartbeat | Partial | Charge | ToolCall | Finished | DelegateRequest | Placed

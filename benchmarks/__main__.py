@@ -13,6 +13,7 @@ from benchmarks import (
     bench_input,
     bench_integrations,
     bench_process,
+    bench_ray,
     bench_runtime,
 )
 
@@ -36,6 +37,8 @@ def main() -> None:
     bench_integrations.main()
     print("== under hostile load ==")
     bench_hostile.main()
+    print("== Ray children (skipped without the ray extra) ==")
+    bench_ray.main([])
 
 
 if __name__ == "__main__":

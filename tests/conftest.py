@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -65,3 +66,15 @@ def wait_cancelled(brief: Any, ctx: Any) -> None:
     """A work function that reports once, then waits until Zeus cancels it."""
     ctx.heartbeat("started")
     ctx.sleep(60)
+
+
+RAY_SKIP = "the ray extra is not installed (pip install 'zeus-supervisor[ray]')"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shut_ray_down() -> Iterator[None]:
+    """Whatever Ray a test left connected goes down with the session."""
+    yield
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()

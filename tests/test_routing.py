@@ -250,7 +250,7 @@ def test_a_timeout_of_the_wrong_type_is_refused(tmp_path: Path, value: str, allo
     [
         ("partial_ok", "1", "found 1; allowed: true or false"),
         ("session_max", "1.5", "found 1.5; allowed: an integer"),
-        ("isolation", "vm", "found 'vm'; allowed: 'thread' or 'process'"),
+        ("isolation", "vm", "found 'vm'; allowed: 'thread', 'process' or 'ray'"),
         ("kind", "boss", "allowed: 'leaf' or 'orchestrator'"),
         ("reasoning_effort", "max", "allowed: 'low', 'medium' or 'high'"),
         ("role", "[a, b]", "allowed: a string"),

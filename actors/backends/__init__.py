@@ -18,6 +18,7 @@ from actors.protocol import (
     Finished,
     Heartbeat,
     Partial,
+    Placed,
     Spawned,
     ToolCall,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "Heartbeat",
     "Mail",
     "Partial",
+    "Placed",
     "ProcessBackend",
     "ProcessChild",
     "ProcessTree",

@@ -1,4 +1,4 @@
-"""The seam between Zeus and the isolation backends (thread now, process next).
+"""The seam between Zeus and the isolation backends (thread, process, Ray).
 
 Zeus talks to a child only through messages: it starts the child with a
 `ChildSpec` and a `send` callable, and the child reports through `send`.
@@ -7,7 +7,7 @@ Zeus in turn asks the handle to `cancel()` (cooperative) or `kill()` (force).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -50,6 +50,8 @@ class ChildSpec:
     # What the attempt may still spend before some budget (its own, an ancestor's, the
     # tree's) is over: {"calls": 3, "cost": 0.25}; the child stops itself past it.
     budget_left: dict[str, float] | None = None
+    # Ray isolation: what the attempt asks of a node (num_cpus, num_gpus, memory, custom).
+    resources: Mapping[str, float] | None = field(default=None, compare=False)
 
 
 class ChildHandle(Protocol):

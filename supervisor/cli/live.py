@@ -31,6 +31,7 @@ from actors import Summary
 from supervisor import journal as jr
 from supervisor.cli.render import (
     Row,
+    attempt_head,
     delegation_status,
     describe,
     first_line,
@@ -260,7 +261,7 @@ class LiveTree:
         live = None if a.ended else _live_attempt(self._live_nodes.get(d.id))
         if live is None or live.get("id") != a.id:
             return plain_attempt(a, d)
-        head = " ".join(x for x in (a.id, a.agent, f"pid {a.pid}" if a.pid else None) if x)
+        head = attempt_head(a)
         text = Text(f"{head}: {live.get('state', 'running')}", style="cyan")
         progress = live.get("progress")
         ago = num(live.get("last_progress_s_ago"))

@@ -178,9 +178,15 @@ def delegation_label(
     return text, status
 
 
+def attempt_head(a: Attempt) -> str:
+    """An attempt's id, agent, and where it runs: its pid, and its node on a cluster."""
+    return " ".join(x for x in (a.id, a.agent, f"pid {a.pid}" if a.pid else None,
+                                f"on {a.node}" if a.node else None) if x)
+
+
 def attempt_label(a: Attempt) -> str:
     """The plain label of an attempt: how it ended, what stopped it, what followed."""
-    head = " ".join(x for x in (a.id, a.agent, f"pid {a.pid}" if a.pid else None) if x)
+    head = attempt_head(a)
     if a.outcome is not None:
         state = a.outcome + ("" if a.duration_s is None else f" after {a.duration_s:.2f}s")
     elif a.fenced is not None:
@@ -396,6 +402,7 @@ def describe(event: dict[str, Any]) -> str | None:
         return f'to {e["agent"]}: "{first_line(e.get("scope"), 70)}" ({", ".join(extras)})'
     if name == "attempt.started":
         pid = f", pid {e['pid']}" if e.get("pid") else ""
+        pid += f", on {e['node']}" if e.get("node") else ""
         return f"attempt {e['attempt']} on {e['agent']} started{pid}, deadline in {e['deadline_s']}"
     if name == "attempt.heartbeat":
         note = f": {first_line(e['note'], 70)}" if e.get("note") else ""

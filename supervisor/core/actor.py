@@ -21,7 +21,16 @@ import pykka
 from actors import AttemptOutcome, AttemptRecord, Brief, Report, Status, Summary, Usage
 from actors.backends import Backend, ChildSpec
 from actors.clock import Clock, Timer
-from actors.protocol import Charge, DelegateRequest, Finished, Heartbeat, Partial, Spawned, ToolCall
+from actors.protocol import (
+    Charge,
+    DelegateRequest,
+    Finished,
+    Heartbeat,
+    Partial,
+    Placed,
+    Spawned,
+    ToolCall,
+)
 from supervisor.core.handle import Settled
 from supervisor.core.mail import PendingMail
 from supervisor.core.messages import (
@@ -106,6 +115,7 @@ class ZeusActor(pykka.ThreadingActor):
         self._mail = PendingMail()
         self._handlers: dict[type, Callable[[Any], Any]] = {
             Heartbeat: self._on_heartbeat,
+            Placed: self._on_placed,
             Partial: self._on_partial,
             Charge: self._on_charge,
             ToolCall: self._on_tool_call,
@@ -269,6 +279,7 @@ class ZeusActor(pykka.ThreadingActor):
                 session_key=d.brief.session,
                 # Process agents keep at least one warm worker: no spawn per delegation.
                 session_max=max(1, policy.session_max),
+                resources=policy.resources,
                 previous_partials=tuple(d.partials),
                 depth=d.depth,
                 framing=role_framing(d.agent, policy, self._registry.routing, d.depth,
@@ -281,23 +292,36 @@ class ZeusActor(pykka.ThreadingActor):
             a.child = self._backend(isolation).start(spec, self.send)
             a.pid = a.child.pid
         except Exception as exc:  # noqa: BLE001 - a child that cannot start is a failed attempt
-            self._emit("attempt.started", d, a, attempt=a.number, pid=None,
-                       pid_start_time=None, deadline_s=deadline - now)
+            self._announce(d, a)
             self._end_attempt(d, a, Finished(a.id, AttemptOutcome.error,
                                              error=f"{type(exc).__name__}: {exc}",
                                              error_type=type(exc).__name__))
             return
         self._nudge_ancestors(d, now)  # an attempt starting is progress of its subtree
         self._mail.flush(d.id, a.child)
-        self._emit(
-            "attempt.started",
-            d,
-            a,
-            attempt=a.number,
-            pid=a.pid,
-            pid_start_time=getattr(a.child, "pid_start_time", None),
-            deadline_s=round(deadline - now, 6),
-        )
+        if not _placing(a):  # a Ray task is announced once a node took it (`_on_placed`)
+            self._announce(d, a)
+
+    def _announce(self, d: Delegation, a: Attempt) -> None:
+        """`attempt.started`, once per attempt: where it runs, when that is known."""
+        a.announced = True
+        self._emit("attempt.started", d, a, attempt=a.number, pid=a.pid,
+                   pid_start_time=getattr(a.child, "pid_start_time", None),
+                   node=getattr(a.child, "node", None),
+                   **getattr(a.child, "journal_fields", {}),
+                   deadline_s=round(a.deadline - self._clock.now(), 6))
+
+    def _on_placed(self, msg: Placed) -> None:
+        """A Ray attempt reached a node (waiting for one is not a hang: its stale clock
+        starts at its first sign of life, as for every child; the deadline counts from
+        the start)."""
+        owner = self._live.get(msg.attempt_id)
+        if owner is None:
+            return
+        d, a = owner
+        a.pid = msg.pid
+        if not a.announced:
+            self._announce(d, a)
 
     def _arm(self, a: Attempt) -> None:
         """One timer per attempt, at its deadline or the moment it would go stale.
@@ -614,6 +638,8 @@ class ZeusActor(pykka.ThreadingActor):
     ) -> None:
         now = self._clock.now()
         self._live.pop(a.id, None)
+        if not a.announced:
+            self._announce(d, a)
         for timer in a.timers:
             timer.cancel()
         d.current = None
@@ -986,6 +1012,11 @@ class ZeusActor(pykka.ThreadingActor):
                 agent=a.agent if a else d.agent,
                 **fields,
             )
+
+
+def _placing(a: Attempt) -> bool:
+    """Whether the attempt still waits for a node (a Ray task not yet taken by a worker)."""
+    return bool(getattr(a.child, "placing", False))
 
 
 def _effective(policy: AgentPolicy, brief: Brief) -> dict[str, Any]:

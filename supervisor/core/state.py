@@ -56,6 +56,7 @@ class Attempt:
     last_tool: str | None = None
     last_note: str | None = None
     in_tool: str | None = None  # a long tool call (`with ctx.tool(...)`) in progress
+    announced: bool = False  # `attempt.started` emitted (deferred until a Ray task is placed)
 
     @property
     def stale_after_s(self) -> float:
@@ -162,6 +163,7 @@ def snapshot_node(d: Delegation, now: float) -> dict[str, Any]:
             "agent": a.agent,
             "state": "stopping" if a.stopping_since is not None else "running",
             "pid": a.pid,
+            "node": getattr(a.child, "node", None),
             "elapsed_s": round(now - a.started_at, 3),
             "deadline_in_s": round(a.deadline - now, 3),
             "timeout_s": round(a.deadline - a.started_at, 3),

@@ -38,6 +38,7 @@ from supervisor.errors import DelegationRefused, SupervisorError, UnknownDelegat
 from supervisor.journal.events import EventLog, LogTarget
 from supervisor.journal.streams import EventStream
 from supervisor.routing import AgentPolicy, Routing
+from supervisor.routing.ray_setup import ray_backend, wants_ray
 from supervisor.rules.admission import writer_partial_refusal
 from supervisor.rules.groups import STRATEGIES, Group, Strategy
 
@@ -58,8 +59,11 @@ class Zeus:
         self._owns_clock = clock is None
         self._clock: Clock = clock if clock is not None else SystemClock(self._timer_failed)
         self._registry = Registry(routing)
+        # Ray first: it may refuse to start (not installed, unreachable), and nothing else
+        # has been started then.
+        ray = {} if (backends and "ray" in backends) else _ray_backends(routing)
         self._events = EventLog(log, self._clock.wall)
-        self._backends: dict[str, Backend] = {"thread": ThreadBackend()}
+        self._backends: dict[str, Backend] = {"thread": ThreadBackend(), **ray}
         if backends:
             self._backends.update(backends)
         else:
@@ -115,6 +119,8 @@ class Zeus:
         thread, so that its first attempt does not hold up Zeus's mailbox.
         """
         self._registry.register(agent, work, policy)
+        if "ray" not in self._backends and wants_ray([self._registry.policy(agent)]):
+            self._backends["ray"] = ray_backend(self._registry.routing)
         if self._registry.policy(agent).isolation == "process":
             backend = self._backends.get("process")
             if isinstance(backend, ProcessBackend):
@@ -344,3 +350,10 @@ def _process_backends(routing: Routing) -> dict[str, Backend]:
     if any(p.isolation == "process" or p.command for p in routing.agents.values()):
         backend.prestart()
     return {"process": backend}
+
+
+def _ray_backends(routing: Routing) -> dict[str, Backend]:
+    """The Ray backend, when an agent runs on Ray (Ray is started or joined now)."""
+    if not wants_ray(routing.agents.values()):
+        return {}
+    return {"ray": ray_backend(routing)}

@@ -10,6 +10,7 @@ steers a running child (`send`).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import weakref
 from collections.abc import Callable, Mapping
@@ -53,9 +54,18 @@ async def await_group(group: GroupHandle) -> list[Summary]:
 
 async def wait_summary(handle: Handle, timeout_s: float | None) -> Summary | None:
     """The summary, or None when `timeout_s` runs out first. Only waits: neither the
-    timeout nor cancelling the awaiting task cancels the delegation (it is shielded)."""
+    timeout nor cancelling the awaiting task cancels the delegation: it waits on a copy
+    of the handle's future, which nothing cancels but this wait (a shielded handle would
+    still be cancelled with its loop's leftover tasks when the loop closes)."""
+    copy: concurrent.futures.Future[Summary] = concurrent.futures.Future()
+
+    def settled(summary: Summary) -> None:  # Zeus's thread, or this one if settled already
+        if copy.set_running_or_notify_cancel():
+            copy.set_result(summary)
+
+    handle.add_done_callback(settled)
     try:
-        return await asyncio.wait_for(asyncio.shield(handle), timeout_s)
+        return await asyncio.wait_for(asyncio.wrap_future(copy), timeout_s)
     except TimeoutError:
         return None
 

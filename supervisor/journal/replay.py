@@ -41,6 +41,9 @@ class Attempt:
     number: int | None = None
     pid: int | None = None
     pid_start_time: float | None = None
+    node: str | None = None  # a Ray child's node ("ip/node-id-prefix")
+    ray_address: str | None = None  # the Ray cluster (GCS address) a Ray child ran on
+    ray_job: str | None = None  # the Ray job (hex) of the supervisor that started it
     started_ts: float | None = None
     deadline_s: float | None = None
     ended_ts: float | None = None
@@ -263,6 +266,10 @@ def _started(run: Run, d: Delegation, a: Attempt | None, e: Event, ts: float | N
     a.number = _int(e.get("attempt"))
     a.pid = _int(e.get("pid"))
     a.pid_start_time = num(e.get("pid_start_time"))
+    node, address, job = e.get("node"), e.get("ray_address"), e.get("ray_job")
+    a.node = node if isinstance(node, str) else None
+    a.ray_address = address if isinstance(address, str) else None
+    a.ray_job = job if isinstance(job, str) else None
     a.deadline_s = num(e.get("deadline_s"))
     a.started_ts = ts
 

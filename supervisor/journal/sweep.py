@@ -19,6 +19,7 @@ from pathlib import Path
 from actors.osproc import ProcessTree
 from actors.osproc import process_start_time as _proc_start_time
 from supervisor.journal.replay import Attempt, Journal, Run
+from supervisor.journal.sweep_ray import RayProbe
 
 __all__ = [
     "SweepAction",
@@ -79,6 +80,7 @@ class SweepAction(StrEnum):
     protected = "protected"  # the supervisor, this process or its parent: never signalled
     supervisor_running = "supervisor running"  # its supervisor still runs: left to it
     failed = "failed"  # alive after SIGKILL, or not ours to signal
+    ray_ended = "ended by Ray"  # a Ray child whose job Ray has ended (the driver died)
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,9 @@ class SweepTarget:
     agent: str | None
     run: int
     death_confirmed: bool
+    node: str | None = None  # a Ray child: its node, and the cluster and job to ask
+    ray_address: str | None = None
+    ray_job: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,11 +108,11 @@ class SweepResult:
 
 def sweep_targets(journal: Journal) -> list[SweepTarget]:
     """Every child process any run started, one per (pid, start time), in journal order."""
-    found: dict[tuple[int, float | None, int], list[Attempt]] = {}
+    found: dict[tuple[int, float | None, int, str | None], list[Attempt]] = {}
     for run in journal.runs:
         for a in run.attempts.values():
             if a.pid is not None:
-                found.setdefault((a.pid, a.pid_start_time, run.index), []).append(a)
+                found.setdefault((a.pid, a.pid_start_time, run.index, a.node), []).append(a)
     return [
         SweepTarget(
             pid=pid,
@@ -118,8 +123,11 @@ def sweep_targets(journal: Journal) -> list[SweepTarget]:
             run=run_index,
             # The last attempt in that process decides: a warm session child lives on.
             death_confirmed=attempts[-1].death_confirmed,
+            node=node,
+            ray_address=attempts[-1].ray_address,
+            ray_job=attempts[-1].ray_job,
         )
-        for (pid, start, run_index), attempts in found.items()
+        for (pid, start, run_index, node), attempts in found.items()
     ]
 
 
@@ -146,6 +154,7 @@ def sweep(
     tolerance_s: float = 1.0,
     probe: Callable[[int], float | None] = process_start_time,
     sleep: Callable[[float], None] = time.sleep,
+    ray: RayProbe | None = None,
 ) -> list[SweepResult]:
     """Stop the recorded child processes that still run: SIGTERM to each one's process
     group, up to `grace_s` to end, then SIGKILL.
@@ -153,8 +162,10 @@ def sweep(
     A process is signalled only if it is alive and started within `tolerance_s`
     of the start time the journal recorded (so a reused pid is left alone), and
     never while the supervisor that wrote its run is still running. Every
-    recorded process gets a result saying what was done and why.
+    recorded process gets a result saying what was done and why. A Ray child is
+    never signalled: `ray` asks its cluster whether Ray has ended it.
     """
+    ray = ray or RayProbe()
     own = {0, 1, os.getpid(), os.getppid()}
     results = []
     live_runs = {r.index for r in journal.runs if _supervisor_alive(r, probe, tolerance_s)}
@@ -167,13 +178,17 @@ def sweep(
         recorded = target.pid_start_time
         if target.death_confirmed:
             result(SweepAction.dead, "the journal records that it was killed or crashed")
-        elif target.pid in own or target.pid in zeus_pids:
+        elif target.node is None and (target.pid in own or target.pid in zeus_pids):
             result(SweepAction.protected, "a supervisor or this process; never signalled")
         elif target.run in live_runs:
             result(
                 SweepAction.supervisor_running,
                 "the supervisor of this run still runs; stop it instead (zeus.stop)",
             )
+        elif target.node is not None:  # a Ray child: never signalled, Ray is asked
+            action, detail = ray.verdict(target.node, target.ray_address, target.ray_job,
+                                         dry_run)
+            result(SweepAction(action), detail)
         elif recorded is None:
             result(
                 SweepAction.unverifiable,

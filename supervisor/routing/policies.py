@@ -25,6 +25,7 @@ __all__ = [
     "HeartbeatPolicy",
     "IntensityPolicy",
     "PricingPolicy",
+    "RayPolicy",
     "ResultPolicy",
     "RetryOn",
     "RetryPolicy",
@@ -130,7 +131,10 @@ class AgentPolicy(Frozen):
     partial_ok: bool = False
     reasoning_effort: Literal["low", "medium", "high"] | None = None
     session_max: int = Field(default=0, ge=0, description="Warm sessions kept for this agent.")
-    isolation: Literal["thread", "process"] = "thread"
+    isolation: Literal["thread", "process", "ray"] = "thread"
+    resources: dict[str, float] | None = Field(
+        default=None, description="Ray isolation: what an attempt asks of a node (num_cpus, ...)."
+    )
     heartbeat: HeartbeatPolicy = HeartbeatPolicy()
     shutdown: ShutdownPolicy = ShutdownPolicy()
     budget: BudgetPolicy = BudgetPolicy()
@@ -167,6 +171,14 @@ class IntensityPolicy(Frozen):
     scope: Literal["agent", "supervisor"] = "agent"
 
 
+class RayPolicy(Frozen):
+    # null: start a local Ray (unless one runs in this process); "auto", "host:port" or
+    # "ray://host:port": join that cluster. `init` goes to `ray.init` as it is.
+    address: str | None = None
+    init: dict[str, Any] = Field(default_factory=dict)
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+
+
 class SupervisorPolicy(Frozen):
     max_depth: int = Field(default=2, ge=1, description="Levels of delegation below the host.")
     max_concurrent: int = Field(default=64, ge=1)
@@ -175,6 +187,7 @@ class SupervisorPolicy(Frozen):
     )
     intensity: IntensityPolicy = IntensityPolicy()
     budget: BudgetPolicy = BudgetPolicy()
+    ray: RayPolicy = RayPolicy()
 
 
 # The keys `defaults:` may set: all but those that belong to one agent.

@@ -66,6 +66,7 @@ from supervisor.routing.problems import (
     mapping_or_none,
     unknown_key,
 )
+from supervisor.routing.ray_setup import MISSING_RAY, ray_installed
 
 __all__ = [
     "OWNER",
@@ -370,6 +371,8 @@ def _check_agent(
             import_entrypoint(entrypoint)
         except EntrypointError as exc:
             problems.add((*at, "entrypoint"), str(exc))
+    if agent.get("isolation") == "ray" and not agent.get("command") and not ray_installed():
+        problems.add((*at, "isolation"), MISSING_RAY)
     command = agent.get("command")
     if isinstance(command, list | tuple) and command and command[0] == "":
         problems.add((*at, "command", 0), f"found ''; allowed: {WORDS['command']}")

@@ -1,0 +1,112 @@
+"""Zeus's handle on one attempt on Ray (`RayChild`), and how its end becomes a `Finished`:
+the value the child returned, or what Ray said (a kill, a worker or node death).
+
+Runs in Zeus's process (the backend's pump thread builds the endings).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from actors import wire as _wire
+from actors.backends.base import ChildSpec, Send
+from actors.backends.ray_causes import describe_ray_failure
+from actors.backends.ray_place import never_granted
+from actors.models import AttemptOutcome
+from actors.protocol import Finished
+
+if TYPE_CHECKING:
+    from actors.backends.ray import RayBackend
+
+__all__ = ["RayChild", "Session", "ended_by_ray", "returned"]
+
+
+class Session:
+    """A warm session actor: its Ray handle, and where it runs once known."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self.pid: int | None = None
+        self.node: str | None = None
+
+
+class RayChild:
+    """Zeus's handle on one attempt on Ray. `cancel`/`kill` return at once.
+
+    Fields are written by Zeus's thread (`cancel_t`, `kill_t`) and the pump
+    thread (the rest), under the backend's lock where both look.
+    """
+
+    def __init__(self, backend: RayBackend, spec: ChildSpec, send: Send) -> None:
+        self.spec = spec
+        self.attempt_id = spec.attempt_id
+        self.send = send
+        self._backend = backend
+        self.ref: Any = None
+        self.session: Session | None = None
+        self.pid: int | None = None
+        self.node: str | None = None
+        self.placing = True  # until the child says where it runs
+        self.received = 0  # messages of this attempt drained from the reporter
+        self.progress = 0
+        self.finished = False
+        # Its end, held until it may go: (Finished, messages it posted, when Ray said so).
+        self.held: tuple[Finished, int, float] | None = None
+        self.cancel_t: float | None = None
+        self.kill_t: float | None = None
+        self.read_error: str | None = None
+
+    @property
+    def killable(self) -> bool:
+        return self.ref is not None
+
+    @property
+    def journal_fields(self) -> dict[str, str]:
+        """What `attempt.started` records so that `zeus sweep` can ask Ray about it later."""
+        return self._backend.journal_fields
+
+    def cancel(self) -> None:
+        """Set the child Context's cancel event (through the reporter or its session actor)."""
+        self._backend._cancel(self)
+
+    def kill(self) -> None:
+        """`ray.cancel(force=True)` (a task) or `ray.kill` (a session actor)."""
+        self._backend._kill(self)
+
+
+def returned(child: RayChild, data: bytes, now: float) -> Finished:
+    """The `Finished` the child returned (its attempt id and pid as Zeus knows them)."""
+    if child.kill_t is not None:
+        return ended_by_ray(child, None, now)
+    try:
+        finished = _wire.unpack(_wire.loads(data))
+        assert isinstance(finished, Finished)
+    except Exception as exc:  # noqa: BLE001 - a result class Zeus's process cannot import
+        finished = Finished(child.attempt_id, AttemptOutcome.error,
+                            error=f"the result could not be read in the supervisor: {exc}",
+                            error_type=type(exc).__name__)
+    finished.attempt_id = child.attempt_id
+    finished.pid = finished.pid or child.pid
+    if child.read_error is not None:
+        return Finished(child.attempt_id, AttemptOutcome.error, error=child.read_error,
+                        error_type="CrossingError", pid=child.pid,
+                        progress=finished.progress)
+    if child.cancel_t is not None and finished.outcome is AttemptOutcome.cancelled:
+        finished.killed, finished.kill_latency_s = "cooperative", now - child.cancel_t
+    return finished
+
+def ended_by_ray(child: RayChild, exc: BaseException | None, now: float) -> Finished:
+    """The `Finished` of an attempt that Zeus killed (exc may be None) or Ray ended."""
+    if child.kill_t is not None:
+        error = never_granted(child.spec.resources) if child.placing else None
+        return Finished(child.attempt_id, AttemptOutcome.cancelled, pid=child.pid,
+                        killed="kill", kill_latency_s=now - child.kill_t,
+                        progress=child.progress, error=error,
+                        error_type="ResourcesNeverGranted" if error else None)
+    assert exc is not None
+    ending = describe_ray_failure(exc)
+    text = str(exc).strip().splitlines()
+    detail = text[-1] if text else type(exc).__name__
+    return Finished(child.attempt_id, ending.outcome, pid=child.pid,
+                    error=f"{ending.cause} ({ending.error_type}): {detail}"[:2000],
+                    error_type=ending.error_type, progress=child.progress)

@@ -1,0 +1,97 @@
+"""Ray as a place to run: joining or starting it, and asking it about its nodes and workers.
+
+Runs in Zeus's process. Ray is imported only here and in the other `actors.backends.ray*`
+modules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import ray
+
+from actors.backends.ray_causes import grantable, parse_address
+from actors.backends.ray_child import Reporter
+
+__all__ = ["RayConnectError", "connect", "gone", "never_granted", "new_reporter"]
+
+_HEAD = "node:__internal_head__"  # a resource only the head node has
+
+
+class RayConnectError(ConnectionError):
+    """Ray could not be started or joined; the message says what to fix."""
+
+
+def connect(address: str | None, init: Mapping[str, Any], timeout_s: float) -> bool:
+    """Join or start Ray for Zeus; True when this call connected (and Zeus owns that).
+
+    A Ray already initialised in this process is used as it is. Otherwise an
+    `address` is probed first (TCP, `timeout_s`): `ray.init` on an address that
+    does not answer retries for minutes. With `address` None, `ray.init` starts
+    a local Ray (or joins the one `RAY_ADDRESS` names).
+    """
+    if ray.is_initialized():
+        return False
+    if address is not None:
+        try:
+            target = parse_address(address)
+        except ValueError as exc:
+            raise RayConnectError(str(exc)) from None
+        if target is not None:
+            try:
+                socket.create_connection(target, timeout=timeout_s).close()
+            except OSError as exc:
+                raise RayConnectError(
+                    f"cannot reach the Ray cluster at {address!r} ({exc}); start it "
+                    "(`ray start --head`) or fix supervisor.ray.address in routing.yml"
+                ) from None
+    kwargs = dict(init)
+    if address is None:
+        kwargs.setdefault("include_dashboard", False)
+    try:
+        ray.init(address=address, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - whatever ray.init raises, nothing stays half-up
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        where = "start a local Ray" if address is None else f"join the Ray cluster at {address!r}"
+        raise RayConnectError(
+            f"could not {where}: {type(exc).__name__}: {exc}; check supervisor.ray in routing.yml"
+        ) from None
+    return True
+
+
+def new_reporter() -> tuple[Any, str]:
+    """A reporter actor on the head node (which lives as long as the cluster does), and the
+    name children look it up by."""
+    name = f"zeus-reporter-{uuid.uuid4().hex}"
+    handle = ray.remote(Reporter).options(
+        name=name, num_cpus=0, max_concurrency=100_000, max_restarts=0, resources={_HEAD: 0.001}
+    ).remote()
+    return handle, name
+
+
+def never_granted(resources: Mapping[str, float] | None) -> str:
+    """Why a killed attempt never ran: what it asked for, and whether any node has it."""
+    wanted = dict(resources or {}) or {"num_cpus": 1}
+    asked = ", ".join(f"{k}={v:g}" for k, v in wanted.items())
+    text = f"the Ray task never started: the resources it asks for ({asked}) were never granted"
+    try:
+        nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+    except Exception:  # noqa: BLE001 - the cluster's state is a detail here
+        return text
+    if not grantable(wanted, nodes):
+        return text + "; no node of the cluster has them (Ray keeps such a task pending for good)"
+    return text + "; the nodes that have them stayed busy"
+
+
+def gone(pid: int) -> bool:
+    """Whether process `pid` of this host has exited (a zombie has); True where /proc is not."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0] == b"Z"
+    except OSError:  # no such process (or no /proc)
+        return True

@@ -1,0 +1,119 @@
+"""An attempt that waits for a node (a Ray task not yet taken by a worker), with a fake
+backend and a fake clock: no Ray needed.
+
+Waiting for resources is not a hang: the stale clock starts when the child says
+where it runs (`Placed`), and `attempt.started` is written then, with its node
+and pid; an attempt that never runs ends at its deadline, announced once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from actors import AttemptOutcome, Brief, Status
+from actors.backends import ChildSpec, Send
+from actors.clock import FakeClock
+from actors.protocol import Finished, Heartbeat, Placed
+from tests.conftest import Recorder, ZeusFactory
+
+
+class WaitingChild:
+    """A child that has been submitted but not yet placed on a node."""
+
+    def __init__(self, spec: ChildSpec, send: Send) -> None:
+        self.spec, self.send = spec, send
+        self.placing = True
+        self.pid: int | None = None
+        self.node: str | None = None
+        self.journal_fields = {"ray_address": "10.0.0.1:6379", "ray_job": "01000000"}
+        self.killed = False
+
+    @property
+    def killable(self) -> bool:
+        return True
+
+    def cancel(self) -> None:
+        """Cooperative cancel: this child never answers it."""
+
+    def kill(self) -> None:
+        self.killed = True
+        self.send(Finished(self.spec.attempt_id, AttemptOutcome.cancelled, killed="kill",
+                           error="its resources were never granted" if self.placing else None))
+
+    def place(self, pid: int, node: str) -> None:
+        self.placing, self.pid, self.node = False, pid, node
+        self.send(Placed(self.spec.attempt_id, pid, node))
+        # The worker's first liveness beat, as a Ray child's reporter thread sends it:
+        # the stale clock starts at this first sign of life.
+        self.send(Heartbeat(self.spec.attempt_id, 0, liveness=True))
+
+
+class WaitingBackend:
+    def __init__(self) -> None:
+        self.children: list[WaitingChild] = []
+
+    def start(self, spec: ChildSpec, send: Send) -> WaitingChild:
+        child = WaitingChild(spec, send)
+        self.children.append(child)
+        return child
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+POLICY = {"isolation": "ray", "timeout_s": 10, "heartbeat": {"interval_s": 1, "stale_after_s": 3},
+          "shutdown": {"grace_s": 0}, "retry": {"max_retries": 0}}
+
+
+@pytest.fixture
+def backend(monkeypatch: pytest.MonkeyPatch) -> WaitingBackend:
+    monkeypatch.setattr("supervisor.routing.table.ray_installed", lambda: True)
+    return WaitingBackend()
+
+
+def started(recorder: Recorder) -> list[dict[str, Any]]:
+    return recorder.named("attempt.started")
+
+
+def test_an_attempt_waiting_for_a_node_never_goes_stale_and_times_out_at_its_deadline(
+    make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder, backend: WaitingBackend
+) -> None:
+    zeus = make_zeus({"worker": POLICY}, works={"worker": print}, backends={"ray": backend})
+    handle = zeus.dispatch(Brief(agent="worker", scope="wait"))
+    zeus.sync()
+    assert started(recorder) == []  # not announced while it waits for a node
+    clock.advance(9.9)  # far past stale_after_s
+    zeus.sync()
+    assert not handle.done() and not backend.children[0].killed
+    clock.advance(0.1)
+    summary = handle.result(timeout=5)
+    assert summary.status is Status.timed_out and summary.timeout_kind == "deadline"
+    assert "its resources were never granted" in (summary.error or "")
+    [event] = started(recorder)
+    assert (event["pid"], event["node"], event["deadline_s"]) == (None, None, 0.0)
+    names = recorder.names()
+    assert names.index("attempt.started") < names.index("attempt.failed")
+
+
+def test_a_placed_attempt_is_announced_with_its_node_and_its_stale_clock_starts_then(
+    make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder, backend: WaitingBackend
+) -> None:
+    zeus = make_zeus({"worker": POLICY}, works={"worker": print}, backends={"ray": backend})
+    handle = zeus.dispatch(Brief(agent="worker", scope="wait"))
+    zeus.sync()
+    clock.advance(5)  # queued for 5 s: longer than stale_after_s, and not stale
+    backend.children[0].place(4321, "10.0.0.7/abcdef12")
+    zeus.sync()
+    [event] = started(recorder)
+    assert (event["pid"], event["node"], event["deadline_s"]) == (4321, "10.0.0.7/abcdef12", 5.0)
+    assert (event["ray_address"], event["ray_job"]) == ("10.0.0.1:6379", "01000000")
+    clock.advance(2.9)
+    zeus.sync()
+    assert not handle.done()
+    clock.advance(0.1)  # 3 s after its first beat with no progress: stale
+    summary = handle.result(timeout=5)
+    assert summary.status is Status.timed_out and summary.timeout_kind == "stale"
+    assert summary.attempts[0].pid == 4321
+    assert len(started(recorder)) == 1
