@@ -15,6 +15,7 @@ from benchmarks import (
     bench_process,
     bench_ray,
     bench_runtime,
+    bench_throughput,
 )
 
 
@@ -37,6 +38,8 @@ def main() -> None:
     bench_integrations.main()
     print("== under hostile load ==")
     bench_hostile.main()
+    print("== throughput through Zeus, and the supervisor's CPU per delegation ==")
+    bench_throughput.main([])
     print("== Ray children (skipped without the ray extra) ==")
     bench_ray.main([])
 
