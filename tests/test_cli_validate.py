@@ -11,6 +11,7 @@ import pytest
 from supervisor import __version__
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK
 from supervisor.cli.main import COMMANDS, build_parser, main
+from supervisor.routing import DEFAULT_ROUTING
 
 ROOT = Path(__file__).resolve().parent.parent
 PANTHEON = ROOT / "tests" / "fixtures" / "pantheon_routing.yml"
@@ -95,14 +96,20 @@ def test_validate_prints_every_problem_on_stderr_and_exits_2(
     ]
 
 
-def test_validate_without_a_routing_file_says_how_to_name_one(
+def test_validate_without_a_routing_file_here_checks_the_shipped_pantheon(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert main(["validate"]) == EXIT_BAD_INPUT
-    err = capsys.readouterr().err
-    assert err.startswith("routing.yml: cannot read it: No such file or directory")
-    assert "zeus validate PATH" in err
+    assert main(["validate"]) == EXIT_OK
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == f"{DEFAULT_ROUTING}: valid, 9 agents, native dialect"
+
+
+def test_validate_of_a_missing_file_says_it_cannot_read_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(tmp_path / "nope.yml")]) == EXIT_BAD_INPUT
+    assert "cannot read it: No such file or directory" in capsys.readouterr().err
 
 
 def test_validate_imports_entrypoints_from_the_current_directory(

@@ -1,6 +1,7 @@
 """`zeus validate [PATH] [--no-import]`: check a routing file and print its agent table.
 
-PATH defaults to routing.yml in the current directory. A routing file is code:
+PATH defaults to routing.yml in the current directory, else the pantheon Zeus
+ships with (as for `zeus dispatch` and `zeus demo`). A routing file is code:
 each entrypoint is imported to check it (its module's import-time code runs),
 from the installed packages or else the current directory. `--no-import` checks
 a file you do not trust yet: entrypoints are checked for their form only, and
@@ -22,6 +23,7 @@ from typing import Any
 from rich.text import Text
 
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK, console, print_table
+from supervisor.cli.commands.dispatch import default_routing
 from supervisor.errors import RoutingError
 from supervisor.routing import OWNER, AgentPolicy, Routing
 from supervisor.routing.commands import shell_warning
@@ -53,8 +55,8 @@ def add_parser(subparsers: Any) -> None:
         "path",
         metavar="PATH",
         nargs="?",
-        default="routing.yml",
-        help="the routing file (default: routing.yml)",
+        default=None,
+        help="the routing file (default: routing.yml here, else the shipped pantheon)",
     )
     parser.add_argument(
         "--no-import",
@@ -102,13 +104,11 @@ def agent_rows(routing: Routing) -> list[list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    path = Path(args.path)
+    path = Path(args.path) if args.path is not None else default_routing()
     try:
         routing = Routing.load(path, import_entrypoints=not args.no_import)
     except RoutingError as exc:
         print(exc, file=sys.stderr)
-        if not path.exists() and args.path == "routing.yml":
-            print("give the file's path: zeus validate PATH", file=sys.stderr)
         return EXIT_BAD_INPUT
     out = console()
     count = len(routing.agents)
