@@ -62,13 +62,13 @@ class RayProbe:
         return self._tables[address]
 
     def _ask(self, address: str) -> list[dict[str, Any]] | str:
-        if importlib.util.find_spec("ray") is None:
-            return "Ray is not installed here to ask (pip install 'zeus-supervisor[ray]')"
         host, _, port = address.rpartition(":")
         try:
             socket.create_connection((host, int(port)), timeout=self._timeout_s).close()
         except (OSError, ValueError) as exc:
             return f"the Ray cluster at {address} cannot be reached ({exc})"
+        if self._jobs is _ray_jobs and importlib.util.find_spec("ray") is None:
+            return "Ray is not installed here to ask (pip install 'zeus-supervisor[ray]')"
         try:
             return self._jobs(address)
         except Exception as exc:  # noqa: BLE001 - whatever Ray says, the sweep goes on
