@@ -30,14 +30,16 @@ from rich.text import Text
 from actors import Summary
 from supervisor import journal as jr
 from supervisor.cli.render import (
-    Row,
     attempt_head,
     delegation_status,
     describe,
     first_line,
-    fit,
     legend,
     num,
+)
+from supervisor.cli.rows import (
+    Row,
+    fit,
     plain_attempt,
     plain_lines,
     rows,

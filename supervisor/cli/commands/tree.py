@@ -28,12 +28,14 @@ from supervisor.cli.render import (
     delegation_label,
     delegation_status,
     event_line,
-    fit,
     intensity_text,
     legend,
+    run_label,
+)
+from supervisor.cli.rows import (
+    fit,
     plain_lines,
     rows,
-    run_label,
     tree_of,
 )
 
