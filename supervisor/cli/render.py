@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.text import Text
 
-from supervisor.journal.replay import Attempt, Delegation, Event, Run, num
+from supervisor.journal.runs import Event, ReplayedAttempt, ReplayedDelegation, Run, num
 
 __all__ = [
     "attempt_label",
@@ -126,12 +126,12 @@ def run_label(run: Run, total: int) -> str:
     return ", ".join(parts)
 
 
-def delegation_status(d: Delegation, run: Run) -> str:
+def delegation_status(d: ReplayedDelegation, run: Run) -> str:
     return d.status or ("unsettled" if run.stopped else "in progress")
 
 
 def delegation_label(
-    d: Delegation, run: Run, extras: Sequence[str] = ()
+    d: ReplayedDelegation, run: Run, extras: Sequence[str] = ()
 ) -> tuple[str, str]:
     """The plain label of a delegation and the status it shows; each cause said once.
 
@@ -166,13 +166,13 @@ def delegation_label(
     return text, status
 
 
-def attempt_head(a: Attempt) -> str:
+def attempt_head(a: ReplayedAttempt) -> str:
     """An attempt's id, agent, and where it runs: its pid, and its node on a cluster."""
     return " ".join(x for x in (a.id, a.agent, f"pid {a.pid}" if a.pid else None,
                                 f"on {a.node}" if a.node else None) if x)
 
 
-def attempt_label(a: Attempt) -> str:
+def attempt_label(a: ReplayedAttempt) -> str:
     """The plain label of an attempt: how it ended, what stopped it, what followed."""
     head = attempt_head(a)
     if a.outcome is not None:

@@ -16,7 +16,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from supervisor.cli.render import attempt_label, delegation_label, delegation_status, status_mark
-from supervisor.journal.replay import Attempt, Delegation, Run
+from supervisor.journal.runs import ReplayedAttempt, ReplayedDelegation, Run
 
 __all__ = [
     "DETAIL_FULL",
@@ -51,24 +51,24 @@ def _fitted(text: Text) -> Text:
     return text
 
 
-def settled_label(d: Delegation, run: Run, extras: Sequence[str] = ()) -> Text:
+def settled_label(d: ReplayedDelegation, run: Run, extras: Sequence[str] = ()) -> Text:
     """A settled delegation's row: its status mark, then its label, in the status's colour."""
     label, status = delegation_label(d, run, extras)
     mark, style = status_mark(status)
     return Text(f"{mark} {label}", style=style)
 
 
-def plain_attempt(a: Attempt, d: Delegation) -> Text:
+def plain_attempt(a: ReplayedAttempt, d: ReplayedDelegation) -> Text:
     """An attempt's row as the journal tells it (dim; dim red when it did not complete)."""
     style = "dim" if not a.ended or a.outcome == "completed" else "dim red"
     return Text(attempt_label(a), style=style)
 
 
-def _all_settled(d: Delegation) -> bool:
+def _all_settled(d: ReplayedDelegation) -> bool:
     return d.settled and all(_all_settled(c) for c in d.children)
 
 
-def _folded(children: Sequence[Delegation], run: Run) -> Text:
+def _folded(children: Sequence[ReplayedDelegation], run: Run) -> Text:
     text = Text(f"{len(children)} settled:")
     counts: dict[str, int] = {}
     for child in children:
@@ -86,19 +86,19 @@ def rows(
     run: Run,
     detail: int = DETAIL_FULL,
     *,
-    label: Callable[[Delegation], Text] | None = None,
-    attempt: Callable[[Attempt, Delegation], Text] = plain_attempt,
+    label: Callable[[ReplayedDelegation], Text] | None = None,
+    attempt: Callable[[ReplayedAttempt, ReplayedDelegation], Text] = plain_attempt,
 ) -> list[Row]:
     """`run`'s delegations and attempts as rows at `detail` (`DETAIL_LEAST`..`DETAIL_FULL`)."""
     label_of = label or (lambda d: settled_label(d, run))
     out: list[Row] = []
 
-    def shows_attempts(d: Delegation) -> bool:
+    def shows_attempts(d: ReplayedDelegation) -> bool:
         if not d.settled or detail >= DETAIL_FULL:
             return True
         return detail == 1 and d.status != "completed"
 
-    def walk(d: Delegation, depth: int) -> None:
+    def walk(d: ReplayedDelegation, depth: int) -> None:
         out.append(Row(depth, _fitted(label_of(d))))
         if shows_attempts(d):
             out.extend(Row(depth + 1, _fitted(attempt(a, d)), True) for a in d.attempts)
