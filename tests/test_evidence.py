@@ -12,7 +12,7 @@ from actors import Brief, Context, Status, Summary, TransientError
 from actors.clock import FakeClock
 from supervisor import Routing, RoutingError
 from supervisor.cli.render import attempt_label, evidence
-from supervisor.journal import replay as jr
+from supervisor.journal import runs as jr
 from tests.conftest import Recorder, ZeusFactory
 
 WAIT = 10.0
@@ -69,7 +69,7 @@ def test_the_tree_tells_a_stopped_attempts_evidence_in_words(
 
 
 def test_an_ended_attempt_label_in_the_tree_carries_its_evidence() -> None:
-    a = jr.Attempt(id="t-1-a1", delegation_id="t-1", agent="t", outcome="timeout",
+    a = jr.ReplayedAttempt(id="t-1-a1", delegation_id="t-1", agent="t", outcome="timeout",
                    duration_s=30.0, tool_calls=14, last_tool="pytest")
     assert "timed out after 14 tool calls, last: pytest" in attempt_label(a)
 

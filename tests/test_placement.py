@@ -69,7 +69,7 @@ POLICY = {"isolation": "ray", "timeout_s": 10, "heartbeat": {"interval_s": 1, "s
 
 @pytest.fixture
 def backend(monkeypatch: pytest.MonkeyPatch) -> WaitingBackend:
-    monkeypatch.setattr("supervisor.routing.table.ray_installed", lambda: True)
+    monkeypatch.setattr("supervisor.routing.checks.ray_installed", lambda: True)
     return WaitingBackend()
 
 

@@ -103,7 +103,7 @@ RAY_AGENT = {"version": 1, "agents": {"apollo": {"isolation": "ray"}}}
 def test_isolation_ray_without_ray_installed_is_a_routing_error_naming_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("supervisor.routing.table.ray_installed", lambda: False)
+    monkeypatch.setattr("supervisor.routing.checks.ray_installed", lambda: False)
     with pytest.raises(RoutingError, match=r"agents\.apollo\.isolation: .*"
                        r"pip install 'zeus-supervisor\[ray\]'"):
         Routing.from_dict(RAY_AGENT)

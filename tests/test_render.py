@@ -13,13 +13,15 @@ from rich.console import Console
 from supervisor import journal as jr
 from supervisor.cli.live import LiveTree
 from supervisor.cli.render import (
-    DETAIL_FULL,
-    DETAIL_LEAST,
     attempt_label,
     causes,
     delegation_label,
-    fit,
     legend,
+)
+from supervisor.cli.rows import (
+    DETAIL_FULL,
+    DETAIL_LEAST,
+    fit,
     rows,
 )
 from supervisor.journal.events import EventLog

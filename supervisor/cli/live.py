@@ -30,14 +30,16 @@ from rich.text import Text
 from actors import Summary
 from supervisor import journal as jr
 from supervisor.cli.render import (
-    Row,
     attempt_head,
     delegation_status,
     describe,
     first_line,
-    fit,
     legend,
     num,
+)
+from supervisor.cli.rows import (
+    Row,
+    fit,
     plain_attempt,
     plain_lines,
     rows,
@@ -211,7 +213,7 @@ class LiveTree:
 
     # -- rendering ----------------------------------------------------------------------
 
-    def _extras(self, d: jr.Delegation) -> list[str]:
+    def _extras(self, d: jr.ReplayedDelegation) -> list[str]:
         """Partial results and usage: from the summary once settled, else the last snapshot."""
         summary = self._summaries.get(d.id)
         if summary is not None:
@@ -237,7 +239,7 @@ class LiveTree:
             extras.append(f"{calls} call(s), ${cost:.4f}")
         return extras
 
-    def _open_label(self, d: jr.Delegation, plain: bool) -> Text:
+    def _open_label(self, d: jr.ReplayedDelegation, plain: bool) -> Text:
         node = self._live_nodes.get(d.id)
         state = str(node.get("state")) if node else "running"
         if node and node.get("cancel_requested"):
@@ -257,7 +259,7 @@ class LiveTree:
             label.append(f'  "{first_line(d.scope, 60)}"', style="dim")
         return label
 
-    def _attempt_label(self, a: jr.Attempt, d: jr.Delegation) -> Text:
+    def _attempt_label(self, a: jr.ReplayedAttempt, d: jr.ReplayedDelegation) -> Text:
         live = None if a.ended else _live_attempt(self._live_nodes.get(d.id))
         if live is None or live.get("id") != a.id:
             return plain_attempt(a, d)
@@ -300,7 +302,7 @@ class LiveTree:
             text += ", stopped"
         return Text(text, style="bold")
 
-    def _label(self, d: jr.Delegation, run: jr.Run, plain: bool) -> Text:
+    def _label(self, d: jr.ReplayedDelegation, run: jr.Run, plain: bool) -> Text:
         if not d.settled:
             return self._open_label(d, plain)
         text = settled_label(d, run, self._extras(d))
@@ -358,7 +360,7 @@ class LiveTree:
         else:
             self._console.print(Text(self.render_plain()), soft_wrap=True)
 
-    def delegations(self) -> dict[str, jr.Delegation]:
+    def delegations(self) -> dict[str, jr.ReplayedDelegation]:
         """Every delegation seen so far (nested ones included), by id."""
         with self._lock:
             return dict(self._journal.run.delegations)

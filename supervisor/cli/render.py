@@ -2,46 +2,34 @@
 
 Used by the live view (`supervisor.cli.live`) and by the journal commands (`zeus
 tree`, `zeus timeouts`), so that a status, a mark or an event reads the same
-everywhere. Pure functions of their arguments; nothing here prints. `rows`
-lays a run out as indented rows at a chosen level of detail, and `fit` picks
-the richest level that fits a screen's height.
+everywhere. Pure functions of their arguments; nothing here prints. A whole
+run laid out as rows is `supervisor.cli.rows`.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.text import Text
-from rich.tree import Tree
 
-from supervisor.journal.replay import Attempt, Delegation, Event, Run, num
+from supervisor.journal.runs import Event, ReplayedAttempt, ReplayedDelegation, Run, num
 
 __all__ = [
-    "DETAIL_FULL",
-    "DETAIL_LEAST",
-    "Row",
     "attempt_label",
     "delegation_label",
     "delegation_status",
     "describe",
     "event_line",
     "first_line",
-    "fit",
     "intensity_text",
     "legend",
     "num",
-    "plain_attempt",
-    "plain_lines",
-    "rows",
     "run_label",
     "seconds",
-    "settled_label",
     "status_mark",
-    "tree_of",
 ]
 
 # status -> (mark, rich style, the word the legend uses)
@@ -138,12 +126,12 @@ def run_label(run: Run, total: int) -> str:
     return ", ".join(parts)
 
 
-def delegation_status(d: Delegation, run: Run) -> str:
+def delegation_status(d: ReplayedDelegation, run: Run) -> str:
     return d.status or ("unsettled" if run.stopped else "in progress")
 
 
 def delegation_label(
-    d: Delegation, run: Run, extras: Sequence[str] = ()
+    d: ReplayedDelegation, run: Run, extras: Sequence[str] = ()
 ) -> tuple[str, str]:
     """The plain label of a delegation and the status it shows; each cause said once.
 
@@ -178,13 +166,13 @@ def delegation_label(
     return text, status
 
 
-def attempt_head(a: Attempt) -> str:
+def attempt_head(a: ReplayedAttempt) -> str:
     """An attempt's id, agent, and where it runs: its pid, and its node on a cluster."""
     return " ".join(x for x in (a.id, a.agent, f"pid {a.pid}" if a.pid else None,
                                 f"on {a.node}" if a.node else None) if x)
 
 
-def attempt_label(a: Attempt) -> str:
+def attempt_label(a: ReplayedAttempt) -> str:
     """The plain label of an attempt: how it ended, what stopped it, what followed."""
     head = attempt_head(a)
     if a.outcome is not None:
@@ -235,121 +223,6 @@ def intensity_text(event: Event) -> str:
         f"{event.get('restarts')} restarts within {event.get('within_s')}s "
         f"under {event.get('delegation_id') or 'the root'}"
     )
-
-
-# -- a run as rows, at a level of detail ------------------------------------------------------
-DETAIL_FULL = 2  # every attempt of every delegation
-# 1: settled delegations that completed show no attempts; 0: no settled one does;
-DETAIL_LEAST = -1  # and settled subtrees under a delegation fold into one row
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of a tree: how deep it sits and what it says."""
-
-    depth: int
-    text: Text
-    bullet: bool = False  # an attempt: a "- " in plain text
-
-
-def _fitted(text: Text) -> Text:
-    """A row that never wraps: what does not fit the width ends in an ellipsis."""
-    text.no_wrap = True
-    text.overflow = "ellipsis"
-    return text
-
-
-def settled_label(d: Delegation, run: Run, extras: Sequence[str] = ()) -> Text:
-    """A settled delegation's row: its status mark, then its label, in the status's colour."""
-    label, status = delegation_label(d, run, extras)
-    mark, style = status_mark(status)
-    return Text(f"{mark} {label}", style=style)
-
-
-def plain_attempt(a: Attempt, d: Delegation) -> Text:
-    """An attempt's row as the journal tells it (dim; dim red when it did not complete)."""
-    style = "dim" if not a.ended or a.outcome == "completed" else "dim red"
-    return Text(attempt_label(a), style=style)
-
-
-def _all_settled(d: Delegation) -> bool:
-    return d.settled and all(_all_settled(c) for c in d.children)
-
-
-def _folded(children: Sequence[Delegation], run: Run) -> Text:
-    text = Text(f"{len(children)} settled:")
-    counts: dict[str, int] = {}
-    for child in children:
-        status = delegation_status(child, run)
-        counts[status] = counts.get(status, 0) + 1
-    for status, count in counts.items():
-        mark, style = status_mark(status)
-        text.append(f" {count} ")
-        text.append(mark, style=style)
-    text.append("  " + ", ".join(c.id for c in children), style="dim")
-    return text
-
-
-def rows(
-    run: Run,
-    detail: int = DETAIL_FULL,
-    *,
-    label: Callable[[Delegation], Text] | None = None,
-    attempt: Callable[[Attempt, Delegation], Text] = plain_attempt,
-) -> list[Row]:
-    """`run`'s delegations and attempts as rows at `detail` (`DETAIL_LEAST`..`DETAIL_FULL`)."""
-    label_of = label or (lambda d: settled_label(d, run))
-    out: list[Row] = []
-
-    def shows_attempts(d: Delegation) -> bool:
-        if not d.settled or detail >= DETAIL_FULL:
-            return True
-        return detail == 1 and d.status != "completed"
-
-    def walk(d: Delegation, depth: int) -> None:
-        out.append(Row(depth, _fitted(label_of(d))))
-        if shows_attempts(d):
-            out.extend(Row(depth + 1, _fitted(attempt(a, d)), True) for a in d.attempts)
-        done = [c for c in d.children if _all_settled(c)]
-        if detail <= DETAIL_LEAST and len(done) > 1:
-            out.append(Row(depth + 1, _fitted(_folded(done, run))))
-            children = [c for c in d.children if c not in done]
-        else:
-            children = d.children
-        for child in children:
-            walk(child, depth + 1)
-
-    for d in run.roots:
-        walk(d, 1)
-    return out
-
-
-def fit(count: Callable[[int], int], height: int | None) -> int:
-    """The richest detail whose row count (`count(detail)`) fits `height` (None: any)."""
-    if height is None:
-        return DETAIL_FULL
-    for detail in range(DETAIL_FULL, DETAIL_LEAST, -1):
-        if count(detail) <= height:
-            return detail
-    return DETAIL_LEAST
-
-
-def tree_of(head: Text, body: Sequence[Row]) -> Tree:
-    """The rows under `head` as a rich tree (depth 1 hangs from the head)."""
-    root = Tree(_fitted(head))
-    stack: list[Tree] = [root]
-    for row in body:
-        del stack[row.depth:]
-        stack.append(stack[-1].add(row.text))
-    return root
-
-
-def plain_lines(head: Text, body: Sequence[Row]) -> list[str]:
-    """The rows under `head` as indented plain lines; attempts (dim rows) bulleted."""
-    return [
-        head.plain,
-        *("  " * row.depth + ("- " if row.bullet else "") + row.text.plain for row in body),
-    ]
 
 
 # -- events in words ---------------------------------------------------------------------------

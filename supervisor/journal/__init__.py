@@ -1,12 +1,13 @@
 """The journal: events written (events), read and followed (reader), the tree rebuilt
-from them (replay), and the sweep of children a crashed supervisor left (sweep).
+from them (replay, into the records of runs), and the sweep of children a crashed
+supervisor left (sweep).
 """
 
 from supervisor.journal.reader import (
-    Attempt,
-    Delegation,
     Event,
     Journal,
+    ReplayedAttempt,
+    ReplayedDelegation,
     Run,
     SweepAction,
     SweepResult,
@@ -24,10 +25,10 @@ from supervisor.journal.reader import (
 )
 
 __all__ = [
-    "Attempt",
-    "Delegation",
     "Event",
     "Journal",
+    "ReplayedAttempt",
+    "ReplayedDelegation",
     "Run",
     "SweepAction",
     "SweepResult",

@@ -29,7 +29,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from supervisor.journal.replay import Attempt, Delegation, Event, Journal, Run, TimeoutEntry
+from supervisor.journal.replay import Journal
+from supervisor.journal.runs import (
+    Event,
+    ReplayedAttempt,
+    ReplayedDelegation,
+    Run,
+    TimeoutEntry,
+)
 from supervisor.journal.sweep import (
     SweepAction,
     SweepResult,
@@ -40,10 +47,10 @@ from supervisor.journal.sweep import (
 )
 
 __all__ = [
-    "Attempt",
-    "Delegation",
     "Event",
     "Journal",
+    "ReplayedAttempt",
+    "ReplayedDelegation",
     "Run",
     "SweepAction",
     "SweepResult",

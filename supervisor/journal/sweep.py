@@ -18,7 +18,8 @@ from pathlib import Path
 
 from actors.osproc import ProcessTree
 from actors.osproc import process_start_time as _proc_start_time
-from supervisor.journal.replay import Attempt, Journal, Run
+from supervisor.journal.replay import Journal
+from supervisor.journal.runs import ReplayedAttempt, Run
 from supervisor.journal.sweep_ray import RayProbe
 
 __all__ = [
@@ -108,7 +109,7 @@ class SweepResult:
 
 def sweep_targets(journal: Journal) -> list[SweepTarget]:
     """Every child process any run started, one per (pid, start time), in journal order."""
-    found: dict[tuple[int, float | None, int, str | None], list[Attempt]] = {}
+    found: dict[tuple[int, float | None, int, str | None], list[ReplayedAttempt]] = {}
     for run in journal.runs:
         for a in run.attempts.values():
             if a.pid is not None:

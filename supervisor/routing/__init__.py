@@ -1,6 +1,6 @@
 """The routing file: `Routing` (table), the policy models (policies), YAML line marks
-(lines), problem reports (problems), the Pantheon dialect (pantheon) and entrypoint
-imports (entrypoints).
+(lines), problem reports (problems), the checks pydantic cannot see (checks), the
+Pantheon dialect (pantheon) and entrypoint imports (entrypoints).
 """
 
 from pathlib import Path

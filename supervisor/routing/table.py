@@ -11,10 +11,11 @@ A file with a top-level `delegation:` section is read as the Pantheon dialect
 onto the same models, the rest is kept in `AgentPolicy.metadata`, and the
 `Routing` says what was mapped and what was ignored.
 
-The policy models live in `_policies`, the YAML reading in `_routing_yaml`, the
-problem reports in `_routing_problems`, the Pantheon dialect in `_pantheon` and
-the entrypoint import in `_entrypoints`; this module holds `Routing` and the
-checks of the native dialect, and re-exports the models.
+The policy models live in `policies`, the YAML line marks in `lines`, the
+problem reports in `problems`, the Pantheon dialect in `pantheon`, the
+entrypoint import in `entrypoints` and the checks of one agent that pydantic
+cannot see in `checks`; this module holds `Routing` and the walk over a native
+file, and re-exports the models.
 """
 
 from __future__ import annotations
@@ -31,10 +32,9 @@ from pydantic.json_schema import models_json_schema
 
 from supervisor.errors import RoutingError, UnknownAgent, did_you_mean
 from supervisor.routing.bounded import BoundExceeded, load_bounded, read_bounded
-from supervisor.routing.commands import command_problems
+from supervisor.routing.checks import check_agent, check_heartbeat
 from supervisor.routing.entrypoints import (
     EntrypointError,
-    entrypoint_form_problem,
     import_entrypoint,
 )
 from supervisor.routing.lines import KeyPath, Lines, Loader, yaml_problem
@@ -57,7 +57,6 @@ from supervisor.routing.policies import (
     agent_name_problem,
 )
 from supervisor.routing.problems import (
-    WORDS,
     Origin,
     Problems,
     allowed_list,
@@ -66,7 +65,6 @@ from supervisor.routing.problems import (
     mapping_or_none,
     unknown_key,
 )
-from supervisor.routing.ray_setup import MISSING_RAY, ray_installed
 
 __all__ = [
     "OWNER",
@@ -315,7 +313,7 @@ def _check_native(
 
     for err in _strict_errors(AgentPolicy, defaults):
         problems.add(("defaults", *err["loc"]), explain(AgentPolicy, err))
-    _check_heartbeat(defaults, ("defaults",), problems)
+    check_heartbeat(defaults, ("defaults",), problems)
 
     supervisor = data.get("supervisor")
     payload: dict[str, Any] = {
@@ -334,83 +332,8 @@ def _check_native(
         return allowed_list(names) or "none defined"
 
     for name, merged in payload["agents"].items():
-        _check_agent(name, merged, names, others, problems, import_entrypoints)
+        check_agent(name, merged, names, others, problems, import_entrypoints)
     return payload
-
-
-def _check_agent(
-    name: str,
-    agent: Mapping[str, Any],
-    names: set[str],
-    others: Callable[[], str],
-    problems: Problems,
-    import_entrypoints: bool = True,
-) -> None:
-    """What pydantic cannot see: names of other agents, imports, and the heartbeat invariant."""
-    at: KeyPath = ("agents", name)
-    fallback = agent.get("fallback")
-    if isinstance(fallback, str) and fallback != OWNER and fallback not in names:
-        problems.add((*at, "fallback"), f"unknown agent {fallback!r}; allowed: {others()}, "
-                     "or zeus (give the failure back to the owner)")
-    review_by = agent.get("review_by")
-    if isinstance(review_by, str) and review_by not in names:
-        problems.add((*at, "review_by"), f"unknown agent {review_by!r}; allowed: {others()}")
-    targets = agent.get("can_delegate_to")
-    if isinstance(targets, list | tuple):
-        for index, target in enumerate(targets):
-            if isinstance(target, str) and target not in names:
-                problems.add((*at, "can_delegate_to", index),
-                             f"unknown agent {target!r}; allowed: {others()}")
-    entrypoint = agent.get("entrypoint")
-    if isinstance(entrypoint, str) and not import_entrypoints:
-        problem = entrypoint_form_problem(entrypoint)
-        if problem is not None:
-            problems.add((*at, "entrypoint"), problem)
-    elif isinstance(entrypoint, str):
-        try:
-            import_entrypoint(entrypoint)
-        except EntrypointError as exc:
-            problems.add((*at, "entrypoint"), str(exc))
-    if agent.get("isolation") == "ray" and not agent.get("command") and not ray_installed():
-        problems.add((*at, "isolation"), MISSING_RAY)
-    command = agent.get("command")
-    if isinstance(command, list | tuple) and command and command[0] == "":
-        problems.add((*at, "command", 0), f"found ''; allowed: {WORDS['command']}")
-    if isinstance(command, list | tuple) and all(isinstance(arg, str) for arg in command):
-        for index, message in command_problems(command, agent.get("inputs_via", "argv")):
-            problems.add((*at, "command", index), message)
-    _check_heartbeat(agent, at, problems)
-
-
-def _check_heartbeat(policy: Mapping[str, Any], at: KeyPath, problems: Problems) -> None:
-    beat = policy.get("heartbeat")
-    if not isinstance(beat, Mapping):
-        return
-    defaults = HeartbeatPolicy()
-    interval = beat.get("interval_s", defaults.interval_s)
-    stale = beat.get("stale_after_s", defaults.stale_after_s)
-    in_tool = beat.get("stale_in_tool_s")
-    if (_positive(in_tool) and _positive(stale) and in_tool < stale):
-        problems.add((*at, "heartbeat", "stale_in_tool_s"),
-                     f"stale_in_tool_s {in_tool} is below stale_after_s {stale}; allowed: "
-                     "stale_in_tool_s >= stale_after_s (a long tool call gets more time, "
-                     "not less)")
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0
-               for v in (interval, stale)) or stale > interval:
-        return
-    # Point at whichever of the two this agent sets itself; else at stale_after_s.
-    key = "stale_after_s"
-    if at[0] == "agents" and problems.origin((*at, "heartbeat", key))[0] == "defaults" and (
-        problems.origin((*at, "heartbeat", "interval_s"))[0] != "defaults"
-    ):
-        key = "interval_s"
-    problems.add((*at, "heartbeat", key),
-                 f"stale_after_s {stale} is not greater than interval_s {interval}; allowed: "
-                 "stale_after_s > interval_s (several heartbeats fit in the stale window)")
-
-
-def _positive(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
 
 
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

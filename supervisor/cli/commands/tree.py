@@ -28,12 +28,14 @@ from supervisor.cli.render import (
     delegation_label,
     delegation_status,
     event_line,
-    fit,
     intensity_text,
     legend,
+    run_label,
+)
+from supervisor.cli.rows import (
+    fit,
     plain_lines,
     rows,
-    run_label,
     tree_of,
 )
 
@@ -106,7 +108,7 @@ def _row_count(run: jr.Run, detail: int) -> int:
     return len(rows(run, detail))
 
 
-def _unmarked(run: jr.Run) -> Callable[[jr.Delegation], Text]:
+def _unmarked(run: jr.Run) -> Callable[[jr.ReplayedDelegation], Text]:
     """A delegation's label without its mark, for plain text (the status word says it)."""
     return lambda d: Text(delegation_label(d, run)[0])
 

@@ -1,0 +1,161 @@
+"""A run as the journal tells it: plain records that `replay.Journal` fills in.
+
+A `Run` per `zeus.started`: its delegations (`ReplayedDelegation`) nested by
+`parent_id`, each with its attempts (`ReplayedAttempt`: pids, outcomes, timings),
+its final status, and the run's timeout log (`TimeoutEntry`). These are what
+was written down, not the live state (`supervisor.core.state`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Event", "ReplayedAttempt", "ReplayedDelegation", "Run", "TimeoutEntry", "num",
+]
+
+Event = dict[str, Any]
+
+
+def num(value: Any) -> float | None:
+    """`value` as a float when it is a number (not a bool), else None."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@dataclass
+class ReplayedAttempt:
+    """One attempt as the journal tells it."""
+
+    id: str
+    delegation_id: str
+    agent: str | None = None
+    number: int | None = None
+    pid: int | None = None
+    pid_start_time: float | None = None
+    node: str | None = None  # a Ray child's node ("ip/node-id-prefix")
+    ray_address: str | None = None  # the Ray cluster (GCS address) a Ray child ran on
+    ray_job: str | None = None  # the Ray job (hex) of the supervisor that started it
+    started_ts: float | None = None
+    deadline_s: float | None = None
+    ended_ts: float | None = None
+    # completed | error | transient | timeout | stale | crash | budget_exceeded | cancelled;
+    # None while the journal has not seen it end.
+    outcome: str | None = None
+    error: str | None = None
+    duration_s: float | None = None
+    timed_out_after_s: float | None = None
+    stale_after_s: float | None = None
+    budget_exceeded: bool = False
+    killed: str | None = None  # cooperative | terminate | kill
+    kill_latency_s: float | None = None
+    fenced: str | None = None  # the reason, for a thread that could not be stopped
+    progress: Any = None
+    note: str | None = None
+    tool_calls: int | None = None  # how many it made, once it ended (DESIGN §15)
+    last_tool: str | None = None
+    last_ts: float | None = None
+    then: str | None = None  # what Zeus did next: "retry in 1.20s", "fallback apollo -> athena"
+
+    @property
+    def ended(self) -> bool:
+        """The journal saw this attempt end (an outcome, or fenced)."""
+        return self.outcome is not None or self.fenced is not None
+
+    @property
+    def death_confirmed(self) -> bool:
+        """The journal says its process is gone: killed by signal, or it crashed.
+
+        A completed or failed attempt's process may still live (a warm session
+        child, or one that was exiting when the supervisor died).
+        """
+        return self.killed in ("terminate", "kill") or self.outcome == "crash"
+
+
+@dataclass
+class ReplayedDelegation:
+    """One delegation: its attempts, the delegations it made, and how it settled."""
+
+    id: str
+    agent: str | None = None  # the agent it was dispatched to
+    parent_id: str | None = None
+    scope: str | None = None
+    depth: int | None = None
+    policy: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float | None = None
+    dispatched_ts: float | None = None
+    attempts: list[ReplayedAttempt] = field(default_factory=list)
+    children: list[ReplayedDelegation] = field(default_factory=list)
+    status: str | None = None  # None until `delegation.settled`
+    settled_ts: float | None = None
+    duration_s: float | None = None
+    error: str | None = None
+    timeout_kind: str | None = None
+    cancel_reason: str | None = None
+    cancel_requested: bool = False
+    last_ts: float | None = None
+
+    @property
+    def settled(self) -> bool:
+        return self.status is not None
+
+    @property
+    def partial_ok(self) -> bool | None:
+        value = self.policy.get("partial_ok")
+        return value if isinstance(value, bool) else None
+
+    @property
+    def agents(self) -> list[str]:
+        """The agents that ran it, in order (more than one after a fallback)."""
+        seen = [self.agent] if self.agent else []
+        seen += [a.agent for a in self.attempts if a.agent]
+        return list(dict.fromkeys(seen))
+
+    def elapsed(self, now: float | None) -> float | None:
+        """Seconds from dispatch to settlement, or to `now` while it is open."""
+        if self.duration_s is not None:
+            return self.duration_s
+        if self.dispatched_ts is None or now is None:
+            return None
+        return max(0.0, now - self.dispatched_ts)
+
+
+@dataclass(frozen=True)
+class TimeoutEntry:
+    """One line of the timeout log: an attempt that ran out of time or went stale."""
+
+    ts: float | None
+    delegation_id: str
+    attempt_id: str
+    agent: str | None
+    kind: str  # deadline | stale
+    elapsed_s: float | None
+    deadline_s: float | None
+    then: str | None = None  # what followed: a retry, a fallback, or the settlement
+
+
+@dataclass
+class Run:
+    """Everything between one `zeus.started` and the next (or the end of the file)."""
+
+    index: int
+    first_line: int | None = None
+    zeus_pid: int | None = None
+    started_ts: float | None = None
+    stopped_ts: float | None = None
+    routing: str | None = None
+    delegations: dict[str, ReplayedDelegation] = field(default_factory=dict)
+    attempts: dict[str, ReplayedAttempt] = field(default_factory=dict)
+    roots: list[ReplayedDelegation] = field(default_factory=list)
+    timeouts: list[TimeoutEntry] = field(default_factory=list)
+    intensity: list[Event] = field(default_factory=list)
+    events: int = 0
+    last_ts: float | None = None
+
+    @property
+    def stopped(self) -> bool:
+        return self.stopped_ts is not None
+
+    def incomplete(self) -> list[ReplayedDelegation]:
+        """The delegations that did not settle `completed` (open ones included)."""
+        return [d for d in self.delegations.values() if d.status != "completed"]
