@@ -61,10 +61,10 @@ from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.journal.events import EventLog
 from supervisor.journal.streams import short_text
 from supervisor.routing import AgentPolicy
-from supervisor.rules.admission import writer_partial_refusal
 from supervisor.rules.backoff import backoff_delay
 from supervisor.rules.budget import budget_overrun, priced
 from supervisor.rules.circuit import admit_restart, circuit_reason, when_circuit_open
+from supervisor.rules.delegation import delegation_refusal
 from supervisor.rules.framing import role_framing
 from supervisor.rules.groups import review_verdict, siblings_to_restart
 from supervisor.rules.intensity import RestartWindow
@@ -515,25 +515,12 @@ class ZeusActor(pykka.ThreadingActor):
         self._on_dispatch(Dispatch(child_id, msg.brief, settled, parent_id=d.id))
 
     def _check_delegation(self, d: Delegation, brief: Brief) -> None:
-        policy = d.policy
-        if policy.kind != "orchestrator":
-            raise DelegationRefused(
-                f"{d.agent} is a leaf agent and may not delegate; do the work yourself "
-                "(or make it `kind: orchestrator` in routing.yml)"
-            )
-        max_depth = self._registry.routing.supervisor.max_depth
-        if d.depth + 1 > max_depth:
-            raise DelegationRefused(
-                f"delegating from {d.id} (depth {d.depth}) would exceed max_depth {max_depth}; "
-                "do the work yourself"
-            )
-        if policy.can_delegate_to is not None and brief.agent not in policy.can_delegate_to:
-            raise DelegationRefused(
-                f"{d.agent} may delegate only to {list(policy.can_delegate_to)}, "
-                f"not to {brief.agent!r}"
-            )
-        refusal = writer_partial_refusal(brief, self._registry.policy(brief.agent))
-        if refusal is not None:  # (an unknown agent raises UnknownAgent, a SupervisorError)
+        refusal = delegation_refusal(
+            delegation_id=d.id, agent=d.agent, policy=d.policy, depth=d.depth,
+            max_depth=self._registry.routing.supervisor.max_depth, brief=brief,
+            policy_of=self._registry.policy,  # (an unknown agent raises UnknownAgent)
+        )
+        if refusal is not None:
             raise DelegationRefused(refusal)
 
     # -- stopping an attempt --------------------------------------------------------------
