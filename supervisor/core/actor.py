@@ -12,14 +12,14 @@ import contextlib
 import random
 import time
 import traceback
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import pykka
 
 from actors import AttemptOutcome, AttemptRecord, Brief, Report, Status, Summary, Usage
-from actors.backends import Backend, ChildSpec
+from actors.backends import Backend
 from actors.clock import Clock, Timer
 from actors.protocol import (
     Charge,
@@ -48,6 +48,8 @@ from supervisor.core.messages import (
     StopAll,
 )
 from supervisor.core.registry import Registry
+from supervisor.core.sessions import Sessions
+from supervisor.core.spec import child_spec, isolation_of, work_of
 from supervisor.core.state import (
     MAX_PARTIALS,
     Attempt,
@@ -56,7 +58,7 @@ from supervisor.core.state import (
     build_summary,
     snapshot_node,
 )
-from supervisor.core.tree import ancestors, budget_left, previous_error, waiting_on_children
+from supervisor.core.tree import ancestors, budget_left, waiting_on_children
 from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.journal.events import EventLog
 from supervisor.journal.streams import short_text
@@ -65,7 +67,6 @@ from supervisor.rules.backoff import backoff_delay
 from supervisor.rules.budget import budget_overrun, priced
 from supervisor.rules.circuit import admit_restart, circuit_reason, when_circuit_open
 from supervisor.rules.delegation import delegation_refusal
-from supervisor.rules.framing import role_framing
 from supervisor.rules.groups import review_verdict, siblings_to_restart
 from supervisor.rules.intensity import RestartWindow
 from supervisor.rules.lag import WARN_S as LAG_WARN_S
@@ -107,7 +108,7 @@ class ZeusActor(pykka.ThreadingActor):
         self._open_circuits: set[str] = set()  # agents whose restarts are refused for now
         # attempt id -> its delegation, threads still running
         self._fenced: dict[str, Delegation] = {}
-        self._sessions: dict[str, OrderedDict[str, dict[str, Any]]] = {}
+        self._sessions = Sessions()
         self._settled_count = 0
         self._dropped = 0
         self._lag = MailboxLag()
@@ -252,44 +253,14 @@ class ZeusActor(pykka.ThreadingActor):
         d.current = a
         self._live[a.id] = (d, a)
         try:
-            work = None if policy.command else self._registry.work(d.agent)
-            if work is None and not policy.command:
-                raise SupervisorError(
-                    f"agent {d.agent!r} has no work function: zeus.register({d.agent!r}, fn) "
-                    "or give it an `entrypoint:` or `command:` in routing.yml"
-                )
-            isolation = "process" if policy.command else policy.isolation
-            spec = ChildSpec(
-                agent=d.agent,
-                delegation_id=d.id,
-                attempt=a.number,
-                attempt_id=a.id,
-                brief=d.brief if d.agent == d.brief.agent else d.brief.model_copy(
-                    update={"agent": d.agent}
-                ),
-                deadline=deadline,
-                clock=self._clock,
-                work=work,
-                command=policy.command,
-                inputs_via=policy.inputs_via,
-                heartbeat_interval_s=policy.heartbeat.interval_s,
-                term_s=policy.shutdown.term_s,
-                grace_s=policy.shutdown.grace_s,
-                session=self._session(d),
-                session_key=d.brief.session,
-                # Process agents keep at least one warm worker: no spawn per delegation.
-                session_max=max(1, policy.session_max),
-                resources=policy.resources,
-                previous_partials=tuple(d.partials),
-                depth=d.depth,
-                framing=role_framing(d.agent, policy, self._registry.routing, d.depth,
-                                     deadline - now, d.usage),
-                previous_error=previous_error(d.attempts),
-                reasoning_effort=policy.reasoning_effort,
-                budget_left=self._budget_left(d),
-            )
+            work = work_of(a, self._registry)
+            spec = child_spec(d, a, registry=self._registry, clock=self._clock, now=now,
+                              work=work,
+                              session=self._sessions.get(d.agent, d.brief.session,
+                                                         d.policy.session_max),
+                              budget_left=self._budget_left(d))
             self._arm(a)  # before the child starts: a deadline no timer can keep fails it here
-            a.child = self._backend(isolation).start(spec, self.send)
+            a.child = self._backend(isolation_of(a)).start(spec, self.send)
             a.pid = a.child.pid
         except Exception as exc:  # noqa: BLE001 - a child that cannot start is a failed attempt
             self._announce(d, a)
@@ -353,20 +324,6 @@ class ZeusActor(pykka.ThreadingActor):
             return self._backends[isolation]
         except KeyError:
             raise SupervisorError(f"no {isolation!r} backend is available") from None
-
-    def _session(self, d: Delegation) -> dict[str, Any] | None:
-        """The thread-side session dict a brief names (LRU, at most session_max per agent)."""
-        key = d.brief.session
-        if key is None or d.policy.session_max == 0:
-            return None
-        sessions = self._sessions.setdefault(d.agent, OrderedDict())
-        if key in sessions:
-            sessions.move_to_end(key)
-        else:
-            sessions[key] = {}
-            while len(sessions) > d.policy.session_max:
-                sessions.popitem(last=False)
-        return sessions[key]
 
     # -- what children report ------------------------------------------------------------
 
