@@ -63,6 +63,7 @@ from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.journal.events import EventLog
 from supervisor.journal.streams import short_text
 from supervisor.routing import AgentPolicy
+from supervisor.rules.after_attempt import after_attempt
 from supervisor.rules.backoff import backoff_delay
 from supervisor.rules.budget import budget_overrun, priced
 from supervisor.rules.circuit import admit_restart, circuit_reason, when_circuit_open
@@ -639,26 +640,40 @@ class ZeusActor(pykka.ThreadingActor):
                        tool_calls=record.tool_calls, last_tool=record.last_tool)
         # An attempt's own children lose their owner with it.
         self._cancel_children(d, "the attempt that delegated it ended")
-        if d.forced is not None and not d.cancel_requested:
-            self._settle(d, d.forced)
-            return
-        if d.restart_pending is not None and not d.cancel_requested:
-            reason, d.restart_pending = d.restart_pending, None
-            if outcome is not AttemptOutcome.completed:
+        after = after_attempt(
+            outcome,
+            forced=d.forced is not None,
+            cancel_requested=d.cancel_requested,
+            restart_pending=d.restart_pending is not None,
+            reviewed=d.brief.mode == "task" and d.policy.review_by is not None,
+            grouped=d.group is not None,
+        )
+        restart_reason = d.restart_pending
+        if after.restart_consumed:
+            d.restart_pending = None
+        value = finished.value if finished else None
+        for step in after.steps:
+            if step == "settle_forced":
+                assert d.forced is not None
+                self._settle(d, d.forced)
+            elif step == "group_restart":
                 if self._group_restart_allowed(d):
-                    self._emit("group.restarted", d, a, reason=reason)
+                    self._emit("group.restarted", d, a, reason=restart_reason)
                     self._start_attempt(d)
-                return
-        if outcome is AttemptOutcome.completed:
-            value = finished.value if finished else None
-            reviewer = d.policy.review_by
-            if d.brief.mode == "task" and reviewer is not None:
-                self._start_review(d, reviewer, value)
-            else:
+            elif step == "review":
+                assert d.policy.review_by is not None
+                self._start_review(d, d.policy.review_by, value)
+            elif step == "settle_completed":
                 self._settle(d, Settle(Status.completed), value=value)
-            return
-        if d.group is not None and outcome is not AttemptOutcome.cancelled:
-            self._restart_siblings(d, outcome)
+            elif step == "restart_siblings":
+                self._restart_siblings(d, outcome)
+            else:
+                self._next_step(d, a, outcome, fenced=fenced)
+
+    def _next_step(
+        self, d: Delegation, a: Attempt, outcome: AttemptOutcome, *, fenced: bool
+    ) -> None:
+        """Retry, fall back or settle a delegation whose attempt did not complete."""
         partial_ok = d.brief.partial_ok if d.brief.partial_ok is not None else d.policy.partial_ok
         step = decide_next(
             outcome,
