@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import time
 import traceback
 from collections import deque
 from collections.abc import Callable
@@ -49,6 +48,7 @@ from supervisor.core.messages import (
 )
 from supervisor.core.registry import Registry
 from supervisor.core.sessions import Sessions
+from supervisor.core.snapshot import tree_snapshot
 from supervisor.core.spec import child_spec, isolation_of, work_of
 from supervisor.core.state import (
     MAX_PARTIALS,
@@ -56,7 +56,6 @@ from supervisor.core.state import (
     Delegation,
     attempt_error,
     build_summary,
-    snapshot_node,
 )
 from supervisor.core.tree import ancestors, budget_left, waiting_on_children
 from supervisor.errors import DelegationRefused, SupervisorError
@@ -941,23 +940,9 @@ class ZeusActor(pykka.ThreadingActor):
                 self._settle(d, Settle(Status.cancelled, reason=msg.reason))
 
     def _on_snapshot(self, _msg: Snapshot) -> dict[str, Any]:
-        now = self._clock.now()
-        nodes = {d.id: snapshot_node(d, now) for d in self._open.values()}
-        roots: list[dict[str, Any]] = []
-        for node in nodes.values():
-            parent = nodes.get(node["parent_id"]) if node["parent_id"] else None
-            (parent["children"] if parent else roots).append(node)
-        return {
-            "delegations": roots,
-            "open": len(self._open),
-            "queued": len(self._queue),
-            "settled": self._settled_count,
-            "abandoned_threads": len(self._fenced),
-            "dropped_messages": self._dropped,
-            "mailbox_lag": self._lag.snapshot(),
-            "usage": self._tree_usage.model_dump(),
-            "actor_cpu_s": time.thread_time(),  # CPU the supervisor's own thread has used
-        }
+        return tree_snapshot(self._open, self._clock.now(), queued=len(self._queue),
+                             settled=self._settled_count, abandoned_threads=len(self._fenced),
+                             dropped=self._dropped, lag=self._lag, usage=self._tree_usage)
 
     # -- events ----------------------------------------------------------------------------
 

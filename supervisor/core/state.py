@@ -29,7 +29,6 @@ __all__ = [
     "Delegation",
     "attempt_error",
     "build_summary",
-    "snapshot_node",
 ]
 
 
@@ -152,44 +151,6 @@ def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summar
         session_alias=d.brief.session,
     )
 
-
-def snapshot_node(d: Delegation, now: float) -> dict[str, Any]:
-    """One open delegation as `zeus.tree()` shows it (children filled in by the caller)."""
-    a = d.current
-    attempts = [r.model_dump(mode="json") for r in d.attempts]
-    if a is not None:
-        attempts.append({
-            "id": a.id,
-            "agent": a.agent,
-            "state": "stopping" if a.stopping_since is not None else "running",
-            "pid": a.pid,
-            "node": getattr(a.child, "node", None),
-            "elapsed_s": round(now - a.started_at, 3),
-            "deadline_in_s": round(a.deadline - now, 3),
-            "timeout_s": round(a.deadline - a.started_at, 3),
-            "progress": a.watch.progress,
-            "last_progress_s_ago": round(now - a.watch.progressed_at, 3),
-            "last_seen_s_ago": round(now - a.watch.seen_at, 3),
-            "tool_calls": a.tool_calls,
-            "last_tool": a.last_tool,
-            "in_tool": a.in_tool,
-            "last_note": a.last_note,
-        })
-    return {
-        "id": d.id,
-        "agent": d.agent,
-        "requested_agent": d.brief.agent,
-        "scope": d.brief.scope,
-        "state": d.state,
-        "parent_id": d.parent_id,
-        "depth": d.depth,
-        "elapsed_s": round(now - d.dispatched_at, 3),
-        "partials": len(d.partials),
-        "usage": d.usage.model_dump(),
-        "cancel_requested": d.cancel_requested,
-        "attempts": attempts,
-        "children": [],
-    }
 
 def attempt_error(a: Attempt, outcome: AttemptOutcome, finished: Finished | None) -> str | None:
     """What went wrong in one attempt, in a line (the winning cause, then the child's error)."""
