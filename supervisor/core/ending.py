@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from actors import AttemptOutcome, AttemptRecord, Status
+from actors import AttemptOutcome, Status
 from actors.protocol import (
     Finished,
 )
@@ -11,11 +11,7 @@ from supervisor.core.messages import (
     BackoffOver,
 )
 from supervisor.core.restarts import Restarts
-from supervisor.core.state import (
-    Attempt,
-    Delegation,
-    attempt_error,
-)
+from supervisor.core.state import Attempt, Delegation, attempt_record, how_killed
 from supervisor.rules.after_attempt import after_attempt
 from supervisor.rules.backoff import backoff_delay
 from supervisor.rules.settle import Fallback, Retry, Settle, decide_next, resolve_outcome
@@ -50,36 +46,15 @@ class AttemptEnds(Restarts):
             a.stop_causes,
             cancel_requested=d.cancel_requested,
         )
-        killed = finished.killed if finished else None
-        if finished is not None and a.stopping_since is not None and killed is None:
-            killed = "cooperative"
+        killed = how_killed(a, finished)
         if killed is not None and finished is not None:
             latency = finished.kill_latency_s
             if latency is None and a.stopping_since is not None:
                 latency = now - a.stopping_since
             self._emit("attempt.killed", d, a, how=killed, pid=finished.pid or a.pid,
                        latency_s=None if latency is None else round(latency, 6))
-        error = attempt_error(a, outcome, finished)
-        if d.restart_pending is not None and outcome is AttemptOutcome.cancelled:
-            error = f"restarted: {d.restart_pending}"
-        losing = [c.value for c in a.stop_causes if c is not outcome]
-        if finished is not None and finished.outcome is not outcome:
-            losing.append(f"child:{finished.outcome.value}")
-        record = AttemptRecord(
-            id=a.id,
-            agent=a.agent,
-            outcome=outcome,
-            duration_s=round(now - a.started_at, 6),
-            error=error if outcome is not AttemptOutcome.completed else None,
-            pid=(finished.pid if finished and finished.pid else a.pid),
-            losing_causes=losing,
-            fenced=fenced,
-            killed=killed,
-            progress=max(a.watch.progress, finished.progress if finished else 0, 0),
-            tool_calls=a.tool_calls,
-            last_tool=a.last_tool,
-            last_note=a.last_note,
-        )
+        record = attempt_record(a, outcome, finished, now=now, killed=killed, fenced=fenced,
+                                restart_pending=d.restart_pending)
         d.attempts.append(record)
         if (finished is not None and finished.outcome is AttemptOutcome.completed
                 and outcome is not AttemptOutcome.completed):

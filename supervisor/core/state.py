@@ -28,7 +28,9 @@ __all__ = [
     "Attempt",
     "Delegation",
     "attempt_error",
+    "attempt_record",
     "build_summary",
+    "how_killed",
 ]
 
 
@@ -167,6 +169,49 @@ def attempt_error(a: Attempt, outcome: AttemptOutcome, finished: Finished | None
     if stopped and own:
         return f"{stopped}; the child then reported {own}"
     return stopped or own or (None if finished else "the child never reported back")
+
+
+def how_killed(a: Attempt, finished: Finished | None) -> str | None:
+    """How the child was stopped, as the backend saw it; `cooperative` when it ended on its
+    own once asked to stop; None when it was not stopped (or never reported back)."""
+    killed = finished.killed if finished else None
+    if finished is not None and a.stopping_since is not None and killed is None:
+        killed = "cooperative"
+    return killed
+
+
+def attempt_record(
+    a: Attempt,
+    outcome: AttemptOutcome,
+    finished: Finished | None,
+    *,
+    now: float,
+    killed: str | None,
+    fenced: bool,
+    restart_pending: str | None,
+) -> AttemptRecord:
+    """The story of one ended attempt, as its delegation's summary keeps it."""
+    error = attempt_error(a, outcome, finished)
+    if restart_pending is not None and outcome is AttemptOutcome.cancelled:
+        error = f"restarted: {restart_pending}"
+    losing = [c.value for c in a.stop_causes if c is not outcome]
+    if finished is not None and finished.outcome is not outcome:
+        losing.append(f"child:{finished.outcome.value}")
+    return AttemptRecord(
+        id=a.id,
+        agent=a.agent,
+        outcome=outcome,
+        duration_s=round(now - a.started_at, 6),
+        error=error if outcome is not AttemptOutcome.completed else None,
+        pid=(finished.pid if finished and finished.pid else a.pid),
+        losing_causes=losing,
+        fenced=fenced,
+        killed=killed,
+        progress=max(a.watch.progress, finished.progress if finished else 0, 0),
+        tool_calls=a.tool_calls,
+        last_tool=a.last_tool,
+        last_note=a.last_note,
+    )
 
 
 def grouped(values: Iterable[Any]) -> list[Any]:
