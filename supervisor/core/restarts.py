@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors import AttemptOutcome, Brief, Report, Status
+from actors import AttemptOutcome, Status
 from supervisor.core.handle import Settled
 from supervisor.core.messages import (
     Dispatch,
@@ -16,7 +16,7 @@ from supervisor.core.state import (
     Delegation,
 )
 from supervisor.rules.circuit import admit_restart, circuit_reason, when_circuit_open
-from supervisor.rules.groups import review_verdict, siblings_to_restart
+from supervisor.rules.groups import review_brief, review_verdict, siblings_to_restart
 from supervisor.rules.intensity import RestartWindow
 from supervisor.rules.settle import Fallback, NextStep, Retry, Settle
 
@@ -43,23 +43,12 @@ class Restarts(ActorShell):
     def _start_review(self, d: Delegation, reviewer: str, value: Any) -> None:
         """A task's second stage: the reviewer gets the performer's summary."""
         d.performed = value
-        report = value if isinstance(value, Report) else Report(output=value)
-        review_brief = Brief(
-            agent=reviewer,
-            scope=f"Review the work of {d.id}: {d.brief.scope}",
-            inputs={
-                "performer": d.agent,
-                "output": report.output,
-                "changes": report.changes,
-                "findings": report.findings,
-                "partial_results": d.partials[:100],
-            },
-            expected_output="a verdict (approve or reject) and findings",
-        )
+        brief = review_brief(reviewer, delegation_id=d.id, scope=d.brief.scope,
+                             performer=d.agent, value=value, partials=d.partials)
         review_id = self._registry.next_id(reviewer)
         settled = Settled()
         settled.add_callback(lambda summary: self.send(ReviewDone(d.id, summary)))
-        self._on_dispatch(Dispatch(review_id, review_brief, settled, parent_id=d.id))
+        self._on_dispatch(Dispatch(review_id, brief, settled, parent_id=d.id))
 
     def _on_review_done(self, msg: ReviewDone) -> None:
         d = self._open.get(msg.delegation_id)
