@@ -50,10 +50,7 @@ from supervisor.core.registry import Registry
 from supervisor.core.reports import ChildReports
 from supervisor.core.snapshot import tree_snapshot
 from supervisor.core.spec import child_spec, isolation_of, work_of
-from supervisor.core.state import (
-    Attempt,
-    Delegation,
-)
+from supervisor.core.state import Attempt, Delegation
 from supervisor.core.stopping import StoppingAttempts
 from supervisor.errors import SupervisorError
 from supervisor.journal.events import EventLog
@@ -100,6 +97,8 @@ class ZeusActor(ChildReports, StoppingAttempts, AttemptEnds):
             ForceSettle: self._on_force_settle,
         }
 
+    # -- the mailbox ------------------------------------------------------------------
+
     def on_receive(self, message: Any) -> Any:
         """Runs in the actor thread. Nothing may escape: pykka would stop every actor."""
         handler = self._handlers.get(type(message))
@@ -116,6 +115,8 @@ class ZeusActor(ChildReports, StoppingAttempts, AttemptEnds):
                 traceback=traceback.format_exc(),
             )
             return exc if isinstance(exc, Exception) else None
+
+    # -- dispatch and the start of an attempt -------------------------------------------
 
     def _on_dispatch(self, msg: Dispatch) -> None:
         now = self._clock.now()
@@ -251,6 +252,8 @@ class ZeusActor(ChildReports, StoppingAttempts, AttemptEnds):
         except KeyError:
             raise SupervisorError(f"no {isolation!r} backend is available") from None
 
+    # -- the owner's cancel and mail ---------------------------------------------------
+
     def _on_cancel(self, msg: Cancel) -> None:
         d = self._open.get(msg.delegation_id)
         if d is None:
@@ -264,6 +267,8 @@ class ZeusActor(ChildReports, StoppingAttempts, AttemptEnds):
             return False
         self._mail.deliver(d.id, d.current.child if d.current else None, msg.mail)
         return True
+
+    # -- stop and snapshot ----------------------------------------------------------------
 
     def _on_hold(self, msg: Hold) -> None:
         msg.held.set()
@@ -293,7 +298,6 @@ class ZeusActor(ChildReports, StoppingAttempts, AttemptEnds):
         return tree_snapshot(self._open, self._clock.now(), queued=len(self._queue),
                              settled=self._settled_count, abandoned_threads=len(self._fenced),
                              dropped=self._dropped, lag=self._lag, usage=self._tree_usage)
-
 
 
 def _placing(a: Attempt) -> bool:

@@ -4,12 +4,8 @@
 from __future__ import annotations
 
 from actors import AttemptOutcome, Status
-from actors.protocol import (
-    Finished,
-)
-from supervisor.core.messages import (
-    BackoffOver,
-)
+from actors.protocol import Finished
+from supervisor.core.messages import BackoffOver
 from supervisor.core.restarts import Restarts
 from supervisor.core.state import Attempt, Delegation, attempt_record, how_killed
 from supervisor.rules.after_attempt import after_attempt

@@ -6,25 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from actors import AttemptOutcome, Brief, Usage
-from actors.protocol import (
-    Charge,
-    DelegateRequest,
-    Finished,
-    Heartbeat,
-    Partial,
-    Spawned,
-    ToolCall,
-)
+from actors.protocol import Charge, DelegateRequest, Finished, Heartbeat, Partial, Spawned, ToolCall
 from supervisor.core.handle import Settled
-from supervisor.core.messages import (
-    Dispatch,
-)
+from supervisor.core.messages import Dispatch
 from supervisor.core.shell import ActorShell
-from supervisor.core.state import (
-    MAX_PARTIALS,
-    Attempt,
-    Delegation,
-)
+from supervisor.core.state import MAX_PARTIALS, Attempt, Delegation
 from supervisor.core.tree import ancestors
 from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.journal.streams import short_text

@@ -7,14 +7,9 @@ from typing import Any
 
 from actors import AttemptOutcome, Status
 from supervisor.core.handle import Settled
-from supervisor.core.messages import (
-    Dispatch,
-    ReviewDone,
-)
+from supervisor.core.messages import Dispatch, ReviewDone
 from supervisor.core.shell import ActorShell
-from supervisor.core.state import (
-    Delegation,
-)
+from supervisor.core.state import Delegation
 from supervisor.rules.circuit import admit_restart, circuit_reason, when_circuit_open
 from supervisor.rules.groups import review_brief, review_verdict, siblings_to_restart
 from supervisor.rules.intensity import RestartWindow

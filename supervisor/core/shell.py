@@ -19,20 +19,12 @@ import pykka
 from actors import AttemptOutcome, Status, Summary, Usage
 from actors.backends import Backend
 from actors.clock import Clock, Timer
-from actors.protocol import (
-    Finished,
-)
+from actors.protocol import Finished
 from supervisor.core.mail import PendingMail
-from supervisor.core.messages import (
-    Dispatch,
-)
+from supervisor.core.messages import Dispatch
 from supervisor.core.registry import Registry
 from supervisor.core.sessions import Sessions
-from supervisor.core.state import (
-    Attempt,
-    Delegation,
-    build_summary,
-)
+from supervisor.core.state import Attempt, Delegation, build_summary
 from supervisor.core.tree import ancestors, budget_left
 from supervisor.journal.events import EventLog
 from supervisor.rules.intensity import RestartWindow
@@ -79,6 +71,8 @@ class ActorShell(pykka.ThreadingActor):
         self._accepting = True
         self._mail = PendingMail()
 
+    # -- messages, timers, events ----------------------------------------------------------
+
     def send(self, message: object) -> None:
         """What children call (from their own threads) to report; dropped once Zeus is gone."""
         try:  # noqa: SIM105 - not contextlib.suppress: the hot path of every child message
@@ -111,6 +105,8 @@ class ActorShell(pykka.ThreadingActor):
                 **fields,
             )
 
+    # -- the tree above a delegation ----------------------------------------------------
+
     def _nudge_ancestors(self, d: Delegation, now: float) -> None:
         """Progress in `d`'s subtree is progress of every ancestor waiting on it."""
         for parent in ancestors(d, self._open):
@@ -122,6 +118,8 @@ class ActorShell(pykka.ThreadingActor):
         chain = [d, *ancestors(d, self._open)]
         return budget_left([*((n.usage, n.policy.budget) for n in chain),
                             (self._tree_usage, self._registry.routing.supervisor.budget)])
+
+    # -- cancellation and settlement ----------------------------------------------------
 
     def _cancel_children(self, d: Delegation, reason: str) -> None:
         """Cancel whatever `d` delegated that is still open."""

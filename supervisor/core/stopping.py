@@ -6,15 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from actors import AttemptOutcome
-from supervisor.core.messages import (
-    AttemptDue,
-    GraceOver,
-)
+from supervisor.core.messages import AttemptDue, GraceOver
 from supervisor.core.shell import ActorShell
-from supervisor.core.state import (
-    Attempt,
-    Delegation,
-)
+from supervisor.core.state import Attempt, Delegation
 from supervisor.core.tree import waiting_on_children
 from supervisor.rules.lag import WARN_S as LAG_WARN_S
 
