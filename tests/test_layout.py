@@ -122,3 +122,21 @@ def test_the_shipped_pantheon_is_the_repositorys_routing_yml() -> None:
         "routing.yml and supervisor/routing/routing.yml differ: copy the one you edited "
         "over the other (the package ships its copy; the repository's is the one users read)"
     )
+
+
+@pytest.mark.parametrize("package", ["supervisor/core", "supervisor/rules"])
+def test_no_module_of_the_running_core_or_the_rules_does_several_jobs(package: str) -> None:
+    """A module over about 400 lines is doing several jobs: split it by job."""
+    long = {
+        path.name: n
+        for path in sorted((ROOT / package).glob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400
+    }
+    assert not long, f"modules in {package} over 400 lines: {long}"
+
+
+def test_the_test_hooks_are_not_on_the_public_zeus() -> None:
+    """Holding the mailbox and waiting for it are `supervisor.testing.held/sync`."""
+    zeus = supervisor.Zeus
+    assert not hasattr(zeus, "held") and not hasattr(zeus, "sync")
+    assert callable(supervisor.testing.held) and callable(supervisor.testing.sync)
