@@ -17,6 +17,7 @@ from typing import Any
 from actors import Brief, Context
 from benchmarks._table import Row, report
 from supervisor import Routing, Zeus
+from supervisor.testing import sync
 
 
 def done(brief: Brief, ctx: Context) -> str:
@@ -61,7 +62,7 @@ def bench_memory_released(rows: list[Row], n: int = 20_000, input_bytes: int = 1
             for h in handles:
                 h.result(30)
             del handles
-        zeus.sync()
+        sync(zeus)
         gc.collect()
         retained = tracemalloc.get_traced_memory()[0] - before
         tracemalloc.stop()

@@ -18,6 +18,7 @@ import pykka
 from actors import Brief, Context
 from benchmarks._table import Row, report
 from supervisor import Routing, Zeus
+from supervisor.testing import held, sync
 
 
 def noop(brief: Brief, ctx: Context) -> None:
@@ -157,14 +158,14 @@ def bench_heartbeats(rows: list[Row]) -> None:
     total = children * beats
     with Zeus.start(r, agents={"b": beater}) as zeus:
         handles = [zeus.dispatch(Brief(agent="b", scope=str(i))) for i in range(children)]
-        zeus.sync()
+        sync(zeus)
         cpu0 = zeus.tree()["actor_cpu_s"]
-        with zeus.held():
+        with held(zeus):
             go.set()
             for _ in range(children):
                 sent.acquire()
             t0 = time.perf_counter()
-        zeus.sync()
+        sync(zeus)
         elapsed = time.perf_counter() - t0
         cpu = zeus.tree()["actor_cpu_s"] - cpu0
         for h in handles:
@@ -172,9 +173,9 @@ def bench_heartbeats(rows: list[Row]) -> None:
     zeus_rate = total / elapsed
 
     counter = Counter.start()
-    hold, held = threading.Event(), threading.Event()
-    counter.tell(("hold", hold, held))
-    held.wait()
+    hold, is_held = threading.Event(), threading.Event()
+    counter.tell(("hold", hold, is_held))
+    is_held.wait()
     for _ in range(total):
         counter.tell("beat")
     t0 = time.perf_counter()
@@ -225,10 +226,10 @@ def bench_memory(rows: list[Row]) -> None:
 
     gc.collect()
     with Zeus.start(routing(max_concurrent=n), agents={"w": waiter}) as zeus:
-        zeus.sync()
+        sync(zeus)
         before = proc.memory_info().rss
         handles = [zeus.dispatch(Brief(agent="w", scope=str(i))) for i in range(n)]
-        zeus.sync()
+        sync(zeus)
         during = proc.memory_info().rss
         release.set()
         for h in handles:

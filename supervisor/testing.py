@@ -28,12 +28,12 @@ __all__ = ["EventRecorder", "FakeClock", "held", "sync"]
 
 def held(zeus: Zeus) -> contextlib.AbstractContextManager[None]:
     """Hold Zeus's mailbox for the block: messages sent meanwhile queue up in order."""
-    return zeus.held()
+    return zeus._held()
 
 
 def sync(zeus: Zeus) -> None:
     """Wait until Zeus has handled every message sent before this call."""
-    zeus.sync()
+    zeus._sync()
 
 
 class EventRecorder:

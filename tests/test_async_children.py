@@ -17,6 +17,7 @@ import pytest
 from actors import Brief, Context, Status
 from supervisor import Routing, Zeus
 from supervisor.core.handle import AWAITER_CANCELLED
+from supervisor.testing import held, sync
 from tests._support import alive, eventually
 
 pytestmark = pytest.mark.realtime
@@ -183,13 +184,13 @@ def test_a_process_child_and_its_awaiting_task_cancelled_in_every_order(
             task = asyncio.ensure_future(handle)
             while not Path(str(release) + ".started").exists():
                 await asyncio.sleep(0.005)
-            zeus.sync()
+            sync(zeus)
             if order == "after_settlement":
                 release.write_text("")
                 handle.result(20)  # blocks this loop on purpose: settled before the task resumes
                 task.cancel()
             else:
-                with zeus.held():
+                with held(zeus):
                     if order == "finished_first":
                         release.write_text("")
                         assert eventually(lambda: inbox.qsize() >= 1)  # its Finished
@@ -205,7 +206,7 @@ def test_a_process_child_and_its_awaiting_task_cancelled_in_every_order(
             await asyncio.wrap_future(handle.future)
 
         asyncio.run(main())
-        zeus.sync()
+        sync(zeus)
     settled = [e for e in events if e["event"] == "delegation.settled"]
     assert len(settled) == 1
     expected = "cancelled" if order == "cancel_first" else "completed"

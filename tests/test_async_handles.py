@@ -17,6 +17,7 @@ import pytest
 from actors import Brief, Context, Status
 from supervisor import Zeus
 from supervisor.core.handle import AWAITER_CANCELLED
+from supervisor.testing import held, sync
 from tests._support import eventually
 from tests.conftest import Recorder, ZeusFactory
 
@@ -132,7 +133,7 @@ def test_a_loop_closed_before_settlement_breaks_nothing_and_logs_nothing(
     with caplog.at_level(logging.DEBUG):
         gate.release.set()
         summary = handle.result(10)
-        zeus.sync()
+        sync(zeus)
     assert summary.status is Status.completed
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
@@ -220,7 +221,7 @@ def test_a_sync_wait_that_runs_out_cancels_nothing(
         handle.result(0.05)
     with pytest.raises(TimeoutError):
         handle.future.result(0.01)
-    zeus.sync()
+    sync(zeus)
     assert not handle.done()
     gate.release.set()
     assert handle.result(10).status is Status.completed
@@ -243,7 +244,7 @@ def test_cancelling_the_task_after_settlement_cancels_nothing(
             await task
 
     asyncio.run(main())
-    zeus.sync()
+    sync(zeus)
     assert recorder.named("delegation.settled")[0]["status"] == "completed"
     assert recorder.named("delegation.cancel_requested") == []
 
@@ -259,8 +260,8 @@ def test_the_task_cancelled_as_the_child_finishes_settles_once_in_either_order(
         handle = zeus.dispatch(Brief(agent="gate", scope="x"))
         task = asyncio.ensure_future(_await(handle))
         await asyncio.get_running_loop().run_in_executor(None, gate.started.wait, 10)
-        zeus.sync()
-        with zeus.held():
+        sync(zeus)
+        with held(zeus):
             if first == "finished":
                 gate.release.set()
                 assert eventually(lambda: inbox.qsize() >= 1)  # the child's Finished is queued
@@ -278,7 +279,7 @@ def test_the_task_cancelled_as_the_child_finishes_settles_once_in_either_order(
         await asyncio.wrap_future(handle.future)
 
     asyncio.run(main())
-    zeus.sync()
+    sync(zeus)
     settled = recorder.named("delegation.settled")
     assert len(settled) == 1
     assert settled[0]["status"] == ("completed" if first == "finished" else "cancelled")
@@ -369,7 +370,7 @@ def test_a_burst_of_settlements_wakes_the_loop_once(make_zeus: ZeusFactory) -> N
             return call_soon_threadsafe(callback, *args)
 
         loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
-        with zeus.held():
+        with held(zeus):
             handles = [zeus.dispatch(Brief(agent="echo", scope=str(i))) for i in range(50)]
             tasks = [asyncio.ensure_future(h) for h in handles]
             await asyncio.sleep(0)  # every task now waits on its open handle

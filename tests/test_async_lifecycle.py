@@ -10,6 +10,7 @@ import pytest
 
 from actors import Brief, Context, Status
 from supervisor import Routing, SupervisorError, UnknownDelegation, Zeus, ZeusStopped
+from supervisor.testing import sync
 from tests.conftest import Recorder, ZeusFactory
 
 
@@ -125,7 +126,7 @@ def test_keep_settled_drops_the_oldest_first(make_zeus: ZeusFactory) -> None:
     for i in range(4):  # settled one after another: the oldest settled is the first
         handles.append(zeus.dispatch(Brief(agent="echo", scope=str(i))))
         handles[-1].result(10)
-        zeus.sync()
+        sync(zeus)
     assert zeus.handle(handles[3].id) is handles[3]
     assert zeus.handle(handles[2].id) is handles[2]
     with pytest.raises(UnknownDelegation, match="keep_settled"):

@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 from actors import Brief, Context
+from supervisor.testing import sync
 from tests.conftest import Recorder, ZeusFactory
 
 
@@ -117,12 +118,12 @@ def test_a_subscriber_gets_only_its_own_delegation(make_zeus: ZeusFactory) -> No
     watched, other = Reporter(), Reporter()
     zeus = make_zeus(works={"w": watched, "o": other}, log=None)
     handle = zeus.dispatch(Brief(agent="w", scope="x"))
-    zeus.sync()  # the watched one has started: nothing more of it until `go`
+    sync(zeus)  # the watched one has started: nothing more of it until `go`
     stream = handle.events()
     unwatched = zeus.dispatch(Brief(agent="o", scope="y"))
     other.go.set()
     unwatched.result(10)
-    zeus.sync()
+    sync(zeus)
     published_meanwhile = zeus._events.subscriptions.published
     watched.go.set()
     events = list(stream)

@@ -13,6 +13,7 @@ from actors.clock import FakeClock
 from supervisor import Routing, RoutingError
 from supervisor.cli.render import attempt_label, evidence
 from supervisor.journal import runs as jr
+from supervisor.testing import sync
 from tests.conftest import Recorder, ZeusFactory
 
 WAIT = 10.0
@@ -34,7 +35,7 @@ def test_a_stopped_attempt_keeps_its_tool_calls_last_tool_and_last_note(
                      works={"t": tester})
     handle = zeus.dispatch(Brief(agent="t", scope="s"))
     assert busy.wait(WAIT)
-    zeus.sync()
+    sync(zeus)
     node = zeus.tree()["delegations"][0]["attempts"][0]
     assert (node["tool_calls"], node["last_tool"]) == (14, "pytest")
     clock.advance(30)
@@ -123,10 +124,10 @@ def test_inside_a_long_tool_call_staleness_uses_stale_in_tool_s(
     )
     handle = zeus.dispatch(Brief(agent="t", scope="s"))
     assert inside.wait(WAIT)
-    zeus.sync()
+    sync(zeus)
     assert zeus.tree()["delegations"][0]["attempts"][0]["in_tool"] == "pytest"
     clock.advance(29.9)  # default stale_in_tool_s: 3 x stale_after_s
-    zeus.sync()
+    sync(zeus)
     assert not handle.done()
     clock.advance(0.1)
     summary = handle.result(WAIT)
@@ -153,7 +154,7 @@ def test_after_a_long_tool_call_the_usual_stale_threshold_applies_again(
     )
     handle = zeus.dispatch(Brief(agent="t", scope="s"))
     assert after.wait(WAIT)
-    zeus.sync()
+    sync(zeus)
     clock.advance(10)
     summary = handle.result(WAIT)
     assert (summary.status, summary.timeout_kind) == (Status.timed_out, "stale")
@@ -209,10 +210,10 @@ def test_the_live_tree_row_shows_tool_calls_and_then_the_stopped_attempts_eviden
     with live.show(zeus):
         handle = zeus.dispatch(Brief(agent="t", scope="s"))
         assert inside.wait(WAIT)
-        zeus.sync()
+        sync(zeus)
         live._poll()
         assert "14 tool calls, in pytest" in live.render_plain()
         clock.advance(30)
         handle.result(WAIT)
-        zeus.sync()
+        sync(zeus)
     assert "timed out after 14 tool calls, last: pytest" in live.render_plain()

@@ -13,6 +13,7 @@ from actors.context import MAX_PARTIALS_SENT
 from supervisor import Routing, Zeus
 from supervisor.rules.lag import WARN_EVERY_S, MailboxLag
 from supervisor.rules.lag import WARN_S as LAG_WARN_S
+from supervisor.testing import held, sync
 from tests.conftest import Recorder, ZeusFactory, wait_cancelled
 
 FLOOD = MAX_PARTIALS_SENT + 40_000
@@ -32,8 +33,8 @@ def test_a_thread_child_flooding_partials_puts_at_most_the_cap_in_the_mailbox(
 
     zeus = make_zeus({"f": {"timeout_s": 60}}, works={"f": flood})
     handle = zeus.dispatch(Brief(agent="f", scope="s"))
-    zeus.sync()
-    with zeus.held():
+    sync(zeus)
+    with held(zeus):
         go.set()
         assert flooded.wait(30)
         queued = zeus._ref.actor_inbox.qsize()
@@ -67,8 +68,8 @@ def test_a_deadline_handled_late_is_measured_as_mailbox_lag_and_reported(
     zeus = make_zeus({"h": {"timeout_s": 1, "heartbeat": {"stale_after_s": 600}}},
                      works={"h": wait_cancelled})
     handle = zeus.dispatch(Brief(agent="h", scope="s"))
-    zeus.sync()
-    with zeus.held():
+    sync(zeus)
+    with held(zeus):
         clock.advance(3.0)  # the deadline falls due at +1 s; Zeus gets to it at +3 s
     assert handle.result(10).status is Status.timed_out
     lag = recorder.named("supervisor.mailbox_lag")
@@ -82,7 +83,7 @@ def test_a_prompt_deadline_is_no_lag_and_emits_nothing(
     zeus = make_zeus({"h": {"timeout_s": 1, "heartbeat": {"stale_after_s": 600}}},
                      works={"h": wait_cancelled})
     handle = zeus.dispatch(Brief(agent="h", scope="s"))
-    zeus.sync()
+    sync(zeus)
     clock.advance(1.0)
     assert handle.result(10).status is Status.timed_out
     assert recorder.named("supervisor.mailbox_lag") == []

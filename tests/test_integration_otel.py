@@ -20,6 +20,7 @@ from actors import Brief, Context, TransientError
 from actors.clock import FakeClock
 from supervisor import Zeus
 from supervisor.integrations.otel import tracing
+from supervisor.testing import sync
 from tests._integration_agents import echo
 from tests.conftest import Recorder, ZeusFactory, wait_cancelled
 
@@ -55,7 +56,7 @@ def test_a_delegation_span_is_a_child_of_the_span_current_at_dispatch(
     zeus = make_zeus({"echo": {}}, works={"echo": spends}, log=[recorder, tracing(provider)])
     with provider.get_tracer("host").start_as_current_span("host request"):
         zeus.dispatch(Brief(agent="echo", scope="x")).result(10)
-    zeus.sync()
+    sync(zeus)
     found = spans(exporter)
     host, delegation, attempt = found["host request"], found["delegation echo"], found[
         "attempt echo"]
@@ -87,7 +88,7 @@ def test_a_nested_delegation_is_a_child_of_its_parent_delegations_span(
     zeus = make_zeus({"lead": {"kind": "orchestrator"}, "echo": {}},
                      works={"lead": lead, "echo": echo}, log=[recorder, tracing(provider)])
     zeus.dispatch(Brief(agent="lead", scope="outer")).result(10)
-    zeus.sync()
+    sync(zeus)
     found = spans(exporter)
     assert parent_of(found["delegation lead"]) is None  # no span was current at dispatch
     assert parent_of(found["delegation echo"]) == found["delegation lead"].context.span_id
@@ -105,7 +106,7 @@ def test_a_retry_and_a_fallback_are_span_events_and_each_attempt_a_span(
         works={"a": flaky, "b": echo}, log=[recorder, tracing(provider)],
     )
     zeus.dispatch(Brief(agent="a", scope="x")).result(10)
-    zeus.sync()
+    sync(zeus)
     finished = exporter.get_finished_spans()
     attempts = [s for s in finished if s.name.startswith("attempt")]
     assert [(s.name, s.attributes["zeus.attempt"], s.attributes["zeus.outcome"])  # type: ignore[index]
@@ -128,7 +129,7 @@ def test_a_stale_attempt_carries_stale_and_kill_events_and_an_error_status(
     recorder.wait_for("attempt.heartbeat")
     clock.advance(6)
     handle.result(10)
-    zeus.sync()
+    sync(zeus)
     found = spans(exporter)
     assert [e.name for e in found["attempt w"].events] == ["stale", "kill"]
     assert found["attempt w"].attributes["zeus.outcome"] == "stale"  # type: ignore[index]

@@ -22,6 +22,7 @@ from supervisor.integrations import _bridge
 from supervisor.integrations._extras import missing_extra
 from supervisor.routing import PricingPolicy
 from supervisor.rules.budget import priced
+from supervisor.testing import sync
 from tests._integration_agents import echo
 from tests.conftest import Recorder, ZeusFactory, wait_cancelled
 
@@ -223,7 +224,7 @@ def test_subscribe_hears_only_its_own_delegation_and_stops_when_asked() -> None:
         unsubscribe = _bridge.subscribe(zeus, "e-2", lambda e: heard.append(e["event"]))
         handle.result(10)
         zeus.dispatch(Brief(agent="e", scope="b")).result(10)
-        zeus.sync()
+        sync(zeus)
         unsubscribe()
         zeus.dispatch(Brief(agent="e", scope="c")).result(10)
     finally:

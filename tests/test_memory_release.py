@@ -14,6 +14,7 @@ import pytest
 
 from actors import Brief, Context, Status
 from supervisor import Routing, Zeus
+from supervisor.testing import sync
 from tests.conftest import ZeusFactory
 
 
@@ -40,7 +41,7 @@ def _dispatch_settled(zeus: Zeus, agent: str, count: int) -> list[weakref.ref[_B
     for handle in handles:
         assert handle.result(20).status is Status.completed
     del handles
-    zeus.sync()
+    sync(zeus)
     return refs
 
 
@@ -75,11 +76,11 @@ def test_a_delegation_cancelled_while_it_waits_releases_its_inputs(
     ref = weakref.ref(blob)
     handle = zeus.dispatch(Brief(agent="w", scope="s", inputs={"blob": blob}))
     del blob
-    zeus.sync()
+    sync(zeus)
     zeus.cancel(handle.id)
     assert handle.result(10).status is Status.cancelled
     del handle
-    zeus.sync()
+    sync(zeus)
     release.set()
     assert _alive([ref]) == 0
 

@@ -15,6 +15,7 @@ from actors import Brief, Context, Status, TransientError
 from actors.clock import FakeClock
 from supervisor import SupervisorError, Zeus
 from supervisor.rules.results import truncate
+from supervisor.testing import sync
 from tests._support import eventually
 from tests.conftest import Recorder, ZeusFactory
 
@@ -110,7 +111,7 @@ def test_the_journal_is_json_lines_flushed_per_event(tmp_path: Path) -> None:
     with Zeus.start(agents={"m": mixed}, log=journal) as zeus:
         handle = zeus.dispatch(Brief(agent="m", scope="ok:1"))
         handle.result(10)
-        zeus.sync()
+        sync(zeus)
         lines = journal.read_text().splitlines()  # readable before stop: flushed per event
         assert [json.loads(line)["event"] for line in lines][-1] == "delegation.settled"
     events = [json.loads(line) for line in journal.read_text().splitlines()]

@@ -16,6 +16,7 @@ from actors import AttemptOutcome, Brief, Status
 from actors.backends import ChildSpec, Send
 from actors.clock import FakeClock
 from actors.protocol import Finished, Heartbeat, Placed
+from supervisor.testing import sync
 from tests.conftest import Recorder, ZeusFactory
 
 
@@ -82,10 +83,10 @@ def test_an_attempt_waiting_for_a_node_never_goes_stale_and_times_out_at_its_dea
 ) -> None:
     zeus = make_zeus({"worker": POLICY}, works={"worker": print}, backends={"ray": backend})
     handle = zeus.dispatch(Brief(agent="worker", scope="wait"))
-    zeus.sync()
+    sync(zeus)
     assert started(recorder) == []  # not announced while it waits for a node
     clock.advance(9.9)  # far past stale_after_s
-    zeus.sync()
+    sync(zeus)
     assert not handle.done() and not backend.children[0].killed
     clock.advance(0.1)
     summary = handle.result(timeout=5)
@@ -102,15 +103,15 @@ def test_a_placed_attempt_is_announced_with_its_node_and_its_stale_clock_starts_
 ) -> None:
     zeus = make_zeus({"worker": POLICY}, works={"worker": print}, backends={"ray": backend})
     handle = zeus.dispatch(Brief(agent="worker", scope="wait"))
-    zeus.sync()
+    sync(zeus)
     clock.advance(5)  # queued for 5 s: longer than stale_after_s, and not stale
     backend.children[0].place(4321, "10.0.0.7/abcdef12")
-    zeus.sync()
+    sync(zeus)
     [event] = started(recorder)
     assert (event["pid"], event["node"], event["deadline_s"]) == (4321, "10.0.0.7/abcdef12", 5.0)
     assert (event["ray_address"], event["ray_job"]) == ("10.0.0.1:6379", "01000000")
     clock.advance(2.9)
-    zeus.sync()
+    sync(zeus)
     assert not handle.done()
     clock.advance(0.1)  # 3 s after its first beat with no progress: stale
     summary = handle.result(timeout=5)

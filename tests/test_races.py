@@ -1,6 +1,6 @@
 """Races settled by rule, not timing: messages queued in Zeus's mailbox in every order.
 
-Once the attempt runs, Zeus's mailbox is held (`zeus.held()`), the racing
+Once the attempt runs, Zeus's mailbox is held (`held(zeus)`), the racing
 messages are queued in a known order, then the hold ends: the mailbox handles
 them one at a time, exactly in that order.
 """
@@ -16,6 +16,7 @@ import pytest
 from actors import AttemptOutcome, Brief, Status, Usage
 from actors.clock import FakeClock
 from actors.protocol import Charge, Finished
+from supervisor.testing import held
 from tests.conftest import Recorder, ZeusFactory
 
 RACER = {"timeout_s": 10, "budget": {"max_cost": 1.0}, "shutdown": {"grace_s": 5}}
@@ -62,7 +63,7 @@ def run_race(
             Finished(attempt_id, AttemptOutcome.completed, value="done", progress=2)
         ),
     }
-    with zeus.held():
+    with held(zeus):
         for message in order:
             send[message]()
     summary = handle.result(10)

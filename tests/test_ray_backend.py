@@ -18,6 +18,7 @@ import pytest
 from actors import Brief, Context, TransientError
 from supervisor import Routing, Status, Zeus
 from supervisor.routing import AgentPolicy
+from supervisor.testing import sync
 from tests._support import alive
 from tests.conftest import RAY_SKIP, Recorder
 
@@ -337,7 +338,7 @@ def test_a_mixed_fault_run_on_ray_settles_every_delegation_exactly_once(
     first = {"ok": "completed", "crash": "crash", "transient": "transient", "hang": "stale",
              "error": "error"}
     assert [s.attempts[0].outcome.value for s in summaries] == [first[f] for f in faults]
-    zeus.sync()
+    sync(zeus)
     settled = [e["delegation_id"] for e in log.named("delegation.settled")
                if e["agent"] == agent]
     assert sorted(settled) == sorted(h.id for h in handles)  # each exactly once

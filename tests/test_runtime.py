@@ -12,6 +12,7 @@ import pytest
 from actors import Brief, Context, Report, Status, TransientError
 from actors.clock import FakeClock
 from supervisor import UnknownAgent
+from supervisor.testing import held, sync
 from tests.conftest import Recorder, ZeusFactory, wait_cancelled
 
 # Long enough that a quiet child is never stale in tests about deadlines.
@@ -160,7 +161,7 @@ def test_a_transient_error_is_retried_after_the_exact_backoff(
     (scheduled,) = recorder.wait_for("retry.scheduled")
     assert scheduled["backoff_s"] == 2.0 and scheduled["next_attempt_id"] == "f-1-a2"
     clock.advance(1.999)
-    zeus.sync()
+    sync(zeus)
     assert len(recorder.named("attempt.started")) == 1  # still backing off
     clock.advance(0.001)
     summary = handle.result(10)
@@ -185,7 +186,7 @@ def test_a_cancel_cuts_the_backoff_short(
     assert summary.status is Status.cancelled
     assert len(summary.attempts) == 1
     clock.advance(60)
-    zeus.sync()
+    sync(zeus)
     assert len(recorder.named("attempt.started")) == 1  # nothing restarts after a cancel
 
 
@@ -196,7 +197,7 @@ def test_a_deadline_stops_the_child_cooperatively_and_settles_timed_out(
     handle = zeus.dispatch(Brief(agent="w", scope="s"))
     recorder.wait_for("attempt.started")
     clock.advance(59.9)
-    zeus.sync()
+    sync(zeus)
     assert not handle.done()
     clock.advance(0.1)
     summary = handle.result(10)
@@ -235,7 +236,7 @@ def test_a_partial_ok_timeout_with_partials_settles_partial_at_once(
     while len(zeus.tree()["delegations"][0]["attempts"]) == 0 or zeus.tree()[
         "delegations"
     ][0]["partials"] < 2:
-        zeus.sync()
+        sync(zeus)
     clock.advance(60)
     summary = handle.result(10)
     assert summary.status is Status.partial
@@ -280,9 +281,9 @@ def test_stale_child_is_stopped_after_stale_after_s_without_progress(
     )
     handle = zeus.dispatch(Brief(agent="s", scope="s"))
     assert progressed.wait(10)
-    zeus.sync()
+    sync(zeus)
     clock.advance(9.5)
-    zeus.sync()
+    sync(zeus)
     assert not handle.done()
     clock.advance(0.5)
     summary = handle.result(10)
@@ -408,7 +409,7 @@ def test_a_thread_that_ignores_cancel_is_fenced_and_a_writer_is_not_retried(
     handle = zeus.dispatch(Brief(agent="s", scope="s"))
     recorder.wait_for("attempt.started")
     clock.advance(10)
-    zeus.sync()
+    sync(zeus)
     clock.advance(2)
     summary = handle.result(10)
     assert summary.status is Status.blocked
@@ -440,7 +441,7 @@ def test_a_read_only_agent_is_retried_even_when_its_thread_was_fenced(
     handle = zeus.dispatch(Brief(agent="r", scope="s"))
     recorder.wait_for("attempt.started")
     clock.advance(10)
-    zeus.sync()
+    sync(zeus)
     clock.advance(1)
     summary = handle.result(10)
     release.set()
@@ -458,7 +459,7 @@ def test_max_concurrent_queues_instead_of_refusing_and_queued_ones_can_be_cancel
 
     zeus = make_zeus(supervisor={"max_concurrent": 2}, works={"g": gated})
     handles = [zeus.dispatch(Brief(agent="g", scope=str(i))) for i in range(4)]
-    zeus.sync()
+    sync(zeus)
     assert zeus.tree()["queued"] == 2
     handles[3].cancel()
     assert handles[3].result(10).status is Status.cancelled
@@ -472,7 +473,7 @@ def test_cancel_after_settlement_is_a_no_op(make_zeus: ZeusFactory, recorder: Re
     handle = zeus.dispatch(Brief(agent="echo", scope="s"))
     summary = handle.result(10)
     handle.cancel()
-    zeus.sync()
+    sync(zeus)
     assert handle.result() is summary
     assert recorder.named("delegation.cancel_requested") == []
 
@@ -555,7 +556,7 @@ def test_a_done_callback_that_raises_changes_nothing_for_zeus(
     def broken(summary: Any) -> None:
         raise RuntimeError("host bug")
 
-    with zeus.held():  # the callback is in place before Zeus settles anything
+    with held(zeus):  # the callback is in place before Zeus settles anything
         first = zeus.dispatch(Brief(agent="echo", scope="first"))
         queued = zeus.dispatch(Brief(agent="echo", scope="queued behind it"))
         first.add_done_callback(broken)

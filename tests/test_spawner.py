@@ -19,6 +19,7 @@ from actors.clock import SystemClock
 from actors.protocol import Heartbeat, Spawned
 from supervisor import Routing, Zeus
 from supervisor import journal as jr
+from supervisor.testing import sync
 from tests._support import Inbox
 
 pytestmark = [pytest.mark.process, pytest.mark.realtime]
@@ -187,24 +188,24 @@ def test_a_process_still_starting_is_never_stale_and_its_clock_starts_at_its_fir
                       backends={"process": backend})  # type: ignore[dict-item]
     try:
         handle = zeus.dispatch(Brief(agent="p", scope="s"))
-        zeus.sync()
+        sync(zeus)
         clock.advance(5)  # three stale periods while the process is being started
-        zeus.sync()
+        sync(zeus)
         assert recorder.named("attempt.stale") == []
         spec, send, _ = backend.started[0]
         send(Spawned(spec.attempt_id, 4242, 1.0))
-        zeus.sync()
+        sync(zeus)
         assert [e["pid"] for e in recorder.named("attempt.spawned")] == [4242]
         clock.advance(1.0)
-        zeus.sync()
+        sync(zeus)
         assert recorder.named("attempt.stale") == []  # spawned, not yet heard from
         send(Heartbeat(spec.attempt_id, 0, liveness=True))  # its worker's first beat
-        zeus.sync()
+        sync(zeus)
         clock.advance(1.9)
-        zeus.sync()
+        sync(zeus)
         assert recorder.named("attempt.stale") == []
         clock.advance(0.1)  # stale_after_s after its first sign of life
-        zeus.sync()
+        sync(zeus)
         assert len(recorder.named("attempt.stale")) == 1
         zeus.cancel(handle.id)
     finally:
@@ -223,9 +224,9 @@ def test_an_attempt_whose_process_never_starts_still_times_out_at_its_deadline()
                       backends={"process": backend})  # type: ignore[dict-item]
     try:
         zeus.dispatch(Brief(agent="p", scope="s"))
-        zeus.sync()
+        sync(zeus)
         clock.advance(5)
-        zeus.sync()
+        sync(zeus)
         assert recorder.named("attempt.stale") == []
         assert len(recorder.named("attempt.timed_out")) == 1
         assert backend.started[0][2].killed
@@ -245,13 +246,13 @@ def test_a_process_spawned_after_its_stale_check_times_out_once_at_its_deadline(
                       backends={"process": backend})  # type: ignore[dict-item]
     try:
         zeus.dispatch(Brief(agent="p", scope="s"))
-        zeus.sync()
+        sync(zeus)
         clock.advance(1)
         spec, send, _ = backend.started[0]
         send(Spawned(spec.attempt_id, 4242, 1.0))
-        zeus.sync()
+        sync(zeus)
         clock.advance(4)
-        zeus.sync()
+        sync(zeus)
         assert len(recorder.named("attempt.timed_out")) == 1
         assert clock.pending() == []
     finally:

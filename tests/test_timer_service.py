@@ -15,6 +15,7 @@ from actors import Brief, Context, Status
 from actors.backends.hub import Hub
 from actors.clock import FakeClock, SystemClock, TimerError
 from supervisor import Routing, Zeus
+from supervisor.testing import sync
 from tests.conftest import Recorder, ZeusFactory
 
 
@@ -156,7 +157,7 @@ def test_a_delegation_with_an_unkeepable_deadline_never_stops_the_deadlines_of_o
         "timeout_s": 30, "heartbeat": {"interval_s": 0.05, "stale_after_s": 3600}}}})
     with Zeus.start(r, agents={"h": _hang}, log=recorder) as zeus:
         bad = zeus.dispatch(Brief.model_construct(agent="h", scope="bad", timeout_s=timeout_s))
-        zeus.sync()
+        sync(zeus)
         victim = zeus.dispatch(Brief(agent="h", scope="victim", timeout_s=0.2))
         summary = victim.result(10)
         assert summary.status is Status.timed_out
@@ -182,7 +183,7 @@ def test_a_grace_no_timer_can_keep_ends_at_once_with_an_error_event(
     zeus.register("d", deaf, policy.model_copy(update={"shutdown": shutdown}))
     try:
         handle = zeus.dispatch(Brief(agent="d", scope="s"))
-        zeus.sync()
+        sync(zeus)
         clock.advance(1.0)
         summary = handle.result(10)
     finally:

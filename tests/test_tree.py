@@ -11,6 +11,7 @@ import pytest
 from actors import Brief, Context, Report, Status, TransientError
 from actors.clock import FakeClock
 from supervisor import DelegationRefused, SupervisorError
+from supervisor.testing import sync
 from tests.conftest import Recorder, ZeusFactory, wait_cancelled
 
 ORCH = {"kind": "orchestrator"}
@@ -189,7 +190,7 @@ def test_group_strategies_restart_exactly_the_right_siblings(
     # "fails" retries and completes, and so does every restarted sibling; the others
     # would sleep on, so the owner cancels them.
     recorder.wait_for("delegation.settled", count=1 + len(restarted))
-    zeus.sync()
+    sync(zeus)
     group.cancel("enough")
     summaries = group.results(timeout=10)
     assert [s.scope for s in summaries] == ["slow-a", "fails", "slow-c"]  # brief order
@@ -208,7 +209,7 @@ def test_an_unknown_strategy_is_refused_before_anything_is_dispatched(
     zeus = make_zeus({"w": LEAF}, works={"w": leaf_ok})
     with pytest.raises(SupervisorError, match="one_for_all"):
         zeus.dispatch_group([Brief(agent="w", scope="x")], strategy="all_for_one")  # type: ignore[arg-type]
-    zeus.sync()
+    sync(zeus)
     assert recorder.named("delegation.dispatched") == []
 
 

@@ -14,6 +14,7 @@ from actors import Brief, Cancelled, Context, Status, TransientError
 from actors.backends import ChildSpec, ThreadChild
 from actors.clock import FakeClock
 from supervisor import DelegationRefused
+from supervisor.testing import sync
 from tests.conftest import Recorder, ZeusFactory, wait_cancelled
 
 WAIT = 10.0  # a safety bound on waits, never the thing asserted
@@ -70,7 +71,7 @@ def test_a_parent_is_never_stale_while_its_child_makes_progress(
     for _ in range(5):  # 30 s in all: three times athena's stale_after_s
         clock.advance(6)
         steps.step()
-        zeus.sync()
+        sync(zeus)
     summary = handle.result(WAIT)
     assert summary.status is Status.completed, summary.error
     assert summary.output == "found 7 files"
@@ -103,7 +104,7 @@ def test_a_waiting_parents_own_deadline_still_holds(
     for _ in range(3):
         clock.advance(6)
         steps.step()
-        zeus.sync()
+        sync(zeus)
     clock.advance(2)  # 20 s: athena's deadline
     summary = handle.result(WAIT)
     assert (summary.status, summary.timeout_kind) == (Status.timed_out, "deadline")
@@ -144,13 +145,13 @@ def test_the_stale_clock_starts_at_the_first_sign_of_life_not_at_dispatch(
     handle = zeus.dispatch(Brief(agent="s", scope="s"))
     recorder.wait_for("attempt.started")
     clock.advance(3.8)  # the thread has not started yet: slow, not stuck
-    zeus.sync()
+    sync(zeus)
     assert not handle.done()
     go.set()
     assert alive.wait(WAIT)
-    zeus.sync()
+    sync(zeus)
     clock.advance(0.29)
-    zeus.sync()
+    sync(zeus)
     assert not handle.done()
     clock.advance(0.01)
     summary = handle.result(WAIT)
@@ -184,7 +185,7 @@ def test_a_storm_in_one_agent_leaves_other_agents_and_running_attempts_alone(
     assert len(storm.attempts) == 6  # five restarts allowed, the sixth is refused
     (event,) = recorder.named("supervisor.intensity_exceeded")
     assert (event["agent"], event["scope"]) == ("f", "agent")
-    zeus.sync()
+    sync(zeus)
     assert not bystander.done()  # never touched
     # While the circuit is open, f's failures are not restarted; other agents' are.
     again = zeus.dispatch(Brief(agent="f", scope="again")).result(WAIT)
@@ -227,7 +228,7 @@ def test_an_open_circuit_never_touches_an_attempt_of_the_same_agent_already_runn
     waiting = zeus.dispatch(Brief(agent="f", scope="wait"))
     recorder.wait_for("attempt.started")
     assert zeus.dispatch(Brief(agent="f", scope="storm")).result(WAIT).status is Status.failed
-    zeus.sync()
+    sync(zeus)
     assert not waiting.done()
     zeus.cancel(waiting.id)
     assert waiting.result(WAIT).status is Status.cancelled
@@ -263,7 +264,7 @@ def test_late_spend_of_a_fenced_child_counts_for_its_ancestors_and_the_tree(
     handle = zeus.dispatch(Brief(agent="athena", scope="plan"))
     assert charged.wait(WAIT)
     clock.advance(10)
-    zeus.sync()
+    sync(zeus)
     clock.advance(2)  # apollo is fenced; athena gets its summary
     assert child_settled.wait(WAIT)
     assert zeus.tree()["usage"]["cost"] == pytest.approx(0.01)
@@ -339,7 +340,7 @@ def test_every_context_call_raises_cancelled_once_zeus_asked_the_attempt_to_stop
     handle = zeus.dispatch(Brief(agent="s", scope="s"))
     assert started.wait(WAIT)
     zeus.cancel(handle.id)
-    zeus.sync()  # Zeus has asked the attempt to stop
+    sync(zeus)  # Zeus has asked the attempt to stop
     release.set()
     summary = handle.result(WAIT)
     assert raised == [call]
@@ -476,7 +477,7 @@ def test_a_nested_brief_cannot_make_a_writer_settle_partial(make_zeus: ZeusFacto
 def test_a_failing_handler_raises_in_the_host_instead_of_coming_back_as_a_value(
     make_zeus: ZeusFactory, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import supervisor.core.actor
+    import supervisor.core.snapshot
 
     def broken(d: Any, now: float) -> dict[str, Any]:
         raise RuntimeError("snapshot broke")
@@ -484,7 +485,7 @@ def test_a_failing_handler_raises_in_the_host_instead_of_coming_back_as_a_value(
     zeus = make_zeus({"w": {}}, works={"w": wait_cancelled})
     handle = zeus.dispatch(Brief(agent="w", scope="s"))
     recorder.wait_for("attempt.started")
-    monkeypatch.setattr(supervisor.core.actor, "snapshot_node", broken)
+    monkeypatch.setattr(supervisor.core.snapshot, "snapshot_node", broken)
     with pytest.raises(RuntimeError, match="snapshot broke"):
         zeus.tree()
     monkeypatch.undo()
@@ -541,10 +542,10 @@ def test_a_parent_waiting_on_a_quiet_child_is_not_stale_while_the_child_is_not(
     )
     handle = zeus.dispatch(Brief(agent="athena", scope="plan"))
     assert started.wait(WAIT)
-    zeus.sync()
+    sync(zeus)
     for _ in range(5):
         clock.advance(11)
-        zeus.sync()
+        sync(zeus)
     assert not handle.done()  # 55 s: athena waits, apollo is not stale yet
     clock.advance(5)  # apollo's own stale_after_s: it stops, and athena gets its answer
     summary = handle.result(WAIT)

@@ -28,8 +28,9 @@ __all__ = [
     "Attempt",
     "Delegation",
     "attempt_error",
+    "attempt_record",
     "build_summary",
-    "snapshot_node",
+    "how_killed",
 ]
 
 
@@ -153,44 +154,6 @@ def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summar
     )
 
 
-def snapshot_node(d: Delegation, now: float) -> dict[str, Any]:
-    """One open delegation as `zeus.tree()` shows it (children filled in by the caller)."""
-    a = d.current
-    attempts = [r.model_dump(mode="json") for r in d.attempts]
-    if a is not None:
-        attempts.append({
-            "id": a.id,
-            "agent": a.agent,
-            "state": "stopping" if a.stopping_since is not None else "running",
-            "pid": a.pid,
-            "node": getattr(a.child, "node", None),
-            "elapsed_s": round(now - a.started_at, 3),
-            "deadline_in_s": round(a.deadline - now, 3),
-            "timeout_s": round(a.deadline - a.started_at, 3),
-            "progress": a.watch.progress,
-            "last_progress_s_ago": round(now - a.watch.progressed_at, 3),
-            "last_seen_s_ago": round(now - a.watch.seen_at, 3),
-            "tool_calls": a.tool_calls,
-            "last_tool": a.last_tool,
-            "in_tool": a.in_tool,
-            "last_note": a.last_note,
-        })
-    return {
-        "id": d.id,
-        "agent": d.agent,
-        "requested_agent": d.brief.agent,
-        "scope": d.brief.scope,
-        "state": d.state,
-        "parent_id": d.parent_id,
-        "depth": d.depth,
-        "elapsed_s": round(now - d.dispatched_at, 3),
-        "partials": len(d.partials),
-        "usage": d.usage.model_dump(),
-        "cancel_requested": d.cancel_requested,
-        "attempts": attempts,
-        "children": [],
-    }
-
 def attempt_error(a: Attempt, outcome: AttemptOutcome, finished: Finished | None) -> str | None:
     """What went wrong in one attempt, in a line (the winning cause, then the child's error)."""
     if outcome is AttemptOutcome.completed:
@@ -206,6 +169,49 @@ def attempt_error(a: Attempt, outcome: AttemptOutcome, finished: Finished | None
     if stopped and own:
         return f"{stopped}; the child then reported {own}"
     return stopped or own or (None if finished else "the child never reported back")
+
+
+def how_killed(a: Attempt, finished: Finished | None) -> str | None:
+    """How the child was stopped, as the backend saw it; `cooperative` when it ended on its
+    own once asked to stop; None when it was not stopped (or never reported back)."""
+    killed = finished.killed if finished else None
+    if finished is not None and a.stopping_since is not None and killed is None:
+        killed = "cooperative"
+    return killed
+
+
+def attempt_record(
+    a: Attempt,
+    outcome: AttemptOutcome,
+    finished: Finished | None,
+    *,
+    now: float,
+    killed: str | None,
+    fenced: bool,
+    restart_pending: str | None,
+) -> AttemptRecord:
+    """The story of one ended attempt, as its delegation's summary keeps it."""
+    error = attempt_error(a, outcome, finished)
+    if restart_pending is not None and outcome is AttemptOutcome.cancelled:
+        error = f"restarted: {restart_pending}"
+    losing = [c.value for c in a.stop_causes if c is not outcome]
+    if finished is not None and finished.outcome is not outcome:
+        losing.append(f"child:{finished.outcome.value}")
+    return AttemptRecord(
+        id=a.id,
+        agent=a.agent,
+        outcome=outcome,
+        duration_s=round(now - a.started_at, 6),
+        error=error if outcome is not AttemptOutcome.completed else None,
+        pid=(finished.pid if finished and finished.pid else a.pid),
+        losing_causes=losing,
+        fenced=fenced,
+        killed=killed,
+        progress=max(a.watch.progress, finished.progress if finished else 0, 0),
+        tool_calls=a.tool_calls,
+        last_tool=a.last_tool,
+        last_note=a.last_note,
+    )
 
 
 def grouped(values: Iterable[Any]) -> list[Any]:

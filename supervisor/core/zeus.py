@@ -239,13 +239,13 @@ class Zeus:
         snapshot: dict[str, Any] = self._ask(Snapshot())
         return snapshot
 
-    def sync(self) -> None:
+    def _sync(self) -> None:
         """Wait until Zeus has handled every message sent before this call (for tests)."""
         if not self._stopped.is_set():
             self._ask(Ping())
 
     @contextlib.contextmanager
-    def held(self) -> Iterator[None]:
+    def _held(self) -> Iterator[None]:
         """Hold Zeus's mailbox for the duration of the block (for tests and benchmarks).
 
         Messages sent meanwhile queue up in order and are handled once the block ends.

@@ -12,9 +12,16 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from actors import Summary
+from actors import Brief, Report, Summary
 
-__all__ = ["STRATEGIES", "Group", "Strategy", "review_verdict", "siblings_to_restart"]
+__all__ = [
+    "STRATEGIES",
+    "Group",
+    "Strategy",
+    "review_brief",
+    "review_verdict",
+    "siblings_to_restart",
+]
 
 Strategy = Literal["one_for_one", "one_for_all", "rest_for_one"]
 STRATEGIES: tuple[Strategy, ...] = ("one_for_one", "one_for_all", "rest_for_one")
@@ -38,6 +45,26 @@ def siblings_to_restart(
     else:
         candidates = list(members[members.index(failed) + 1:])
     return [m for m in candidates if m in running]
+
+
+def review_brief(
+    reviewer: str, *, delegation_id: str, scope: str, performer: str, value: Any,
+    partials: Sequence[Any],
+) -> Brief:
+    """A task's second stage: the brief that gives `reviewer` the performer's result."""
+    report = value if isinstance(value, Report) else Report(output=value)
+    return Brief(
+        agent=reviewer,
+        scope=f"Review the work of {delegation_id}: {scope}",
+        inputs={
+            "performer": performer,
+            "output": report.output,
+            "changes": report.changes,
+            "findings": report.findings,
+            "partial_results": list(partials[:100]),
+        },
+        expected_output="a verdict (approve or reject) and findings",
+    )
 
 
 _REJECTING = {"reject", "rejected", "changes_requested", "request_changes", "block", "blocked"}

@@ -1,0 +1,81 @@
+"""What a backend needs to start an attempt: the `ChildSpec` built from the delegation,
+its new attempt and the routing. Built in Zeus's actor thread, before the child starts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from actors.backends import ChildSpec
+from actors.clock import Clock
+from supervisor.core.registry import Registry
+from supervisor.core.state import Attempt, Delegation
+from supervisor.core.tree import previous_error
+from supervisor.errors import SupervisorError
+from supervisor.rules.framing import role_framing
+
+__all__ = ["child_spec", "isolation_of", "work_of"]
+
+WorkFn = Callable[..., Any]
+
+
+def isolation_of(a: Attempt) -> str:
+    """The backend an attempt runs on: a `command:` agent always runs as a process."""
+    return "process" if a.policy.command else a.policy.isolation
+
+
+def work_of(a: Attempt, registry: Registry) -> WorkFn | None:
+    """What `a` runs in-process (None for a `command:` agent); `SupervisorError` if none."""
+    if a.policy.command:
+        return None
+    work = registry.work(a.agent)
+    if work is None:
+        raise SupervisorError(
+            f"agent {a.agent!r} has no work function: zeus.register({a.agent!r}, fn) "
+            "or give it an `entrypoint:` or `command:` in routing.yml"
+        )
+    return work
+
+
+def child_spec(
+    d: Delegation,
+    a: Attempt,
+    *,
+    registry: Registry,
+    clock: Clock,
+    now: float,
+    work: WorkFn | None,
+    session: dict[str, Any] | None,
+    budget_left: dict[str, float] | None,
+) -> ChildSpec:
+    """The spec of `d`'s attempt `a`, which runs `work` (None for a `command:` agent)."""
+    policy = a.policy
+    return ChildSpec(
+        agent=d.agent,
+        delegation_id=d.id,
+        attempt=a.number,
+        attempt_id=a.id,
+        brief=d.brief if d.agent == d.brief.agent else d.brief.model_copy(
+            update={"agent": d.agent}
+        ),
+        deadline=a.deadline,
+        clock=clock,
+        work=work,
+        command=policy.command,
+        inputs_via=policy.inputs_via,
+        heartbeat_interval_s=policy.heartbeat.interval_s,
+        term_s=policy.shutdown.term_s,
+        grace_s=policy.shutdown.grace_s,
+        session=session,
+        session_key=d.brief.session,
+        # Process agents keep at least one warm worker: no spawn per delegation.
+        session_max=max(1, policy.session_max),
+        resources=policy.resources,
+        previous_partials=tuple(d.partials),
+        depth=d.depth,
+        framing=role_framing(d.agent, policy, registry.routing, d.depth,
+                             a.deadline - now, d.usage),
+        previous_error=previous_error(d.attempts),
+        reasoning_effort=policy.reasoning_effort,
+        budget_left=budget_left,
+    )
