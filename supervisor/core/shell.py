@@ -10,6 +10,7 @@ declarations at the end of `ActorShell`.
 from __future__ import annotations
 
 import contextlib
+import queue
 import random
 from collections import deque
 from typing import Any
@@ -39,6 +40,13 @@ class ActorShell(pykka.ThreadingActor):
 
     # A host that forgets `zeus.stop()` must still be able to exit.
     use_daemon_thread = True
+
+    @staticmethod
+    def _create_actor_inbox() -> Any:
+        """The mailbox: a `queue.SimpleQueue` (pykka uses only put, get, empty and we qsize),
+        not pykka's `queue.Queue`, whose Condition costs a fifth of a no-op delegation's time
+        in Zeus's thread (measured with yappi)."""
+        return queue.SimpleQueue()
 
     def __init__(
         self,
