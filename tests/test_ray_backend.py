@@ -267,7 +267,9 @@ def test_a_follow_up_brief_reaches_the_same_session_actor_with_its_session(zeus:
 def test_a_hung_session_actor_is_killed_through_ray_and_the_next_brief_gets_a_fresh_one(
     zeus: Zeus, log: Recorder
 ) -> None:
-    agent = on_ray(zeus, hangs_when_told, session_max=1, timeout_s=1.5,
+    # 4 s: room for a loaded host to start the actor and reach the hang before the
+    # deadline (a cancel that comes first ends it cooperatively at ctx.partial).
+    agent = on_ray(zeus, hangs_when_told, session_max=1, timeout_s=4,
                    shutdown={"grace_s": 0.2}, retry={"max_retries": 0})
     hung = run(zeus, agent, session="s1", inputs={"hang": True})
     assert hung.status is Status.timed_out
