@@ -40,9 +40,6 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
-import io
-import os
-import select
 import signal
 import threading
 import time
@@ -50,14 +47,18 @@ import traceback
 import weakref
 from typing import Any
 
-import multiprocess
-from multiprocess import forkserver, popen_forkserver, spawn, util
-
 from actors import wire as _wire
 from actors.backends import worker as _worker
 from actors.backends.backstop import MARGIN_S, kill_by
 from actors.backends.base import ChildSpec, Send
 from actors.backends.command import CommandChild
+from actors.backends.forkserver import (
+    close_process,
+    ensure_ready,
+    exit_code,
+    sentinel_ready,
+    start_worker,
+)
 from actors.backends.hub import Hub
 from actors.backends.pool import WarmPool
 from actors.backends.spawner import Spawner
@@ -70,83 +71,11 @@ from actors.protocol import DelegateRequest, Finished, Spawned
 
 __all__ = ["ProcessBackend", "ProcessChild"]
 
-# The start method. The supervisor process runs threads (pykka actors, the
-# timer service, this backend's hub), and fork() from a threaded process copies
-# whatever locks other threads hold at that instant: a child can deadlock on
-# its first malloc, import or log call. spawn is safe but boots a fresh
-# interpreter per child (about 80 ms here). forkserver forks each child from a
-# small single-threaded server process, started once, that has already
-# imported the child's entry module (`actors.backends.worker`, preloaded): a child
-# starts in a few ms with what it needs in memory.
-_START_METHOD = "forkserver"
-_CTX = multiprocess.get_context(_START_METHOD)
-
-# `Process.start()` polls every live child of this module (its `_cleanup`), and
-# reading a fork-server child's exit code consumes bytes from its sentinel:
-# both go under this lock so two threads never read one sentinel.
-_MP_LOCK = threading.Lock()
-_preload_set = False
-
 # Work functions, pickled once each (see `_wire.WorkCache`), and how many a
 # worker keeps before it is told to forget them.
 _WORKS = _wire.WorkCache()
 _WORKS_KEPT = 64
 _WORK_HEADER = _worker.WORK_HEADER
-
-
-def _prepare_fork_server() -> None:
-    """Ask for the preload before the fork server first starts. Called with `_MP_LOCK` held.
-
-    Not at import: importing `actors` leaves multiprocess's global settings alone.
-    If something else in the host started the fork server first, the preload is
-    not applied and every child imports `actors` itself (~0.4 s each here).
-    """
-    global _preload_set
-    if not _preload_set:
-        _CTX.set_forkserver_preload(["actors.backends.worker"])
-        _preload_set = True
-
-
-class _Popen(popen_forkserver.Popen):  # type: ignore[misc]
-    """The fork server's Popen, minus re-running the host's `__main__` in every child.
-
-    By default each child re-imports the main module (as `__mp_main__`), which
-    costs what the host imports (pytest alone: ~275 ms per child here) and runs
-    a host script without a `__main__` guard again. Work functions are sent by
-    value with dill when they live in `__main__`, so the child does not need it.
-    This is `popen_forkserver.Popen._launch` with two keys dropped.
-    """
-
-    def _launch(self, process_obj: Any) -> None:
-        prep_data = spawn.get_preparation_data(process_obj._name)
-        prep_data.pop("init_main_from_path", None)
-        prep_data.pop("init_main_from_name", None)
-        buf = io.BytesIO()
-        popen_forkserver.set_spawning_popen(self)
-        try:
-            popen_forkserver.reduction.dump(prep_data, buf)
-            popen_forkserver.reduction.dump(process_obj, buf)
-        finally:
-            popen_forkserver.set_spawning_popen(None)
-        self.sentinel, w = forkserver.connect_to_new_process(self._fds)
-        _parent_w = os.dup(w)
-        self.finalizer = util.Finalize(self, util.close_fds, (_parent_w, self.sentinel))
-        with open(w, "wb", closefd=True) as f:
-            f.write(buf.getbuffer())
-        self.pid = forkserver.read_signed(self.sentinel)
-
-
-class _WorkerProcess(_CTX.Process):  # type: ignore[misc,name-defined]
-    @staticmethod
-    def _Popen(process_obj: Any) -> _Popen:
-        return _Popen(process_obj)
-
-
-def _ready(fd: int) -> bool:
-    """Whether `fd` (a sentinel) is readable now: for a fork-server child, it was reaped."""
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
 
 
 class _Worker:
@@ -320,12 +249,7 @@ class ProcessBackend:
         """
         if self._ready:
             return
-        with _MP_LOCK:
-            _prepare_fork_server()
-            forkserver.ensure_running()
-            probe = _WorkerProcess(target=_worker.ready, name="zeus-ready", daemon=False)
-            probe.start()
-        probe.join()
+        ensure_ready()
         self._ready = True
 
     # -- Zeus's thread ---------------------------------------------------------------
@@ -516,28 +440,8 @@ class ProcessBackend:
         child.early_mail.clear()
 
     def _spawn(self, agent: str) -> _Worker:
-        jobs_in, to_jobs = _CTX.Pipe(duplex=False)
-        control_in, to_control = _CTX.Pipe(duplex=False)
-        from_child, child_out = _CTX.Pipe(duplex=False)
-        process = _WorkerProcess(
-            target=_worker.main,
-            args=(jobs_in, control_in, child_out),
-            name=f"zeus-{agent}",
-            daemon=False,
-        )
-        try:
-            with _MP_LOCK:
-                _prepare_fork_server()
-                process.start()
-        except BaseException:
-            for end in (from_child, to_jobs, to_control):
-                end.close()
-            raise
-        finally:
-            for end in (jobs_in, control_in, child_out):
-                end.close()
-        os.set_blocking(from_child.fileno(), False)  # the hub reads what is there, never waits
-        return _Worker(agent, process, from_child, to_jobs, to_control)
+        process, pipes = start_worker(agent)
+        return _Worker(agent, process, pipes.conn, pipes.jobs, pipes.control)
 
     def _session_limit(self, spec: ChildSpec) -> int:
         return self._session_max if spec.session_max is None else spec.session_max
@@ -761,11 +665,10 @@ class ProcessBackend:
         _deliver(child, DelegateRequest(child.attempt_id, brief, reply))
 
     def _on_sentinel(self, worker: _Worker) -> None:
-        if not _ready(worker.sentinel):
+        if not sentinel_ready(worker.sentinel):
             return
         self._drain(worker)  # what it sent before it ended comes first
-        with _MP_LOCK:
-            code = worker.process.exitcode
+        code = exit_code(worker.process)
         now = time.monotonic()
         finished = None
         with self._lock:
@@ -783,8 +686,7 @@ class ProcessBackend:
         if worker.tree.known:
             worker.tree.signal(signal.SIGKILL, root_alive=False)
         worker.close()
-        with _MP_LOCK:
-            worker.process.close()
+        close_process(worker.process)
         if finished is not None and child is not None:
             _deliver(child, finished)
         with self._lock:
