@@ -14,8 +14,8 @@ input stays open: each message the owner sends (`handle.send`) is one JSON line
 on it.
 
 `cancel()` sends SIGINT to the group (what Ctrl-C would: the program's chance
-to stop cleanly); `kill()` runs the same ladder as a process child: SIGTERM to
-the group, `term_s`, SIGKILL.
+to stop cleanly); `kill()` runs the same kill ladder as a process child
+(`actors.backends.ladder`): SIGTERM to the group, `term_s`, SIGKILL.
 
 The command is watched by the backend's `Hub`, the same reader thread as the
 Python workers: its stdout and stderr pipes and a pidfd for its exit are
@@ -41,14 +41,13 @@ from typing import Any
 from actors.backends.base import ChildSpec, Send
 from actors.backends.hub import Hub
 from actors.backends.inputs import INPUTS_FILE_ENV, send_first_line, write_inputs_file
+from actors.backends.ladder import KillLadder
 from actors.mail import Mail
 from actors.models import AttemptOutcome
 from actors.osproc import (
-    ProcessTree,
     become_subreaper,
     describe_exit,
     process_start_time,
-    signal_group,
 )
 from actors.protocol import Finished, Heartbeat, Partial, Spawned
 
@@ -169,7 +168,7 @@ class CommandChild:
         self._stdin_ready = False  # its inputs line is written: messages may follow
         self._popen: subprocess.Popen[bytes] | None = None
         self._pidfd: int | None = None
-        self._tree: ProcessTree | None = None  # set once started; the hub thread's
+        self._ladder: KillLadder | None = None  # set once started, before `_popen`
         self._out: list[bytes] = []
         self._line = b""
         self._err = bytearray()
@@ -181,7 +180,6 @@ class CommandChild:
         self._exited_t: float | None = None
         self._cancel_t: float | None = None
         self._kill_t: float | None = None
-        self._sigkill_sent = False
         self._inputs_file: str | None = None  # inputs_via: file, until the attempt ends
 
     # -- Zeus's thread ---------------------------------------------------------------
@@ -200,7 +198,7 @@ class CommandChild:
                 self._inputs_file = write_inputs_file(self.spec.brief.inputs)
                 env = {**os.environ, INPUTS_FILE_ENV: self._inputs_file}
             argv = command_argv(self.spec, self._inputs_file)
-            self._popen = subprocess.Popen(
+            popen = subprocess.Popen(
                 argv,
                 # the inputs line (inputs_via: stdin), then the owner's messages
                 stdin=subprocess.PIPE,
@@ -217,9 +215,9 @@ class CommandChild:
                 type(exc).__name__,
             )
             return
-        popen = self._popen
         self.pid_start_time = process_start_time(popen.pid)
-        self._tree = ProcessTree(popen.pid)
+        self._ladder = KillLadder(popen.pid, self._hub, self._lock)
+        self._popen = popen
         assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
         os.set_blocking(popen.stdin.fileno(), False)  # a full pipe never holds up Zeus
         if via == "stdin":  # the inputs line comes before any message from the owner
@@ -327,40 +325,13 @@ class CommandChild:
 
     # -- the hub thread --------------------------------------------------------------
     def _interrupt(self) -> None:
-        """SIGINT to the group; what runs below the program is remembered first, so that
-        it dies with the program even if it left the group and the program stops now."""
-        with self._lock:
-            if self._exited_t is not None or self._popen is None:
-                return
-            pid = self._popen.pid
-        if self._tree is not None:
-            self._tree.walk()
-        signal_group(pid, signal.SIGINT)
+        """SIGINT to the program's group (the ladder's cooperative step)."""
+        if self._ladder is not None:
+            self._ladder.interrupt()
 
     def _terminate(self) -> None:
-        if self.spec.term_s > 0:
-            if self._signal_all(signal.SIGTERM):
-                self._hub.call_later(self.spec.term_s, self._escalate)
-        else:
-            self._escalate()
-
-    def _escalate(self) -> None:
-        with self._lock:
-            if self._exited_t is not None or self._popen is None:
-                return
-            self._sigkill_sent = True
-        self._signal_all(signal.SIGKILL)
-
-    def _signal_all(self, sig: int) -> bool:
-        """`sig` to what runs below the program (first, while it lives), then its group."""
-        with self._lock:
-            if self._exited_t is not None or self._popen is None:
-                return False
-            pid = self._popen.pid
-        if self._tree is not None:
-            self._tree.signal(sig)
-        signal_group(pid, sig)
-        return True
+        if self._ladder is not None:
+            self._ladder.terminate(self.spec.term_s)
 
     def _beat(self) -> None:
         with self._lock:
@@ -428,15 +399,14 @@ class CommandChild:
             self._hub.unwatch(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
+        assert self._ladder is not None
         with self._lock:
             self._returncode = returncode
             self._exited_t = time.monotonic()
+            self._ladder.reaped = True
             killed = self._kill_t is not None
-        # What the program started dies with it (the group outlives its leader), and
-        # what the kill ladder found below it outside the group.
-        signal_group(self._popen.pid, signal.SIGKILL, or_process=False)
-        if self._tree is not None and self._tree.known:
-            self._tree.signal(signal.SIGKILL, root_alive=False)
+        # What the program started dies with it, and what the ladder found below it.
+        self._ladder.sweep()
         if killed:
             self._finish()
         else:
@@ -485,7 +455,8 @@ class CommandChild:
                 self.attempt_id,
                 AttemptOutcome.cancelled,
                 pid=pid,
-                killed="kill" if self._sigkill_sent else "terminate",
+                killed="kill" if self._ladder is not None and self._ladder.sigkill_sent
+                else "terminate",
                 kill_latency_s=exited_t - kill_t,
                 progress=self._progress,
                 exit_code=returncode,

@@ -18,13 +18,14 @@ worker holds four fds here: those two pipes, the one back, its sentinel.
 
 Isolation guarantees:
 
-- `kill()` returns at once; the hub then runs the ladder: SIGTERM to the
+- `kill()` returns at once; the hub then runs the kill ladder
+  (`actors.backends.ladder`, shared with command agents): SIGTERM to the
   worker's process group, `spec.term_s`, SIGKILL to the group; `Finished`
   (outcome cancelled, `killed` "terminate" or "kill", `kill_latency_s` from
   `kill()` to reaped) follows the reaping. Grandchildren share the group and
   die with it; whatever is left of a group after its worker ends is swept
   with SIGKILL. A worker is a child subreaper, and each step also reaches
-  what runs below it outside its group (`_osproc.ProcessTree`). Once `kill()`
+  what runs below it outside its group (`actors.osproc.ProcessTree`). Once `kill()`
   is called, the attempt's `Finished` is the kill's, even if the work returned
   meanwhile (the supervisor has decided by then).
 - A new worker, or a command's program, is started in the backend's spawner
@@ -60,13 +61,14 @@ from actors.backends.forkserver import (
     start_worker,
 )
 from actors.backends.hub import Hub
+from actors.backends.ladder import KillLadder
 from actors.backends.pool import WarmPool
 from actors.backends.spawner import Spawner
 from actors.clock import SystemClock
 from actors.errors import describe_error
 from actors.mail import Mail
 from actors.models import AttemptOutcome
-from actors.osproc import ProcessTree, describe_exit, process_start_time, signal_group
+from actors.osproc import describe_exit, process_start_time
 from actors.protocol import DelegateRequest, Finished, Spawned
 
 __all__ = ["ProcessBackend", "ProcessChild"]
@@ -86,7 +88,16 @@ class _Worker:
     in the pool; `dead` once its sentinel fired (it was reaped).
     """
 
-    def __init__(self, agent: str, process: Any, conn: Any, jobs: Any, control: Any) -> None:
+    def __init__(
+        self,
+        agent: str,
+        process: Any,
+        conn: Any,
+        jobs: Any,
+        control: Any,
+        hub: Hub,
+        lock: threading.Lock,
+    ) -> None:
         self.agent = agent
         self.process = process
         # The Connections own the pipes' fds; only the fds are used (see `_wire.write_frame`).
@@ -100,17 +111,21 @@ class _Worker:
         self.pid: int = process.pid
         self.sentinel: int = process.sentinel
         self.start_time = process_start_time(self.pid)
-        # What runs below it, however it left its group (under the backend's lock).
-        self.tree = ProcessTree(self.pid)
+        # How it is stopped, with what runs below it (`reaped` and `sigkill_sent` under
+        # the backend's lock).
+        self.ladder = KillLadder(self.pid, hub, lock)
         self.send_lock = threading.Lock()  # one writer; the pipes close under it
         self.attempt: ProcessChild | None = None
         self.session_key: str | None = None
         self.retiring = False  # told to stop, or being killed: never takes another attempt
-        self.dead = False
-        self.sigkill_sent = False
         # Tokens of the work functions sent to it in full (it keeps them): touched
         # only by the start() that bound an attempt to it, one attempt at a time.
         self.works: set[int] = set()
+
+    @property
+    def dead(self) -> bool:
+        """Its sentinel fired: it was reaped (the hub thread sets `ladder.reaped`)."""
+        return self.ladder.reaped
 
     def work_header(self, token: int | None, work: bytes) -> bytes:
         """The work function's part of a job: its token, and its bytes unless the worker has them.
@@ -329,7 +344,7 @@ class ProcessBackend:
         self._hub.watch(worker.sentinel, lambda: self._on_sentinel(worker))
         _deliver(child, Spawned(child.attempt_id, worker.pid, worker.start_time))
         if killed:
-            self._escalate(worker)  # it never got the job; its Finished follows the reaping
+            worker.ladder.escalate()  # it never got the job; its Finished follows the reaping
             return
         if closed:  # close() ran while this worker was starting
             child.kill()
@@ -370,7 +385,7 @@ class ProcessBackend:
                 left = list(self._workers)
             if not done:
                 for worker in left:
-                    self._escalate(worker)
+                    worker.ladder.escalate()
                 with self._lock:
                     self._ended.wait_for(self._all_ended, 5.0)
         self._hub.close()
@@ -441,7 +456,7 @@ class ProcessBackend:
 
     def _spawn(self, agent: str) -> _Worker:
         process, pipes = start_worker(agent)
-        return _Worker(agent, process, pipes.conn, pipes.jobs, pipes.control)
+        return _Worker(agent, process, pipes.conn, pipes.jobs, pipes.control, self._hub, self._lock)
 
     def _session_limit(self, spec: ChildSpec) -> int:
         return self._session_max if spec.session_max is None else spec.session_max
@@ -468,7 +483,7 @@ class ProcessBackend:
             child.kill_t = time.monotonic()
             worker.retiring = True
         term_s = child.spec.term_s
-        self._in_hub(lambda: self._terminate(worker, term_s))
+        self._in_hub(lambda: worker.ladder.terminate(term_s))
 
     def _in_hub(self, step: Any) -> None:
         """Run `step` in the hub thread: now if this is it, else as soon as it wakes."""
@@ -476,43 +491,6 @@ class ProcessBackend:
             step()
         else:
             self._hub.call_later(0.0, step)
-
-    # -- the kill ladder (hub thread) ----------------------------------------------
-    def _terminate(self, worker: _Worker, term_s: float) -> None:
-        """SIGTERM to the worker and everything below it; SIGKILL after `term_s`."""
-        if term_s > 0:
-            if self._signal_all(worker, signal.SIGTERM):
-                self._hub.call_later(term_s, lambda: self._escalate(worker))
-        else:
-            self._escalate(worker)
-
-    def _escalate(self, worker: _Worker) -> None:
-        with self._lock:
-            if worker.dead:
-                return
-            worker.sigkill_sent = True
-        self._signal_all(worker, signal.SIGKILL)
-
-    def _signal_all(self, worker: _Worker, sig: int) -> bool:
-        """`sig` to what runs below the worker, then to its group; False if it was reaped.
-
-        Below it first: while the worker lives, what it adopted (daemons, processes
-        that left its group) is found below it; once it is dead, they belong to init.
-        Called in the hub thread only, which also reaps: the worker cannot be reaped
-        (and its pid reused) between the check and the signal.
-        """
-        if not self._hub.in_hub_thread and not self._hub.closed:
-            def in_hub() -> None:
-                self._signal_all(worker, sig)
-
-            self._hub.call_later(0.0, in_hub)
-            return True
-        with self._lock:
-            if worker.dead:
-                return False
-        worker.tree.signal(sig)
-        signal_group(worker.pid, sig)
-        return True
 
     def _retire(self, worker: _Worker) -> None:
         """Tell an idle worker to exit; SIGKILL after `retire_s` if it has not."""
@@ -522,7 +500,7 @@ class ProcessBackend:
             worker.retiring = True
             self._pool.discard(worker.agent, worker)
         worker.post(b"S", job=True)
-        self._hub.call_later(self._retire_s, lambda: self._escalate(worker))
+        self._hub.call_later(self._retire_s, worker.ladder.escalate)
 
     def _start_command(self, spec: ChildSpec, send: Send) -> CommandChild:
         command = CommandChild(spec, send, self._hub, self._command_ended)
@@ -609,8 +587,7 @@ class ProcessBackend:
             worker.retiring = True
             if child.kill_t is None:
                 child.kill_t = time.monotonic()
-            worker.sigkill_sent = True
-        self._signal_all(worker, signal.SIGKILL)
+        worker.ladder.escalate()
 
     def _on_finished(self, worker: _Worker, child: ProcessChild, finished: Finished) -> None:
         now = time.monotonic()
@@ -672,7 +649,7 @@ class ProcessBackend:
         now = time.monotonic()
         finished = None
         with self._lock:
-            worker.dead = True
+            worker.ladder.reaped = True
             self._pool.discard(worker.agent, worker)
             child, worker.attempt = worker.attempt, None
             if child is not None and not child.finished:
@@ -680,11 +657,8 @@ class ProcessBackend:
                 finished = self._death(worker, child, code, now)
         self._hub.unwatch(worker.conn)
         self._hub.unwatch(worker.sentinel)
-        # Whatever the worker started dies with it (its group outlives it), and so does
-        # what the kill ladder found below it outside the group.
-        signal_group(worker.pid, signal.SIGKILL, or_process=False)
-        if worker.tree.known:
-            worker.tree.signal(signal.SIGKILL, root_alive=False)
+        # Whatever the worker started dies with it, and what the ladder found below it.
+        worker.ladder.sweep()
         worker.close()
         close_process(worker.process)
         if finished is not None and child is not None:
@@ -712,7 +686,7 @@ class ProcessBackend:
                 child.attempt_id,
                 AttemptOutcome.cancelled,
                 pid=worker.pid,
-                killed="kill" if worker.sigkill_sent else "terminate",
+                killed="kill" if worker.ladder.sigkill_sent else "terminate",
                 kill_latency_s=now - child.kill_t,
                 progress=child.progress,
                 exit_code=code,
