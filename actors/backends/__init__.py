@@ -6,7 +6,8 @@ the warm pool) and command agents (command).
 
 from actors.backends.base import Backend, ChildHandle, ChildSpec, Send
 from actors.backends.command import CommandChild
-from actors.backends.process import ProcessBackend, ProcessChild
+from actors.backends.process import ProcessBackend
+from actors.backends.records import ProcessChild
 from actors.backends.thread import ThreadBackend, ThreadChild
 from actors.clock import Clock, FakeClock, SystemClock, Timer, TimerError
 from actors.mail import Mail

@@ -44,12 +44,10 @@ import dataclasses
 import signal
 import threading
 import time
-import traceback
 import weakref
 from typing import Any
 
 from actors import wire as _wire
-from actors.backends import worker as _worker
 from actors.backends.backstop import MARGIN_S, kill_by
 from actors.backends.base import ChildSpec, Send
 from actors.backends.command import CommandChild
@@ -61,14 +59,13 @@ from actors.backends.forkserver import (
     start_worker,
 )
 from actors.backends.hub import Hub
-from actors.backends.ladder import KillLadder
 from actors.backends.pool import WarmPool
+from actors.backends.records import ProcessChild, WorkerRecord, WorkName, deliver
 from actors.backends.spawner import Spawner
 from actors.clock import SystemClock
 from actors.errors import describe_error
-from actors.mail import Mail
 from actors.models import AttemptOutcome
-from actors.osproc import describe_exit, process_start_time
+from actors.osproc import describe_exit
 from actors.protocol import DelegateRequest, Finished, Spawned
 
 __all__ = ["ProcessBackend", "ProcessChild"]
@@ -77,148 +74,8 @@ __all__ = ["ProcessBackend", "ProcessChild"]
 # worker keeps before it is told to forget them.
 _WORKS = _wire.WorkCache()
 _WORKS_KEPT = 64
-_WORK_HEADER = _worker.WORK_HEADER
-
-
-class _Worker:
-    """The supervisor's record of one worker process.
-
-    Fields below `send_lock` are guarded by the backend's lock. Invariant:
-    `attempt` is set exactly while the worker runs an attempt; an idle worker is
-    in the pool; `dead` once its sentinel fired (it was reaped).
-    """
-
-    def __init__(
-        self,
-        agent: str,
-        process: Any,
-        conn: Any,
-        jobs: Any,
-        control: Any,
-        hub: Hub,
-        lock: threading.Lock,
-    ) -> None:
-        self.agent = agent
-        self.process = process
-        # The Connections own the pipes' fds; only the fds are used (see `_wire.write_frame`).
-        self.conn = conn  # what the worker sends (read here, by the hub; non-blocking)
-        self.jobs = jobs  # jobs and stop, read by the worker's main thread
-        self.control = control  # cancels and replies, read by its receiver thread
-        self.reader = _wire.FrameReader(conn.fileno())
-        self.jobs_fd: int = jobs.fileno()
-        self.control_fd: int = control.fileno()
-        self.closed = False  # its pipes (under `send_lock`)
-        self.pid: int = process.pid
-        self.sentinel: int = process.sentinel
-        self.start_time = process_start_time(self.pid)
-        # How it is stopped, with what runs below it (`reaped` and `sigkill_sent` under
-        # the backend's lock).
-        self.ladder = KillLadder(self.pid, hub, lock)
-        self.send_lock = threading.Lock()  # one writer; the pipes close under it
-        self.attempt: ProcessChild | None = None
-        self.session_key: str | None = None
-        self.retiring = False  # told to stop, or being killed: never takes another attempt
-        # Tokens of the work functions sent to it in full (it keeps them): touched
-        # only by the start() that bound an attempt to it, one attempt at a time.
-        self.works: set[int] = set()
-
-    @property
-    def dead(self) -> bool:
-        """Its sentinel fired: it was reaped (the hub thread sets `ladder.reaped`)."""
-        return self.ladder.reaped
-
-    def work_header(self, token: int | None, work: bytes) -> bytes:
-        """The work function's part of a job: its token, and its bytes unless the worker has them.
-
-        Beyond `_WORKS_KEPT` functions the worker is told to forget them all
-        (`flush`) and they are sent again as needed.
-        """
-        flush = False
-        if token is None:
-            token = 0
-        elif token in self.works:
-            work = b""
-        else:
-            if len(self.works) >= _WORKS_KEPT:
-                self.works.clear()
-                flush = True
-            self.works.add(token)
-        return _WORK_HEADER.pack(flush, token, len(work)) + work
-
-    def post(self, data: bytes, *, job: bool = False) -> bool:
-        """Send to the worker (a job or stop: `job`); False when it is gone."""
-        with self.send_lock:
-            if self.closed:
-                return False
-            try:
-                _wire.write_frame(self.jobs_fd if job else self.control_fd, data)
-            except OSError:
-                return False
-            return True
-
-    def close(self) -> None:
-        """Close its pipes (the hub, once it was reaped)."""
-        self.conn.close()
-        with self.send_lock:
-            self.closed = True
-            self.jobs.close()
-            self.control.close()
-
-
-class ProcessChild:
-    """Zeus's handle on one attempt in a worker process. `cancel`/`kill` return at once."""
-
-    def __init__(self, backend: ProcessBackend, spec: ChildSpec, send: Send) -> None:
-        self.spec = spec
-        self.attempt_id = spec.attempt_id
-        self.send = send
-        self._backend = backend
-        self.worker: _Worker | None = None
-        # Guarded by the backend's lock (`finished` is written by the hub thread only,
-        # or before the attempt reaches a worker):
-        self.finished = False
-        self.cancel_t: float | None = None
-        self.kill_t: float | None = None
-        self.progress = 0
-        self.read_error: str | None = None
-        self.hard_stop: float | None = None  # the worker kills itself then (`_backstop`)
-        self.early_mail: list[bytes] = []  # sent before its worker existed (under the lock)
-
-    @property
-    def pid(self) -> int | None:
-        return self.worker.pid if self.worker is not None else None
-
-    @property
-    def pid_start_time(self) -> float | None:
-        """The worker's start time (as psutil's `create_time()`): a pid plus this names it."""
-        return self.worker.start_time if self.worker is not None else None
-
-    @property
-    def killable(self) -> bool:
-        # Before its worker exists too (the spawner then never starts it); not once it
-        # was refused without a process.
-        return self.worker is not None or not self.finished
-
-    def cancel(self) -> None:
-        """Set the child Context's cancel event (a message down the pipe)."""
-        self._backend._cancel(self)
-
-    def deliver(self, mail: Mail) -> None:
-        """Send the owner's message down the control pipe (`ctx.receive()` reads it)."""
-        data = mail.encode("process").pickled
-        assert data is not None
-        frame = b"M" + self.attempt_id.encode() + b"\0" + data
-        with self._backend._lock:
-            worker = self.worker
-            if worker is None and not self.finished:  # its process is still being started
-                self.early_mail.append(frame)
-                return
-        if worker is not None and not self.finished:
-            worker.post(frame)
-
-    def kill(self) -> None:
-        """SIGTERM to the worker's group now, SIGKILL after `term_s`; `Finished` after reaping."""
-        self._backend._kill(self)
+# The record's older name, by which tests reach it.
+_Worker = WorkerRecord
 
 
 _LIVE: weakref.WeakSet[ProcessBackend] = weakref.WeakSet()
@@ -247,8 +104,8 @@ class ProcessBackend:
         self._ended = threading.Condition(self._lock)  # a worker or command went away
         self._hub = Hub()
         self._spawner = Spawner()
-        self._pool: WarmPool[_Worker] = WarmPool()
-        self._workers: set[_Worker] = set()
+        self._pool: WarmPool[WorkerRecord] = WarmPool()
+        self._workers: set[WorkerRecord] = set()
         self._commands: set[CommandChild] = set()
         self._closed = False
         self._ready = False  # prestart() done
@@ -276,7 +133,7 @@ class ProcessBackend:
             raise ValueError(f"agent {spec.agent!r} has neither a work function nor a command")
         child = ProcessChild(self, spec, send)
         try:
-            token, work = _WORKS.get(spec.work, _WorkName(spec.work))
+            token, work = _WORKS.get(spec.work, WorkName(spec.work))
             job, child.hard_stop = self._job(spec)
         except _wire.CrossingError as exc:
             return self._refuse(child, str(exc), AttemptOutcome.error, "CrossingError")
@@ -288,7 +145,7 @@ class ProcessBackend:
                     self._bind(worker, child)
             if worker is None:
                 break
-            if worker.post(head + worker.work_header(token, work) + job, job=True):
+            if worker.post(head + worker.work_header(token, work, _WORKS_KEPT) + job, job=True):
                 return child
             # The worker died while idle (its sentinel not yet handled): the job
             # never reached it, so the attempt may go to another worker.
@@ -319,7 +176,7 @@ class ProcessBackend:
             if stopped:
                 child.finished = True
         if stopped:
-            _deliver(child, Finished(child.attempt_id, AttemptOutcome.cancelled,
+            deliver(child, Finished(child.attempt_id, AttemptOutcome.cancelled,
                                      error="stopped before its process started"))
             return
         try:
@@ -342,7 +199,7 @@ class ProcessBackend:
                 worker.retiring = True
         self._hub.watch(worker.conn, lambda: self._on_readable(worker))
         self._hub.watch(worker.sentinel, lambda: self._on_sentinel(worker))
-        _deliver(child, Spawned(child.attempt_id, worker.pid, worker.start_time))
+        deliver(child, Spawned(child.attempt_id, worker.pid, worker.start_time))
         if killed:
             worker.ladder.escalate()  # it never got the job; its Finished follows the reaping
             return
@@ -350,7 +207,7 @@ class ProcessBackend:
             child.kill()
             return
         # If the worker died meanwhile, the post fails and its sentinel reports a crash.
-        worker.post(head + worker.work_header(token, work) + job, job=True)
+        worker.post(head + worker.work_header(token, work, _WORKS_KEPT) + job, job=True)
         if cancelled:
             worker.post(b"C" + child.attempt_id.encode())
 
@@ -429,10 +286,10 @@ class ProcessBackend:
         error_type: str | None = None,
     ) -> ProcessChild:
         child.finished = True
-        _deliver(child, Finished(child.attempt_id, outcome, error=error, error_type=error_type))
+        deliver(child, Finished(child.attempt_id, outcome, error=error, error_type=error_type))
         return child
 
-    def _take_warm(self, spec: ChildSpec) -> _Worker | None:
+    def _take_warm(self, spec: ChildSpec) -> WorkerRecord | None:
         """Called with the lock held.
 
         One that died while idle may come out: its sentinel is not looked at
@@ -445,7 +302,7 @@ class ProcessBackend:
                 return worker
         return None
 
-    def _bind(self, worker: _Worker, child: ProcessChild) -> None:
+    def _bind(self, worker: WorkerRecord, child: ProcessChild) -> None:
         """Called with the lock held."""
         worker.attempt = child
         worker.session_key = child.spec.session_key
@@ -454,9 +311,9 @@ class ProcessBackend:
             worker.post(frame)
         child.early_mail.clear()
 
-    def _spawn(self, agent: str) -> _Worker:
+    def _spawn(self, agent: str) -> WorkerRecord:
         process, pipes = start_worker(agent)
-        return _Worker(agent, process, pipes.conn, pipes.jobs, pipes.control, self._hub, self._lock)
+        return WorkerRecord(agent, process, pipes, self._hub, self._lock)
 
     def _session_limit(self, spec: ChildSpec) -> int:
         return self._session_max if spec.session_max is None else spec.session_max
@@ -492,7 +349,7 @@ class ProcessBackend:
         else:
             self._hub.call_later(0.0, step)
 
-    def _retire(self, worker: _Worker) -> None:
+    def _retire(self, worker: WorkerRecord) -> None:
         """Tell an idle worker to exit; SIGKILL after `retire_s` if it has not."""
         with self._lock:
             if worker.dead:
@@ -522,7 +379,7 @@ class ProcessBackend:
         return not self._workers and not self._commands
 
     # -- the hub thread --------------------------------------------------------------
-    def _on_readable(self, worker: _Worker) -> None:
+    def _on_readable(self, worker: WorkerRecord) -> None:
         """Read what the worker sent (one read) and handle the messages it completes."""
         try:
             messages = worker.reader.read()
@@ -537,7 +394,7 @@ class ProcessBackend:
         for data in messages:
             self._on_message(worker, data)
 
-    def _drain(self, worker: _Worker) -> None:
+    def _drain(self, worker: WorkerRecord) -> None:
         """Everything the worker sent before it ended (it is dead: nothing more comes)."""
         while True:
             try:
@@ -549,7 +406,7 @@ class ProcessBackend:
             for data in messages:
                 self._on_message(worker, data)
 
-    def _on_message(self, worker: _Worker, data: bytes) -> None:
+    def _on_message(self, worker: WorkerRecord, data: bytes) -> None:
         child = worker.attempt  # one read; `_on_finished` looks again under the lock
         if child is None:
             return
@@ -575,9 +432,9 @@ class ProcessBackend:
         else:
             child.progress = max(child.progress, message.progress)
             if not child.finished:
-                _deliver(child, message)
+                deliver(child, message)
 
-    def _abandon(self, worker: _Worker, child: ProcessChild) -> None:
+    def _abandon(self, worker: WorkerRecord, child: ProcessChild) -> None:
         """Runs in the hub thread: what the worker sends can no longer be read (it may have
         been its result), so it is killed at once and the attempt fails, with the reason,
         when it is reaped, instead of waiting out its deadline."""
@@ -589,9 +446,9 @@ class ProcessBackend:
                 child.kill_t = time.monotonic()
         worker.ladder.escalate()
 
-    def _on_finished(self, worker: _Worker, child: ProcessChild, finished: Finished) -> None:
+    def _on_finished(self, worker: WorkerRecord, child: ProcessChild, finished: Finished) -> None:
         now = time.monotonic()
-        evicted: list[_Worker] = []
+        evicted: list[WorkerRecord] = []
         with self._lock:
             if child.finished or worker.attempt is not child:
                 return
@@ -620,12 +477,12 @@ class ProcessBackend:
             finished = dataclasses.replace(
                 finished, pid=worker.pid, killed=killed, kill_latency_s=latency
             )
-        _deliver(child, finished)
+        deliver(child, finished)
         for old in evicted:
             self._retire(old)
 
     def _on_delegate(
-        self, worker: _Worker, child: ProcessChild, request_id: int, brief: Any
+        self, worker: WorkerRecord, child: ProcessChild, request_id: int, brief: Any
     ) -> None:
         def reply(result: object) -> None:
             with self._lock:
@@ -639,9 +496,9 @@ class ProcessBackend:
                 payload = _wire.dumps(exc)
             worker.post(b"R" + request_id.to_bytes(8, "big") + payload)
 
-        _deliver(child, DelegateRequest(child.attempt_id, brief, reply))
+        deliver(child, DelegateRequest(child.attempt_id, brief, reply))
 
-    def _on_sentinel(self, worker: _Worker) -> None:
+    def _on_sentinel(self, worker: WorkerRecord) -> None:
         if not sentinel_ready(worker.sentinel):
             return
         self._drain(worker)  # what it sent before it ended comes first
@@ -662,13 +519,13 @@ class ProcessBackend:
         worker.close()
         close_process(worker.process)
         if finished is not None and child is not None:
-            _deliver(child, finished)
+            deliver(child, finished)
         with self._lock:
             self._workers.discard(worker)
             self._ended.notify_all()
 
     def _death(
-        self, worker: _Worker, child: ProcessChild, code: int | None, now: float
+        self, worker: WorkerRecord, child: ProcessChild, code: int | None, now: float
     ) -> Finished:
         """The Finished of an attempt whose worker died. Called with the lock held."""
         if child.read_error is not None:
@@ -714,21 +571,3 @@ class ProcessBackend:
             progress=child.progress,
             exit_code=code,
         )
-
-
-class _WorkName:
-    """Names a work function in an error, computed only if there is one."""
-
-    def __init__(self, work: object) -> None:
-        self.work = work
-
-    def __str__(self) -> str:
-        name = getattr(self.work, "__qualname__", None) or repr(self.work)
-        return f"the work function {name} (a {_wire.type_name(self.work)})"
-
-
-def _deliver(child: ProcessChild, message: object) -> None:
-    try:
-        child.send(message)
-    except Exception:  # noqa: BLE001 - a failing receiver must not stop the hub
-        traceback.print_exc()
