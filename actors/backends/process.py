@@ -47,16 +47,15 @@ import weakref
 from typing import Any
 
 from actors import wire as _wire
-from actors.backends.backstop import kill_by
 from actors.backends.base import ChildSpec, Send
 from actors.backends.command import CommandChild
 from actors.backends.forkserver import ensure_ready, start_worker
 from actors.backends.hub import Hub
+from actors.backends.jobs import encode_job
 from actors.backends.pool import WarmPool
 from actors.backends.records import ProcessChild, WorkerRecord, WorkName, deliver
 from actors.backends.spawner import Spawner
 from actors.backends.worker_events import WorkerEvents
-from actors.clock import SystemClock
 from actors.models import AttemptOutcome
 from actors.protocol import Finished, Spawned
 
@@ -126,7 +125,7 @@ class ProcessBackend(WorkerEvents):
         child = ProcessChild(self, spec, send)
         try:
             token, work = _WORKS.get(spec.work, WorkName(spec.work))
-            job, child.hard_stop = self._job(spec)
+            job, child.hard_stop = encode_job(spec)
         except _wire.CrossingError as exc:
             return self._refuse(child, str(exc), AttemptOutcome.error, "CrossingError")
         head = b"J" + spec.attempt_id.encode() + b"\0"
@@ -241,35 +240,6 @@ class ProcessBackend(WorkerEvents):
         _LIVE.discard(self)
 
     # -- attempts --------------------------------------------------------------------
-    def _job(self, spec: ChildSpec) -> tuple[bytes, float | None]:
-        """The attempt but its work function, pickled, and the worker's kill-by time;
-        `CrossingError` if it cannot cross."""
-        # The spec's clock may be a fake one; the child lives on the real one.
-        deadline = time.monotonic() + (spec.deadline - spec.clock.now())
-        # The worker's own kill-by time (`_backstop`), on a real clock only: a fake
-        # deadline says nothing about real time.
-        hard_stop = (
-            kill_by(deadline, spec.grace_s, spec.term_s)
-            if isinstance(spec.clock, SystemClock) else None
-        )
-        job = (
-            _wire.brief_to_wire(spec.brief),
-            spec.agent,
-            spec.delegation_id,
-            spec.attempt,
-            deadline,
-            spec.heartbeat_interval_s,
-            list(spec.previous_partials),
-            spec.depth,
-            spec.framing,
-            spec.session_key,
-            spec.session,
-            (spec.previous_error, spec.reasoning_effort, spec.budget_left),
-            hard_stop,
-        )
-        what = "the attempt's brief, previous partial results or session"
-        return _wire.dumps(job, what), hard_stop
-
     def _refuse(
         self,
         child: ProcessChild,

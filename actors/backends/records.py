@@ -13,10 +13,10 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 from actors import wire as _wire
-from actors.backends import worker as _worker
 from actors.backends.base import ChildSpec, Send
 from actors.backends.forkserver import Pipes
 from actors.backends.hub import Hub
+from actors.backends.jobs import WORK_HEADER
 from actors.backends.ladder import KillLadder
 from actors.mail import Mail
 from actors.osproc import process_start_time
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ProcessChild", "WorkName", "WorkerRecord", "deliver"]
 
-_WORK_HEADER = _worker.WORK_HEADER
 
 
 class WorkerRecord:
@@ -85,7 +84,7 @@ class WorkerRecord:
                 self.works.clear()
                 flush = True
             self.works.add(token)
-        return _WORK_HEADER.pack(flush, token, len(work)) + work
+        return WORK_HEADER.pack(flush, token, len(work)) + work
 
     def post(self, data: bytes, *, job: bool = False) -> bool:
         """Send to the worker (a job or stop: `job`); False when it is gone."""

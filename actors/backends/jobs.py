@@ -1,0 +1,152 @@
+"""A job: one attempt as it goes down a worker's jobs pipe, written by the supervisor
+(`encode_job`, in Zeus's thread) and read in the worker (`decode_job`, `WorkStore`, in
+its main thread).
+
+A job is `WORK_HEADER`, the work function's bytes (none when the worker keeps
+it under its token, see `_wire.WorkCache`), then the rest of the attempt pickled
+as one tuple (`_wire.dumps`). The worker imports this module: it stays light.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from actors import wire as _wire
+from actors.backends.backstop import kill_by
+from actors.backends.base import ChildSpec
+from actors.clock import Clock, SystemClock
+from actors.context import Context
+from actors.mail import Inbox
+from actors.models import Brief
+
+__all__ = ["WORK_HEADER", "Job", "WorkStore", "decode_job", "encode_job"]
+
+# The work function's part of a job: forget the functions kept, token (0: do
+# not keep), size of its bytes (0: the one kept under that token); then the bytes.
+WORK_HEADER = struct.Struct("!?QI")
+
+
+def encode_job(spec: ChildSpec) -> tuple[bytes, float | None]:
+    """The attempt but its work function, pickled, and the worker's kill-by time;
+    `CrossingError` if it cannot cross."""
+    # The spec's clock may be a fake one; the child lives on the real one.
+    deadline = time.monotonic() + (spec.deadline - spec.clock.now())
+    # The worker's own kill-by time (`_backstop`), on a real clock only: a fake
+    # deadline says nothing about real time.
+    hard_stop = (
+        kill_by(deadline, spec.grace_s, spec.term_s)
+        if isinstance(spec.clock, SystemClock) else None
+    )
+    job = (
+        _wire.brief_to_wire(spec.brief),
+        spec.agent,
+        spec.delegation_id,
+        spec.attempt,
+        deadline,
+        spec.heartbeat_interval_s,
+        list(spec.previous_partials),
+        spec.depth,
+        spec.framing,
+        spec.session_key,
+        spec.session,
+        (spec.previous_error, spec.reasoning_effort, spec.budget_left),
+        hard_stop,
+    )
+    what = "the attempt's brief, previous partial results or session"
+    return _wire.dumps(job, what), hard_stop
+
+
+class Job(NamedTuple):
+    """A job as the worker reads it (the work function aside)."""
+
+    brief: Brief
+    agent: str
+    delegation_id: str
+    attempt: int
+    deadline: float  # on the worker's monotonic clock
+    interval: float  # heartbeat_interval_s
+    previous_partials: list[Any]
+    depth: int
+    framing: str
+    session_key: str | None
+    session: dict[str, Any] | None  # the session to start from, if the brief carries one
+    previous_error: str | None
+    reasoning_effort: str | None
+    budget_left: dict[str, float] | None
+    hard_stop: float | None  # the worker's kill-by time (`_backstop`)
+
+    def context(
+        self,
+        attempt_id: str,
+        *,
+        clock: Clock,
+        send: Callable[[object], None],
+        cancel_event: threading.Event,
+        session: dict[str, Any],
+        inbox: Inbox,
+    ) -> Context:
+        """The `Context` the work function runs with, in the worker."""
+        return Context(
+            brief=self.brief,
+            agent=self.agent,
+            delegation_id=self.delegation_id,
+            attempt=self.attempt,
+            attempt_id=attempt_id,
+            deadline=self.deadline,
+            clock=clock,
+            send=send,
+            cancel_event=cancel_event,
+            heartbeat_interval_s=self.interval,
+            session=session,
+            previous_partials=self.previous_partials,
+            depth=self.depth,
+            framing=self.framing,
+            previous_error=self.previous_error,
+            reasoning_effort=self.reasoning_effort,
+            budget_left=self.budget_left,
+            inbox=inbox,
+        )
+
+
+def decode_job(data: bytes | memoryview) -> Job:
+    """The job `encode_job` wrote (raises whatever unpickling raises)."""
+    job = _wire.loads(data)
+    (brief, agent, delegation_id, attempt, deadline, interval, previous_partials, depth, framing,
+     session_key, session, (previous_error, effort, budget_left), hard_stop) = job  # fmt: skip
+    return Job(
+        _wire.brief_from_wire(brief), agent, delegation_id, attempt, deadline, interval,
+        previous_partials, depth, framing, session_key, session, previous_error, effort,
+        budget_left, hard_stop,
+    )  # fmt: skip
+
+
+class WorkStore:
+    """The work functions a worker was sent, by token (the worker's main thread)."""
+
+    def __init__(self) -> None:
+        # The function, or its bytes until they unpickle.
+        self._works: dict[int, Any] = {}
+
+    def get(self, flush: bool, token: int, data: bytes) -> Any:
+        """The work function: `data` unpickled, or the one kept under `token` if `data` is empty.
+
+        Token 0: not to be kept. A function is kept once it has been unpickled;
+        bytes that failed to unpickle are kept as bytes and tried again next time.
+        """
+        if flush:
+            self._works.clear()
+        if not token:
+            return _wire.loads(data)
+        if data:
+            self._works[token] = data
+        work = self._works.get(token)
+        if work is None:
+            raise LookupError(f"work function {token} was never sent to this worker")
+        if isinstance(work, bytes):
+            work = _wire.loads(work)
+            self._works[token] = work
+        return work
