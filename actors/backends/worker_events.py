@@ -43,9 +43,11 @@ class WorkerEvents:
     _closed: bool
 
     def _session_limit(self, spec: ChildSpec) -> int:
+        """How many idle workers the agent keeps (`ProcessBackend` says)."""
         raise NotImplementedError
 
     def _retire(self, worker: WorkerRecord) -> None:
+        """Tell an idle worker to exit (`ProcessBackend` does it)."""
         raise NotImplementedError
 
     def _on_readable(self, worker: WorkerRecord) -> None:
