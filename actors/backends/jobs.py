@@ -1,10 +1,10 @@
-"""A job: one attempt as it goes down a worker's jobs pipe, written by the supervisor
-(`encode_job`, in Zeus's thread) and read in the worker (`decode_job`, `WorkStore`, in
-its main thread).
+"""A job: what the code of one attempt runs with (`Job`, and the `Context` it makes), and
+how it goes down a worker's jobs pipe, written by the supervisor (`encode_job`, in
+Zeus's thread) and read in the worker (`decode_job`, `WorkStore`, in its main thread).
 
-A job is `WORK_HEADER`, the work function's bytes (none when the worker keeps
-it under its token, see `_wire.WorkCache`), then the rest of the attempt pickled
-as one tuple (`_wire.dumps`). The worker imports this module: it stays light.
+On the pipe a job is `WORK_HEADER`, the work function's bytes (none when the
+worker keeps it under its token, see `_wire.WorkCache`), then the `Job`'s fields
+pickled as one tuple (`_wire.dumps`). The worker imports this module: it stays light.
 """
 
 from __future__ import annotations
@@ -30,36 +30,6 @@ __all__ = ["WORK_HEADER", "Job", "WorkStore", "decode_job", "encode_job"]
 WORK_HEADER = struct.Struct("!?QI")
 
 
-def encode_job(spec: ChildSpec) -> tuple[bytes, float | None]:
-    """The attempt but its work function, pickled, and the worker's kill-by time;
-    `CrossingError` if it cannot cross."""
-    # The spec's clock may be a fake one; the child lives on the real one.
-    deadline = time.monotonic() + (spec.deadline - spec.clock.now())
-    # The worker's own kill-by time (`_backstop`), on a real clock only: a fake
-    # deadline says nothing about real time.
-    hard_stop = (
-        kill_by(deadline, spec.grace_s, spec.term_s)
-        if isinstance(spec.clock, SystemClock) else None
-    )
-    job = (
-        _wire.brief_to_wire(spec.brief),
-        spec.agent,
-        spec.delegation_id,
-        spec.attempt,
-        deadline,
-        spec.heartbeat_interval_s,
-        list(spec.previous_partials),
-        spec.depth,
-        spec.framing,
-        spec.session_key,
-        spec.session,
-        (spec.previous_error, spec.reasoning_effort, spec.budget_left),
-        hard_stop,
-    )
-    what = "the attempt's brief, previous partial results or session"
-    return _wire.dumps(job, what), hard_stop
-
-
 class Job(NamedTuple):
     """A job as the worker reads it (the work function aside)."""
 
@@ -79,6 +49,16 @@ class Job(NamedTuple):
     budget_left: dict[str, float] | None
     hard_stop: float | None  # the worker's kill-by time (`_backstop`)
 
+    @classmethod
+    def from_spec(cls, spec: ChildSpec, *, deadline: float, hard_stop: float | None) -> Job:
+        """The job of the attempt `spec`, with its deadline on the clock it will run on."""
+        return cls(
+            spec.brief, spec.agent, spec.delegation_id, spec.attempt, deadline,
+            spec.heartbeat_interval_s, list(spec.previous_partials), spec.depth, spec.framing,
+            spec.session_key, spec.session, spec.previous_error, spec.reasoning_effort,
+            spec.budget_left, hard_stop,
+        )  # fmt: skip
+
     def context(
         self,
         attempt_id: str,
@@ -86,10 +66,10 @@ class Job(NamedTuple):
         clock: Clock,
         send: Callable[[object], None],
         cancel_event: threading.Event,
-        session: dict[str, Any],
+        session: dict[str, Any] | None,
         inbox: Inbox,
     ) -> Context:
-        """The `Context` the work function runs with, in the worker."""
+        """The `Context` the work function runs with (in the worker, or the thread backend)."""
         return Context(
             brief=self.brief,
             agent=self.agent,
@@ -112,16 +92,26 @@ class Job(NamedTuple):
         )
 
 
+def encode_job(spec: ChildSpec) -> tuple[bytes, float | None]:
+    """The attempt but its work function, pickled, and the worker's kill-by time;
+    `CrossingError` if it cannot cross."""
+    # The spec's clock may be a fake one; the child lives on the real one.
+    deadline = time.monotonic() + (spec.deadline - spec.clock.now())
+    # The worker's own kill-by time (`_backstop`), on a real clock only: a fake
+    # deadline says nothing about real time.
+    hard_stop = (
+        kill_by(deadline, spec.grace_s, spec.term_s)
+        if isinstance(spec.clock, SystemClock) else None
+    )
+    job = Job.from_spec(spec, deadline=deadline, hard_stop=hard_stop)
+    what = "the attempt's brief, previous partial results or session"
+    return _wire.dumps((_wire.brief_to_wire(job.brief), *job[1:]), what), hard_stop
+
+
 def decode_job(data: bytes | memoryview) -> Job:
     """The job `encode_job` wrote (raises whatever unpickling raises)."""
-    job = _wire.loads(data)
-    (brief, agent, delegation_id, attempt, deadline, interval, previous_partials, depth, framing,
-     session_key, session, (previous_error, effort, budget_left), hard_stop) = job  # fmt: skip
-    return Job(
-        _wire.brief_from_wire(brief), agent, delegation_id, attempt, deadline, interval,
-        previous_partials, depth, framing, session_key, session, previous_error, effort,
-        budget_left, hard_stop,
-    )  # fmt: skip
+    brief, *rest = _wire.loads(data)
+    return Job(_wire.brief_from_wire(brief), *rest)
 
 
 class WorkStore:
