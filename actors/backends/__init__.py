@@ -1,12 +1,14 @@
 """For people who write backends: the seam (base), the messages a child sends
 (`actors.protocol`), the clock, and the backends Zeus ships: threads (thread),
-processes (process, with the fork-server worker, the hub that reads their pipes and
-the warm pool) and command agents (command).
+processes (process, with the fork-server launch, the worker, the hub that reads their
+pipes and the warm pool) and command agents (command), both stopped by one kill ladder
+(ladder).
 """
 
 from actors.backends.base import Backend, ChildHandle, ChildSpec, Send
 from actors.backends.command import CommandChild
-from actors.backends.process import ProcessBackend, ProcessChild
+from actors.backends.process import ProcessBackend
+from actors.backends.records import ProcessChild
 from actors.backends.thread import ThreadBackend, ThreadChild
 from actors.clock import Clock, FakeClock, SystemClock, Timer, TimerError
 from actors.mail import Mail

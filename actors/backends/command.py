@@ -14,8 +14,8 @@ input stays open: each message the owner sends (`handle.send`) is one JSON line
 on it.
 
 `cancel()` sends SIGINT to the group (what Ctrl-C would: the program's chance
-to stop cleanly); `kill()` runs the same ladder as a process child: SIGTERM to
-the group, `term_s`, SIGKILL.
+to stop cleanly); `kill()` runs the same kill ladder as a process child
+(`actors.backends.ladder`): SIGTERM to the group, `term_s`, SIGKILL.
 
 The command is watched by the backend's `Hub`, the same reader thread as the
 Python workers: its stdout and stderr pipes and a pidfd for its exit are
@@ -27,31 +27,31 @@ the workers'.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from actors.backends.base import ChildSpec, Send
+from actors.backends.command_io import (
+    BRIEF_TEXT_PLACEHOLDERS,
+    PLACEHOLDER,
+    PLACEHOLDERS,
+    STDERR_TAIL,
+    command_argv,
+    command_finished,
+)
 from actors.backends.hub import Hub
 from actors.backends.inputs import INPUTS_FILE_ENV, send_first_line, write_inputs_file
+from actors.backends.ladder import KillLadder
 from actors.mail import Mail
 from actors.models import AttemptOutcome
-from actors.osproc import (
-    ProcessTree,
-    become_subreaper,
-    describe_exit,
-    process_start_time,
-    signal_group,
-)
+from actors.osproc import become_subreaper, process_start_time
 from actors.protocol import Finished, Heartbeat, Partial, Spawned
 
+# The argv's names are also reached from here (`actors.backends.command_io` holds them).
 __all__ = [
     "BRIEF_TEXT_PLACEHOLDERS",
     "PLACEHOLDER",
@@ -60,32 +60,11 @@ __all__ = [
     "command_argv",
 ]
 
-PLACEHOLDER = re.compile(r"\{(\w+)\}")
-# What `{name}` a command may hold, in the order `command_argv` fills them.
-PLACEHOLDERS = (
-    "agent", "scope", "inputs", "expected_output", "constraints", "partial_ok", "mode",
-    "session", "attempt", "attempt_id", "delegation_id", "depth", "framing", "python",
-)
-# The ones whose text comes from a brief, so from whoever wrote it (an agent, a user).
-BRIEF_TEXT_PLACEHOLDERS = frozenset({"scope", "inputs", "expected_output", "constraints",
-                                     "session"})
-_STDERR_TAIL = 4000  # characters of standard error kept for the error message
 _READ = 65536
 # After the program exits, how long to wait for its pipes to close (a descendant
 # that left the group may hold them open) before finishing anyway.
 _PIPE_GRACE_S = 1.0
 _POLL_S = 0.02  # exit polling where there is no pidfd (not Linux)
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, default=str, ensure_ascii=False)
-
-
-_PYTHON_NAMES = ("python", "python3")
 
 
 def _interruptible() -> None:
@@ -99,55 +78,6 @@ def _interruptible() -> None:
     """
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     become_subreaper()
-
-
-def command_argv(spec: ChildSpec, inputs_path: str | None = None) -> list[str]:
-    """`spec.command` with its placeholders replaced, each within its own argument.
-
-    `{inputs}` is the inputs as JSON (`inputs_via: argv`), or `inputs_path` (`file`);
-    with `stdin` it is refused. Raises `ValueError` naming an unknown placeholder and
-    the known ones.
-    """
-    assert spec.command is not None
-    brief = spec.brief
-    values = {
-        "agent": spec.agent,
-        "scope": brief.scope,
-        "inputs": _text(brief.inputs),
-        "expected_output": _text(brief.expected_output),
-        "constraints": _text(brief.constraints),
-        "partial_ok": _text(brief.partial_ok),
-        "mode": brief.mode,
-        "session": _text(spec.session_key),
-        "attempt": str(spec.attempt),
-        "attempt_id": spec.attempt_id,
-        "delegation_id": spec.delegation_id,
-        "depth": str(spec.depth),
-        "framing": spec.framing,
-        "python": sys.executable,
-    }
-
-    if spec.inputs_via == "file":
-        values["inputs"] = inputs_path or ""
-
-    def substitute(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name == "inputs" and spec.inputs_via == "stdin":
-            raise ValueError(
-                f"{{inputs}} in the command of agent {spec.agent!r}, whose inputs_via is stdin: "
-                "the inputs arrive as the first line of standard input; remove {inputs}"
-            )
-        if name not in values:
-            raise ValueError(
-                f"unknown placeholder {{{name}}} in command {list(spec.command or ())!r} "
-                f"of agent {spec.agent!r}; known: {', '.join('{' + k + '}' for k in values)}"
-            )
-        return values[name]
-
-    argv = [PLACEHOLDER.sub(substitute, arg) for arg in spec.command]
-    if argv and argv[0] in _PYTHON_NAMES:
-        argv[0] = sys.executable  # "python" means the interpreter Zeus runs on, venv and all
-    return argv
 
 
 class CommandChild:
@@ -169,7 +99,7 @@ class CommandChild:
         self._stdin_ready = False  # its inputs line is written: messages may follow
         self._popen: subprocess.Popen[bytes] | None = None
         self._pidfd: int | None = None
-        self._tree: ProcessTree | None = None  # set once started; the hub thread's
+        self._ladder: KillLadder | None = None  # set once started, before `_popen`
         self._out: list[bytes] = []
         self._line = b""
         self._err = bytearray()
@@ -181,7 +111,6 @@ class CommandChild:
         self._exited_t: float | None = None
         self._cancel_t: float | None = None
         self._kill_t: float | None = None
-        self._sigkill_sent = False
         self._inputs_file: str | None = None  # inputs_via: file, until the attempt ends
 
     # -- Zeus's thread ---------------------------------------------------------------
@@ -200,7 +129,7 @@ class CommandChild:
                 self._inputs_file = write_inputs_file(self.spec.brief.inputs)
                 env = {**os.environ, INPUTS_FILE_ENV: self._inputs_file}
             argv = command_argv(self.spec, self._inputs_file)
-            self._popen = subprocess.Popen(
+            popen = subprocess.Popen(
                 argv,
                 # the inputs line (inputs_via: stdin), then the owner's messages
                 stdin=subprocess.PIPE,
@@ -217,9 +146,9 @@ class CommandChild:
                 type(exc).__name__,
             )
             return
-        popen = self._popen
         self.pid_start_time = process_start_time(popen.pid)
-        self._tree = ProcessTree(popen.pid)
+        self._ladder = KillLadder(popen.pid, self._hub, self._lock)
+        self._popen = popen
         assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
         os.set_blocking(popen.stdin.fileno(), False)  # a full pipe never holds up Zeus
         if via == "stdin":  # the inputs line comes before any message from the owner
@@ -327,40 +256,13 @@ class CommandChild:
 
     # -- the hub thread --------------------------------------------------------------
     def _interrupt(self) -> None:
-        """SIGINT to the group; what runs below the program is remembered first, so that
-        it dies with the program even if it left the group and the program stops now."""
-        with self._lock:
-            if self._exited_t is not None or self._popen is None:
-                return
-            pid = self._popen.pid
-        if self._tree is not None:
-            self._tree.walk()
-        signal_group(pid, signal.SIGINT)
+        """SIGINT to the program's group (the ladder's cooperative step)."""
+        if self._ladder is not None:
+            self._ladder.interrupt()
 
     def _terminate(self) -> None:
-        if self.spec.term_s > 0:
-            if self._signal_all(signal.SIGTERM):
-                self._hub.call_later(self.spec.term_s, self._escalate)
-        else:
-            self._escalate()
-
-    def _escalate(self) -> None:
-        with self._lock:
-            if self._exited_t is not None or self._popen is None:
-                return
-            self._sigkill_sent = True
-        self._signal_all(signal.SIGKILL)
-
-    def _signal_all(self, sig: int) -> bool:
-        """`sig` to what runs below the program (first, while it lives), then its group."""
-        with self._lock:
-            if self._exited_t is not None or self._popen is None:
-                return False
-            pid = self._popen.pid
-        if self._tree is not None:
-            self._tree.signal(sig)
-        signal_group(pid, sig)
-        return True
+        if self._ladder is not None:
+            self._ladder.terminate(self.spec.term_s)
 
     def _beat(self) -> None:
         with self._lock:
@@ -405,7 +307,7 @@ class CommandChild:
         if chunk is None:
             return
         self._err += chunk
-        del self._err[: max(0, len(self._err) - 4 * _STDERR_TAIL)]
+        del self._err[: max(0, len(self._err) - 4 * STDERR_TAIL)]
         if lines := chunk.count(b"\n"):
             self._progress += lines
             self._emit(Heartbeat(self.attempt_id, self._progress))
@@ -428,15 +330,14 @@ class CommandChild:
             self._hub.unwatch(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
+        assert self._ladder is not None
         with self._lock:
             self._returncode = returncode
             self._exited_t = time.monotonic()
+            self._ladder.reaped = True
             killed = self._kill_t is not None
-        # What the program started dies with it (the group outlives its leader), and
-        # what the kill ladder found below it outside the group.
-        signal_group(self._popen.pid, signal.SIGKILL, or_process=False)
-        if self._tree is not None and self._tree.known:
-            self._tree.signal(signal.SIGKILL, root_alive=False)
+        # What the program started dies with it, and what the ladder found below it.
+        self._ladder.sweep()
         if killed:
             self._finish()
         else:
@@ -473,57 +374,23 @@ class CommandChild:
             with self._lock, contextlib.suppress(OSError):
                 popen.stdin.close()
         self._remove_inputs_file()
-        self._emit(self._outcome(returncode, exited_t, kill_t, cancel_t))
-        self._on_end(self)
-
-    def _outcome(
-        self, returncode: int | None, exited_t: float, kill_t: float | None, cancel_t: float | None
-    ) -> Finished:
-        pid = self.pid
-        if kill_t is not None:
-            return Finished(
+        sigkill_sent = self._ladder is not None and self._ladder.sigkill_sent
+        self._emit(
+            command_finished(
                 self.attempt_id,
-                AttemptOutcome.cancelled,
-                pid=pid,
-                killed="kill" if self._sigkill_sent else "terminate",
-                kill_latency_s=exited_t - kill_t,
+                (self.spec.command or ("?",))[0],
+                pid=self.pid,
+                returncode=returncode,
+                exited_t=exited_t,
+                kill_t=kill_t,
+                cancel_t=cancel_t,
+                sigkill_sent=sigkill_sent,
                 progress=self._progress,
-                exit_code=returncode,
+                out=self._out,
+                err=self._err,
             )
-        if returncode == 0:
-            value = b"".join(self._out).decode("utf-8", errors="replace")
-            return Finished(
-                self.attempt_id,
-                AttemptOutcome.completed,
-                value=value,
-                pid=pid,
-                progress=self._progress,
-                exit_code=0,
-            )
-        tail = self._err.decode("utf-8", errors="replace")[-_STDERR_TAIL:].strip()
-        what = describe_exit(returncode, f"command {(self.spec.command or ('?',))[0]!r}")
-        error = f"{what}: {tail}" if tail else f"{what} (nothing on standard error)"
-        if cancel_t is not None:
-            return Finished(
-                self.attempt_id,
-                AttemptOutcome.cancelled,
-                error=error,
-                pid=pid,
-                killed="cooperative",
-                kill_latency_s=exited_t - cancel_t,
-                progress=self._progress,
-                exit_code=returncode,
-            )
-        crashed = returncode is not None and returncode < 0
-        return Finished(
-            self.attempt_id,
-            AttemptOutcome.crash if crashed else AttemptOutcome.error,
-            error=error,
-            error_type="CommandFailed",
-            pid=pid,
-            progress=self._progress,
-            exit_code=returncode,
         )
+        self._on_end(self)
 
     def _emit(self, message: object) -> None:
         with contextlib.suppress(Exception):  # the receiver's failure must not stop the hub

@@ -2,11 +2,12 @@
 
 `ProcessBackend.start()` hands the attempt to a warm worker of the agent when
 one is idle, or starts a new one (a few ms), and returns at once; the work runs
-in the worker (see `actors.backends.worker`). Everything that comes back is read by
-one `Hub` thread for all workers and commands, turned into protocol messages
-and passed to `send`; exactly one `Finished` per attempt, sent once the
-attempt's code no longer runs: after it returned or raised, or after its
-process was reaped.
+in the worker (see `actors.backends.worker`), forked from a fork server
+(`actors.backends.forkserver`). Everything that comes back is read by one `Hub`
+thread for all workers and commands, turned into protocol messages
+(`actors.backends.worker_events`) and passed to `send`; exactly one `Finished`
+per attempt, sent once the attempt's code no longer runs: after it returned or
+raised, or after its process was reaped.
 
 A warm attempt costs one message each way. The work function is pickled once
 per function object and sent in full once per worker, then named by a token
@@ -18,13 +19,14 @@ worker holds four fds here: those two pipes, the one back, its sentinel.
 
 Isolation guarantees:
 
-- `kill()` returns at once; the hub then runs the ladder: SIGTERM to the
+- `kill()` returns at once; the hub then runs the kill ladder
+  (`actors.backends.ladder`, shared with command agents): SIGTERM to the
   worker's process group, `spec.term_s`, SIGKILL to the group; `Finished`
   (outcome cancelled, `killed` "terminate" or "kill", `kill_latency_s` from
   `kill()` to reaped) follows the reaping. Grandchildren share the group and
   die with it; whatever is left of a group after its worker ends is swept
   with SIGKILL. A worker is a child subreaper, and each step also reaches
-  what runs below it outside its group (`_osproc.ProcessTree`). Once `kill()`
+  what runs below it outside its group (`actors.osproc.ProcessTree`). Once `kill()`
   is called, the attempt's `Finished` is the kill's, even if the work returned
   meanwhile (the supervisor has decided by then).
 - A new worker, or a command's program, is started in the backend's spawner
@@ -39,242 +41,32 @@ Isolation guarantees:
 from __future__ import annotations
 
 import atexit
-import dataclasses
-import io
-import os
-import select
-import signal
 import threading
 import time
-import traceback
 import weakref
 from typing import Any
 
-import multiprocess
-from multiprocess import forkserver, popen_forkserver, spawn, util
-
 from actors import wire as _wire
-from actors.backends import worker as _worker
-from actors.backends.backstop import MARGIN_S, kill_by
 from actors.backends.base import ChildSpec, Send
 from actors.backends.command import CommandChild
+from actors.backends.forkserver import ensure_ready, start_worker
 from actors.backends.hub import Hub
+from actors.backends.jobs import encode_job
 from actors.backends.pool import WarmPool
+from actors.backends.records import ProcessChild, WorkerRecord, WorkName, deliver
 from actors.backends.spawner import Spawner
-from actors.clock import SystemClock
-from actors.errors import describe_error
-from actors.mail import Mail
+from actors.backends.worker_events import WorkerEvents
 from actors.models import AttemptOutcome
-from actors.osproc import ProcessTree, describe_exit, process_start_time, signal_group
-from actors.protocol import DelegateRequest, Finished, Spawned
+from actors.protocol import Finished, Spawned
 
 __all__ = ["ProcessBackend", "ProcessChild"]
-
-# The start method. The supervisor process runs threads (pykka actors, the
-# timer service, this backend's hub), and fork() from a threaded process copies
-# whatever locks other threads hold at that instant: a child can deadlock on
-# its first malloc, import or log call. spawn is safe but boots a fresh
-# interpreter per child (about 80 ms here). forkserver forks each child from a
-# small single-threaded server process, started once, that has already
-# imported the child's entry module (`actors.backends.worker`, preloaded): a child
-# starts in a few ms with what it needs in memory.
-_START_METHOD = "forkserver"
-_CTX = multiprocess.get_context(_START_METHOD)
-
-# `Process.start()` polls every live child of this module (its `_cleanup`), and
-# reading a fork-server child's exit code consumes bytes from its sentinel:
-# both go under this lock so two threads never read one sentinel.
-_MP_LOCK = threading.Lock()
-_preload_set = False
 
 # Work functions, pickled once each (see `_wire.WorkCache`), and how many a
 # worker keeps before it is told to forget them.
 _WORKS = _wire.WorkCache()
 _WORKS_KEPT = 64
-_WORK_HEADER = _worker.WORK_HEADER
-
-
-def _prepare_fork_server() -> None:
-    """Ask for the preload before the fork server first starts. Called with `_MP_LOCK` held.
-
-    Not at import: importing `actors` leaves multiprocess's global settings alone.
-    If something else in the host started the fork server first, the preload is
-    not applied and every child imports `actors` itself (~0.4 s each here).
-    """
-    global _preload_set
-    if not _preload_set:
-        _CTX.set_forkserver_preload(["actors.backends.worker"])
-        _preload_set = True
-
-
-class _Popen(popen_forkserver.Popen):  # type: ignore[misc]
-    """The fork server's Popen, minus re-running the host's `__main__` in every child.
-
-    By default each child re-imports the main module (as `__mp_main__`), which
-    costs what the host imports (pytest alone: ~275 ms per child here) and runs
-    a host script without a `__main__` guard again. Work functions are sent by
-    value with dill when they live in `__main__`, so the child does not need it.
-    This is `popen_forkserver.Popen._launch` with two keys dropped.
-    """
-
-    def _launch(self, process_obj: Any) -> None:
-        prep_data = spawn.get_preparation_data(process_obj._name)
-        prep_data.pop("init_main_from_path", None)
-        prep_data.pop("init_main_from_name", None)
-        buf = io.BytesIO()
-        popen_forkserver.set_spawning_popen(self)
-        try:
-            popen_forkserver.reduction.dump(prep_data, buf)
-            popen_forkserver.reduction.dump(process_obj, buf)
-        finally:
-            popen_forkserver.set_spawning_popen(None)
-        self.sentinel, w = forkserver.connect_to_new_process(self._fds)
-        _parent_w = os.dup(w)
-        self.finalizer = util.Finalize(self, util.close_fds, (_parent_w, self.sentinel))
-        with open(w, "wb", closefd=True) as f:
-            f.write(buf.getbuffer())
-        self.pid = forkserver.read_signed(self.sentinel)
-
-
-class _WorkerProcess(_CTX.Process):  # type: ignore[misc,name-defined]
-    @staticmethod
-    def _Popen(process_obj: Any) -> _Popen:
-        return _Popen(process_obj)
-
-
-def _ready(fd: int) -> bool:
-    """Whether `fd` (a sentinel) is readable now: for a fork-server child, it was reaped."""
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
-
-
-class _Worker:
-    """The supervisor's record of one worker process.
-
-    Fields below `send_lock` are guarded by the backend's lock. Invariant:
-    `attempt` is set exactly while the worker runs an attempt; an idle worker is
-    in the pool; `dead` once its sentinel fired (it was reaped).
-    """
-
-    def __init__(self, agent: str, process: Any, conn: Any, jobs: Any, control: Any) -> None:
-        self.agent = agent
-        self.process = process
-        # The Connections own the pipes' fds; only the fds are used (see `_wire.write_frame`).
-        self.conn = conn  # what the worker sends (read here, by the hub; non-blocking)
-        self.jobs = jobs  # jobs and stop, read by the worker's main thread
-        self.control = control  # cancels and replies, read by its receiver thread
-        self.reader = _wire.FrameReader(conn.fileno())
-        self.jobs_fd: int = jobs.fileno()
-        self.control_fd: int = control.fileno()
-        self.closed = False  # its pipes (under `send_lock`)
-        self.pid: int = process.pid
-        self.sentinel: int = process.sentinel
-        self.start_time = process_start_time(self.pid)
-        # What runs below it, however it left its group (under the backend's lock).
-        self.tree = ProcessTree(self.pid)
-        self.send_lock = threading.Lock()  # one writer; the pipes close under it
-        self.attempt: ProcessChild | None = None
-        self.session_key: str | None = None
-        self.retiring = False  # told to stop, or being killed: never takes another attempt
-        self.dead = False
-        self.sigkill_sent = False
-        # Tokens of the work functions sent to it in full (it keeps them): touched
-        # only by the start() that bound an attempt to it, one attempt at a time.
-        self.works: set[int] = set()
-
-    def work_header(self, token: int | None, work: bytes) -> bytes:
-        """The work function's part of a job: its token, and its bytes unless the worker has them.
-
-        Beyond `_WORKS_KEPT` functions the worker is told to forget them all
-        (`flush`) and they are sent again as needed.
-        """
-        flush = False
-        if token is None:
-            token = 0
-        elif token in self.works:
-            work = b""
-        else:
-            if len(self.works) >= _WORKS_KEPT:
-                self.works.clear()
-                flush = True
-            self.works.add(token)
-        return _WORK_HEADER.pack(flush, token, len(work)) + work
-
-    def post(self, data: bytes, *, job: bool = False) -> bool:
-        """Send to the worker (a job or stop: `job`); False when it is gone."""
-        with self.send_lock:
-            if self.closed:
-                return False
-            try:
-                _wire.write_frame(self.jobs_fd if job else self.control_fd, data)
-            except OSError:
-                return False
-            return True
-
-    def close(self) -> None:
-        """Close its pipes (the hub, once it was reaped)."""
-        self.conn.close()
-        with self.send_lock:
-            self.closed = True
-            self.jobs.close()
-            self.control.close()
-
-
-class ProcessChild:
-    """Zeus's handle on one attempt in a worker process. `cancel`/`kill` return at once."""
-
-    def __init__(self, backend: ProcessBackend, spec: ChildSpec, send: Send) -> None:
-        self.spec = spec
-        self.attempt_id = spec.attempt_id
-        self.send = send
-        self._backend = backend
-        self.worker: _Worker | None = None
-        # Guarded by the backend's lock (`finished` is written by the hub thread only,
-        # or before the attempt reaches a worker):
-        self.finished = False
-        self.cancel_t: float | None = None
-        self.kill_t: float | None = None
-        self.progress = 0
-        self.read_error: str | None = None
-        self.hard_stop: float | None = None  # the worker kills itself then (`_backstop`)
-        self.early_mail: list[bytes] = []  # sent before its worker existed (under the lock)
-
-    @property
-    def pid(self) -> int | None:
-        return self.worker.pid if self.worker is not None else None
-
-    @property
-    def pid_start_time(self) -> float | None:
-        """The worker's start time (as psutil's `create_time()`): a pid plus this names it."""
-        return self.worker.start_time if self.worker is not None else None
-
-    @property
-    def killable(self) -> bool:
-        # Before its worker exists too (the spawner then never starts it); not once it
-        # was refused without a process.
-        return self.worker is not None or not self.finished
-
-    def cancel(self) -> None:
-        """Set the child Context's cancel event (a message down the pipe)."""
-        self._backend._cancel(self)
-
-    def deliver(self, mail: Mail) -> None:
-        """Send the owner's message down the control pipe (`ctx.receive()` reads it)."""
-        data = mail.encode("process").pickled
-        assert data is not None
-        frame = b"M" + self.attempt_id.encode() + b"\0" + data
-        with self._backend._lock:
-            worker = self.worker
-            if worker is None and not self.finished:  # its process is still being started
-                self.early_mail.append(frame)
-                return
-        if worker is not None and not self.finished:
-            worker.post(frame)
-
-    def kill(self) -> None:
-        """SIGTERM to the worker's group now, SIGKILL after `term_s`; `Finished` after reaping."""
-        self._backend._kill(self)
+# The record's older name, by which tests reach it.
+_Worker = WorkerRecord
 
 
 _LIVE: weakref.WeakSet[ProcessBackend] = weakref.WeakSet()
@@ -288,7 +80,7 @@ def _close_live_backends() -> None:
         backend.close()
 
 
-class ProcessBackend:
+class ProcessBackend(WorkerEvents):
     """Runs attempts in worker processes (forkserver, a process group each) and command agents.
 
     `session_max` is how many idle workers are kept per agent when the spec
@@ -303,8 +95,8 @@ class ProcessBackend:
         self._ended = threading.Condition(self._lock)  # a worker or command went away
         self._hub = Hub()
         self._spawner = Spawner()
-        self._pool: WarmPool[_Worker] = WarmPool()
-        self._workers: set[_Worker] = set()
+        self._pool: WarmPool[WorkerRecord] = WarmPool()
+        self._workers: set[WorkerRecord] = set()
         self._commands: set[CommandChild] = set()
         self._closed = False
         self._ready = False  # prestart() done
@@ -320,12 +112,7 @@ class ProcessBackend:
         """
         if self._ready:
             return
-        with _MP_LOCK:
-            _prepare_fork_server()
-            forkserver.ensure_running()
-            probe = _WorkerProcess(target=_worker.ready, name="zeus-ready", daemon=False)
-            probe.start()
-        probe.join()
+        ensure_ready()
         self._ready = True
 
     # -- Zeus's thread ---------------------------------------------------------------
@@ -337,8 +124,8 @@ class ProcessBackend:
             raise ValueError(f"agent {spec.agent!r} has neither a work function nor a command")
         child = ProcessChild(self, spec, send)
         try:
-            token, work = _WORKS.get(spec.work, _WorkName(spec.work))
-            job, child.hard_stop = self._job(spec)
+            token, work = _WORKS.get(spec.work, WorkName(spec.work))
+            job, child.hard_stop = encode_job(spec)
         except _wire.CrossingError as exc:
             return self._refuse(child, str(exc), AttemptOutcome.error, "CrossingError")
         head = b"J" + spec.attempt_id.encode() + b"\0"
@@ -349,7 +136,7 @@ class ProcessBackend:
                     self._bind(worker, child)
             if worker is None:
                 break
-            if worker.post(head + worker.work_header(token, work) + job, job=True):
+            if worker.post(head + worker.work_header(token, work, _WORKS_KEPT) + job, job=True):
                 return child
             # The worker died while idle (its sentinel not yet handled): the job
             # never reached it, so the attempt may go to another worker.
@@ -380,7 +167,7 @@ class ProcessBackend:
             if stopped:
                 child.finished = True
         if stopped:
-            _deliver(child, Finished(child.attempt_id, AttemptOutcome.cancelled,
+            deliver(child, Finished(child.attempt_id, AttemptOutcome.cancelled,
                                      error="stopped before its process started"))
             return
         try:
@@ -403,15 +190,15 @@ class ProcessBackend:
                 worker.retiring = True
         self._hub.watch(worker.conn, lambda: self._on_readable(worker))
         self._hub.watch(worker.sentinel, lambda: self._on_sentinel(worker))
-        _deliver(child, Spawned(child.attempt_id, worker.pid, worker.start_time))
+        deliver(child, Spawned(child.attempt_id, worker.pid, worker.start_time))
         if killed:
-            self._escalate(worker)  # it never got the job; its Finished follows the reaping
+            worker.ladder.escalate()  # it never got the job; its Finished follows the reaping
             return
         if closed:  # close() ran while this worker was starting
             child.kill()
             return
         # If the worker died meanwhile, the post fails and its sentinel reports a crash.
-        worker.post(head + worker.work_header(token, work) + job, job=True)
+        worker.post(head + worker.work_header(token, work, _WORKS_KEPT) + job, job=True)
         if cancelled:
             worker.post(b"C" + child.attempt_id.encode())
 
@@ -446,42 +233,13 @@ class ProcessBackend:
                 left = list(self._workers)
             if not done:
                 for worker in left:
-                    self._escalate(worker)
+                    worker.ladder.escalate()
                 with self._lock:
                     self._ended.wait_for(self._all_ended, 5.0)
         self._hub.close()
         _LIVE.discard(self)
 
     # -- attempts --------------------------------------------------------------------
-    def _job(self, spec: ChildSpec) -> tuple[bytes, float | None]:
-        """The attempt but its work function, pickled, and the worker's kill-by time;
-        `CrossingError` if it cannot cross."""
-        # The spec's clock may be a fake one; the child lives on the real one.
-        deadline = time.monotonic() + (spec.deadline - spec.clock.now())
-        # The worker's own kill-by time (`_backstop`), on a real clock only: a fake
-        # deadline says nothing about real time.
-        hard_stop = (
-            kill_by(deadline, spec.grace_s, spec.term_s)
-            if isinstance(spec.clock, SystemClock) else None
-        )
-        job = (
-            _wire.brief_to_wire(spec.brief),
-            spec.agent,
-            spec.delegation_id,
-            spec.attempt,
-            deadline,
-            spec.heartbeat_interval_s,
-            list(spec.previous_partials),
-            spec.depth,
-            spec.framing,
-            spec.session_key,
-            spec.session,
-            (spec.previous_error, spec.reasoning_effort, spec.budget_left),
-            hard_stop,
-        )
-        what = "the attempt's brief, previous partial results or session"
-        return _wire.dumps(job, what), hard_stop
-
     def _refuse(
         self,
         child: ProcessChild,
@@ -490,10 +248,10 @@ class ProcessBackend:
         error_type: str | None = None,
     ) -> ProcessChild:
         child.finished = True
-        _deliver(child, Finished(child.attempt_id, outcome, error=error, error_type=error_type))
+        deliver(child, Finished(child.attempt_id, outcome, error=error, error_type=error_type))
         return child
 
-    def _take_warm(self, spec: ChildSpec) -> _Worker | None:
+    def _take_warm(self, spec: ChildSpec) -> WorkerRecord | None:
         """Called with the lock held.
 
         One that died while idle may come out: its sentinel is not looked at
@@ -506,7 +264,7 @@ class ProcessBackend:
                 return worker
         return None
 
-    def _bind(self, worker: _Worker, child: ProcessChild) -> None:
+    def _bind(self, worker: WorkerRecord, child: ProcessChild) -> None:
         """Called with the lock held."""
         worker.attempt = child
         worker.session_key = child.spec.session_key
@@ -515,29 +273,9 @@ class ProcessBackend:
             worker.post(frame)
         child.early_mail.clear()
 
-    def _spawn(self, agent: str) -> _Worker:
-        jobs_in, to_jobs = _CTX.Pipe(duplex=False)
-        control_in, to_control = _CTX.Pipe(duplex=False)
-        from_child, child_out = _CTX.Pipe(duplex=False)
-        process = _WorkerProcess(
-            target=_worker.main,
-            args=(jobs_in, control_in, child_out),
-            name=f"zeus-{agent}",
-            daemon=False,
-        )
-        try:
-            with _MP_LOCK:
-                _prepare_fork_server()
-                process.start()
-        except BaseException:
-            for end in (from_child, to_jobs, to_control):
-                end.close()
-            raise
-        finally:
-            for end in (jobs_in, control_in, child_out):
-                end.close()
-        os.set_blocking(from_child.fileno(), False)  # the hub reads what is there, never waits
-        return _Worker(agent, process, from_child, to_jobs, to_control)
+    def _spawn(self, agent: str) -> WorkerRecord:
+        process, pipes = start_worker(agent)
+        return WorkerRecord(agent, process, pipes, self._hub, self._lock)
 
     def _session_limit(self, spec: ChildSpec) -> int:
         return self._session_max if spec.session_max is None else spec.session_max
@@ -564,7 +302,7 @@ class ProcessBackend:
             child.kill_t = time.monotonic()
             worker.retiring = True
         term_s = child.spec.term_s
-        self._in_hub(lambda: self._terminate(worker, term_s))
+        self._in_hub(lambda: worker.ladder.terminate(term_s))
 
     def _in_hub(self, step: Any) -> None:
         """Run `step` in the hub thread: now if this is it, else as soon as it wakes."""
@@ -573,44 +311,7 @@ class ProcessBackend:
         else:
             self._hub.call_later(0.0, step)
 
-    # -- the kill ladder (hub thread) ----------------------------------------------
-    def _terminate(self, worker: _Worker, term_s: float) -> None:
-        """SIGTERM to the worker and everything below it; SIGKILL after `term_s`."""
-        if term_s > 0:
-            if self._signal_all(worker, signal.SIGTERM):
-                self._hub.call_later(term_s, lambda: self._escalate(worker))
-        else:
-            self._escalate(worker)
-
-    def _escalate(self, worker: _Worker) -> None:
-        with self._lock:
-            if worker.dead:
-                return
-            worker.sigkill_sent = True
-        self._signal_all(worker, signal.SIGKILL)
-
-    def _signal_all(self, worker: _Worker, sig: int) -> bool:
-        """`sig` to what runs below the worker, then to its group; False if it was reaped.
-
-        Below it first: while the worker lives, what it adopted (daemons, processes
-        that left its group) is found below it; once it is dead, they belong to init.
-        Called in the hub thread only, which also reaps: the worker cannot be reaped
-        (and its pid reused) between the check and the signal.
-        """
-        if not self._hub.in_hub_thread and not self._hub.closed:
-            def in_hub() -> None:
-                self._signal_all(worker, sig)
-
-            self._hub.call_later(0.0, in_hub)
-            return True
-        with self._lock:
-            if worker.dead:
-                return False
-        worker.tree.signal(sig)
-        signal_group(worker.pid, sig)
-        return True
-
-    def _retire(self, worker: _Worker) -> None:
+    def _retire(self, worker: WorkerRecord) -> None:
         """Tell an idle worker to exit; SIGKILL after `retire_s` if it has not."""
         with self._lock:
             if worker.dead:
@@ -618,7 +319,7 @@ class ProcessBackend:
             worker.retiring = True
             self._pool.discard(worker.agent, worker)
         worker.post(b"S", job=True)
-        self._hub.call_later(self._retire_s, lambda: self._escalate(worker))
+        self._hub.call_later(self._retire_s, worker.ladder.escalate)
 
     def _start_command(self, spec: ChildSpec, send: Send) -> CommandChild:
         command = CommandChild(spec, send, self._hub, self._command_ended)
@@ -638,221 +339,3 @@ class ProcessBackend:
 
     def _all_ended(self) -> bool:
         return not self._workers and not self._commands
-
-    # -- the hub thread --------------------------------------------------------------
-    def _on_readable(self, worker: _Worker) -> None:
-        """Read what the worker sent (one read) and handle the messages it completes."""
-        try:
-            messages = worker.reader.read()
-        except BlockingIOError:
-            return
-        except OSError:
-            messages = None
-        if messages is None:
-            # The child's end closed: its sentinel follows.
-            self._hub.unwatch(worker.conn)
-            return
-        for data in messages:
-            self._on_message(worker, data)
-
-    def _drain(self, worker: _Worker) -> None:
-        """Everything the worker sent before it ended (it is dead: nothing more comes)."""
-        while True:
-            try:
-                messages = worker.reader.read()
-            except OSError:  # BlockingIOError: a process it left behind holds the pipe
-                return
-            if messages is None:
-                return
-            for data in messages:
-                self._on_message(worker, data)
-
-    def _on_message(self, worker: _Worker, data: bytes) -> None:
-        child = worker.attempt  # one read; `_on_finished` looks again under the lock
-        if child is None:
-            return
-        try:
-            packed = _wire.loads(data)
-            message = None if packed[0] == _wire.DELEGATE else _wire.unpack(packed)
-        except Exception as exc:  # noqa: BLE001 - e.g. a class the supervisor cannot import
-            with self._lock:
-                first = child.read_error is None
-                if first:
-                    child.read_error = (
-                        "a message from the child process could not be read in the supervisor: "
-                        f"{describe_error(exc)}"
-                    )
-            if first:
-                self._abandon(worker, child)
-            return
-        if message is None:
-            _, request_id, brief = packed
-            self._on_delegate(worker, child, request_id, brief)
-        elif isinstance(message, Finished):
-            self._on_finished(worker, child, message)
-        else:
-            child.progress = max(child.progress, message.progress)
-            if not child.finished:
-                _deliver(child, message)
-
-    def _abandon(self, worker: _Worker, child: ProcessChild) -> None:
-        """Runs in the hub thread: what the worker sends can no longer be read (it may have
-        been its result), so it is killed at once and the attempt fails, with the reason,
-        when it is reaped, instead of waiting out its deadline."""
-        with self._lock:
-            if child.finished or worker.dead or worker.attempt is not child:
-                return
-            worker.retiring = True
-            if child.kill_t is None:
-                child.kill_t = time.monotonic()
-            worker.sigkill_sent = True
-        self._signal_all(worker, signal.SIGKILL)
-
-    def _on_finished(self, worker: _Worker, child: ProcessChild, finished: Finished) -> None:
-        now = time.monotonic()
-        evicted: list[_Worker] = []
-        with self._lock:
-            if child.finished or worker.attempt is not child:
-                return
-            if child.kill_t is not None:
-                return  # it is being killed: its Finished follows the reaping
-            child.finished = True
-            worker.attempt = None
-            killed = latency = None
-            if child.cancel_t is not None and finished.outcome is AttemptOutcome.cancelled:
-                killed, latency = "cooperative", now - child.cancel_t
-            if child.read_error is not None:
-                finished = Finished(
-                    child.attempt_id,
-                    AttemptOutcome.error,
-                    error=child.read_error,
-                    error_type="CrossingError",
-                    progress=finished.progress,
-                )
-            reuse = child.cancel_t is None and not self._closed and not worker.retiring
-            if reuse:
-                limit = self._session_limit(child.spec)
-                evicted = self._pool.put(worker.agent, worker, worker.session_key, limit)
-            else:
-                evicted = [worker]
-        if killed is not None or finished.pid != worker.pid:
-            finished = dataclasses.replace(
-                finished, pid=worker.pid, killed=killed, kill_latency_s=latency
-            )
-        _deliver(child, finished)
-        for old in evicted:
-            self._retire(old)
-
-    def _on_delegate(
-        self, worker: _Worker, child: ProcessChild, request_id: int, brief: Any
-    ) -> None:
-        def reply(result: object) -> None:
-            with self._lock:
-                if worker.attempt is not child:
-                    return  # the attempt has ended: nobody waits for this answer
-            try:
-                payload = _wire.dumps(
-                    result, f"the delegation's result (a {_wire.type_name(result)})"
-                )
-            except _wire.CrossingError as exc:
-                payload = _wire.dumps(exc)
-            worker.post(b"R" + request_id.to_bytes(8, "big") + payload)
-
-        _deliver(child, DelegateRequest(child.attempt_id, brief, reply))
-
-    def _on_sentinel(self, worker: _Worker) -> None:
-        if not _ready(worker.sentinel):
-            return
-        self._drain(worker)  # what it sent before it ended comes first
-        with _MP_LOCK:
-            code = worker.process.exitcode
-        now = time.monotonic()
-        finished = None
-        with self._lock:
-            worker.dead = True
-            self._pool.discard(worker.agent, worker)
-            child, worker.attempt = worker.attempt, None
-            if child is not None and not child.finished:
-                child.finished = True
-                finished = self._death(worker, child, code, now)
-        self._hub.unwatch(worker.conn)
-        self._hub.unwatch(worker.sentinel)
-        # Whatever the worker started dies with it (its group outlives it), and so does
-        # what the kill ladder found below it outside the group.
-        signal_group(worker.pid, signal.SIGKILL, or_process=False)
-        if worker.tree.known:
-            worker.tree.signal(signal.SIGKILL, root_alive=False)
-        worker.close()
-        with _MP_LOCK:
-            worker.process.close()
-        if finished is not None and child is not None:
-            _deliver(child, finished)
-        with self._lock:
-            self._workers.discard(worker)
-            self._ended.notify_all()
-
-    def _death(
-        self, worker: _Worker, child: ProcessChild, code: int | None, now: float
-    ) -> Finished:
-        """The Finished of an attempt whose worker died. Called with the lock held."""
-        if child.read_error is not None:
-            return Finished(
-                child.attempt_id,
-                AttemptOutcome.error,
-                error=child.read_error,
-                error_type="CrossingError",
-                pid=worker.pid,
-                progress=child.progress,
-                exit_code=code,
-            )
-        if child.kill_t is not None:
-            return Finished(
-                child.attempt_id,
-                AttemptOutcome.cancelled,
-                pid=worker.pid,
-                killed="kill" if worker.sigkill_sent else "terminate",
-                kill_latency_s=now - child.kill_t,
-                progress=child.progress,
-                exit_code=code,
-            )
-        backstop = code in (-signal.SIGKILL, -signal.SIGALRM)
-        if backstop and child.hard_stop is not None and now >= child.hard_stop:
-            # Its own backstop: the supervisor did not stop it in time (it was frozen).
-            return Finished(
-                child.attempt_id,
-                AttemptOutcome.timeout,
-                error="killed by its own backstop at deadline + grace_s + term_s + "
-                f"{MARGIN_S:g} s: the supervisor had not stopped it by then",
-                error_type="Backstop",
-                pid=worker.pid,
-                killed="kill",
-                progress=child.progress,
-                exit_code=code,
-            )
-        return Finished(
-            child.attempt_id,
-            AttemptOutcome.crash,
-            error=f"{describe_exit(code)} before reporting a result",
-            error_type="ChildProcessDied",
-            pid=worker.pid,
-            progress=child.progress,
-            exit_code=code,
-        )
-
-
-class _WorkName:
-    """Names a work function in an error, computed only if there is one."""
-
-    def __init__(self, work: object) -> None:
-        self.work = work
-
-    def __str__(self) -> str:
-        name = getattr(self.work, "__qualname__", None) or repr(self.work)
-        return f"the work function {name} (a {_wire.type_name(self.work)})"
-
-
-def _deliver(child: ProcessChild, message: object) -> None:
-    try:
-        child.send(message)
-    except Exception:  # noqa: BLE001 - a failing receiver must not stop the hub
-        traceback.print_exc()

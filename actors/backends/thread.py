@@ -13,7 +13,7 @@ import queue
 import threading
 
 from actors.backends.base import ChildSpec, Send
-from actors.context import Context
+from actors.backends.jobs import Job
 from actors.errors import describe_error
 from actors.mail import CancelSignal, Inbox, Mail
 from actors.models import AttemptOutcome
@@ -32,24 +32,13 @@ class ThreadChild:
         self._spec = spec
         self._cancel = CancelSignal()
         self._inbox = Inbox()
-        self.context = Context(
-            brief=spec.brief,
-            agent=spec.agent,
-            delegation_id=spec.delegation_id,
-            attempt=spec.attempt,
-            attempt_id=spec.attempt_id,
-            deadline=spec.deadline,
+        job = Job.from_spec(spec, deadline=spec.deadline, hard_stop=None)
+        self.context = job.context(
+            spec.attempt_id,
             clock=spec.clock,
             send=send,
             cancel_event=self._cancel,
-            heartbeat_interval_s=spec.heartbeat_interval_s,
             session=spec.session,
-            previous_partials=list(spec.previous_partials),
-            depth=spec.depth,
-            framing=spec.framing,
-            previous_error=spec.previous_error,
-            reasoning_effort=spec.reasoning_effort,
-            budget_left=spec.budget_left,
             inbox=self._inbox,
         )
         self._send = send

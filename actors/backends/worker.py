@@ -20,20 +20,7 @@ carry the token alone and the worker runs the function it unpickled then (see
 `_wire.WorkCache`). Like a module function's globals, what such a function keeps
 lives on across this worker's attempts.
 
-The wire, one message per `_wire.write_frame`, first byte for the kind:
-
-    jobs pipe         J + attempt_id + NUL + job       run an attempt: `WORK_HEADER`, the
-                                                       work function's bytes (or none: a
-                                                       token it has), the rest (`_wire`)
-                      S                                stop (sent only to an idle worker)
-    control pipe      C + attempt_id                   cooperative cancel of that attempt
-                      M + attempt_id + NUL + message   the owner's message (`ctx.receive()`)
-                      R + request id (8 bytes) + reply a `ctx.delegate()` answer
-    child -> parent   `_wire.pack`ed Heartbeat, Partial, Charge, ToolCall, and last
-                      Finished; or (`_wire.DELEGATE`, request id, brief)
-
-A cancel or a message may overtake its job (another pipe): the worker keeps it
-until the job comes.
+The wire between a worker and the supervisor is drawn in `actors.backends.jobs`.
 """
 
 from __future__ import annotations
@@ -44,7 +31,6 @@ import itertools
 import math
 import os
 import signal
-import struct
 import sys
 import threading
 import time
@@ -54,6 +40,7 @@ from typing import Any, NoReturn
 
 from actors import wire as _wire
 from actors.backends.backstop import Backstop
+from actors.backends.jobs import WORK_HEADER, WorkStore, decode_job
 from actors.clock import SystemClock
 from actors.context import Context
 from actors.errors import describe_error
@@ -64,10 +51,6 @@ from actors.protocol import DelegateRequest, Finished, Heartbeat, Partial
 from actors.run import run_work
 
 __all__ = ["WORK_HEADER", "main"]
-
-# The work function's part of a job: forget the functions kept, token (0: do
-# not keep), size of its bytes (0: the one kept under that token); then the bytes.
-WORK_HEADER = struct.Struct("!?QI")
 
 # The child only reads this clock (`now()`), so it never starts a timer thread.
 _CLOCK = SystemClock()
@@ -136,9 +119,7 @@ class _Child:
         self._beat_wake_at = math.inf  # when the heartbeat thread wakes up by itself
         self._session_key: str | None = None
         self._session: dict[str, Any] = {}
-        # Work functions received, by token (see `_wire.WorkCache`): the function,
-        # or its bytes until they unpickle.
-        self._works: dict[int, Any] = {}
+        self._works = WorkStore()  # work functions received, by token (`_wire.WorkCache`)
         self._started = 0  # attempts started (the heartbeat thread watches it)
         self._last_interval = math.inf  # the heartbeat interval of the last attempt started
         self._backstop = Backstop()  # the attempt's hard kill-by time, kept by this process
@@ -178,9 +159,8 @@ class _Child:
         try:
             flush, token, size = WORK_HEADER.unpack_from(payload)
             start = WORK_HEADER.size
-            work = self._work(flush, token, payload[start : start + size])
-            job = _wire.loads(memoryview(payload)[start + size :])
-            brief = _wire.brief_from_wire(job[0])
+            work = self._works.get(flush, token, payload[start : start + size])
+            job = decode_job(memoryview(payload)[start + size :])
         except BaseException as exc:  # noqa: BLE001 - e.g. the work's module fails to import here
             self._finish(
                 att,
@@ -196,28 +176,15 @@ class _Child:
                 ),
             )
             return
-        (_, agent, delegation_id, attempt, deadline, interval, previous_partials, depth, framing,
-         session_key, session, (previous_error, effort, budget_left), hard_stop) = job  # fmt: skip
-        ctx = Context(
-            brief=brief,
-            agent=agent,
-            delegation_id=delegation_id,
-            attempt=attempt,
-            attempt_id=attempt_id,
-            deadline=deadline,
+        ctx = job.context(
+            attempt_id,
             clock=_CLOCK,
             send=self._sender(att),
             cancel_event=att.cancel,
-            heartbeat_interval_s=interval,
-            session=self._session_for(session_key, session),
-            previous_partials=previous_partials,
-            depth=depth,
-            framing=framing,
-            previous_error=previous_error,
-            reasoning_effort=effort,
-            budget_left=budget_left,
+            session=self._session_for(job.session_key, job.session),
             inbox=att.inbox,
         )
+        interval = job.interval
         with self._state_lock:
             att.ctx = ctx
             att.interval = interval
@@ -226,8 +193,8 @@ class _Child:
             self._last_interval = interval
             if att.next_beat < self._beat_wake_at:
                 self._beat_event.set()
-        self._backstop.arm(hard_stop)
-        finished = run_work(work, brief, ctx, pid=self._pid)
+        self._backstop.arm(job.hard_stop)
+        finished = run_work(work, job.brief, ctx, pid=self._pid)
         if att.crossing_error is not None and finished.outcome is not AttemptOutcome.cancelled:
             finished = Finished(
                 attempt_id,
@@ -238,26 +205,6 @@ class _Child:
                 progress=finished.progress,
             )
         self._finish(att, finished)
-
-    def _work(self, flush: bool, token: int, data: bytes) -> Any:
-        """The work function: `data` unpickled, or the one kept under `token` if `data` is empty.
-
-        Token 0: not to be kept. A function is kept once it has been unpickled;
-        bytes that failed to unpickle are kept as bytes and tried again next time.
-        """
-        if flush:
-            self._works.clear()
-        if not token:
-            return _wire.loads(data)
-        if data:
-            self._works[token] = data
-        work = self._works.get(token)
-        if work is None:
-            raise LookupError(f"work function {token} was never sent to this worker")
-        if isinstance(work, bytes):
-            work = _wire.loads(work)
-            self._works[token] = work
-        return work
 
     def _session_for(self, key: str | None, initial: dict[str, Any] | None) -> dict[str, Any]:
         """The worker's session dict for `key` (kept across attempts), or a fresh dict."""

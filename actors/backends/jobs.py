@@ -1,0 +1,157 @@
+"""A job: what the code of one attempt runs with (`Job`, and the `Context` it makes), and
+how it goes down a worker's jobs pipe, written by the supervisor (`encode_job`, in
+Zeus's thread) and read in the worker (`decode_job`, `WorkStore`, in its main thread).
+
+On the pipe a job is `WORK_HEADER`, the work function's bytes (none when the
+worker keeps it under its token, see `_wire.WorkCache`), then the `Job`'s fields
+pickled as one tuple (`_wire.dumps`). The worker imports this module: it stays light.
+
+The wire, one message per `_wire.write_frame`, first byte for the kind:
+
+    jobs pipe         J + attempt_id + NUL + job       run an attempt: `WORK_HEADER`, the
+                                                       work function's bytes (or none: a
+                                                       token it has), the rest (`jobs`)
+                      S                                stop (sent only to an idle worker)
+    control pipe      C + attempt_id                   cooperative cancel of that attempt
+                      M + attempt_id + NUL + message   the owner's message (`ctx.receive()`)
+                      R + request id (8 bytes) + reply a `ctx.delegate()` answer
+    child -> parent   `_wire.pack`ed Heartbeat, Partial, Charge, ToolCall, and last
+                      Finished; or (`_wire.DELEGATE`, request id, brief)
+
+A cancel or a message may overtake its job (another pipe): the worker keeps it
+until the job comes.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from actors import wire as _wire
+from actors.backends.backstop import kill_by
+from actors.backends.base import ChildSpec
+from actors.clock import Clock, SystemClock
+from actors.context import Context
+from actors.mail import Inbox
+from actors.models import Brief
+
+__all__ = ["WORK_HEADER", "Job", "WorkStore", "decode_job", "encode_job"]
+
+# The work function's part of a job: forget the functions kept, token (0: do
+# not keep), size of its bytes (0: the one kept under that token); then the bytes.
+WORK_HEADER = struct.Struct("!?QI")
+
+
+class Job(NamedTuple):
+    """A job as the worker reads it (the work function aside)."""
+
+    brief: Brief
+    agent: str
+    delegation_id: str
+    attempt: int
+    deadline: float  # on the worker's monotonic clock
+    interval: float  # heartbeat_interval_s
+    previous_partials: list[Any]
+    depth: int
+    framing: str
+    session_key: str | None
+    session: dict[str, Any] | None  # the session to start from, if the brief carries one
+    previous_error: str | None
+    reasoning_effort: str | None
+    budget_left: dict[str, float] | None
+    hard_stop: float | None  # the worker's kill-by time (`_backstop`)
+
+    @classmethod
+    def from_spec(cls, spec: ChildSpec, *, deadline: float, hard_stop: float | None) -> Job:
+        """The job of the attempt `spec`, with its deadline on the clock it will run on."""
+        return cls(
+            spec.brief, spec.agent, spec.delegation_id, spec.attempt, deadline,
+            spec.heartbeat_interval_s, list(spec.previous_partials), spec.depth, spec.framing,
+            spec.session_key, spec.session, spec.previous_error, spec.reasoning_effort,
+            spec.budget_left, hard_stop,
+        )  # fmt: skip
+
+    def context(
+        self,
+        attempt_id: str,
+        *,
+        clock: Clock,
+        send: Callable[[object], None],
+        cancel_event: threading.Event,
+        session: dict[str, Any] | None,
+        inbox: Inbox,
+    ) -> Context:
+        """The `Context` the work function runs with (in the worker, or the thread backend)."""
+        return Context(
+            brief=self.brief,
+            agent=self.agent,
+            delegation_id=self.delegation_id,
+            attempt=self.attempt,
+            attempt_id=attempt_id,
+            deadline=self.deadline,
+            clock=clock,
+            send=send,
+            cancel_event=cancel_event,
+            heartbeat_interval_s=self.interval,
+            session=session,
+            previous_partials=self.previous_partials,
+            depth=self.depth,
+            framing=self.framing,
+            previous_error=self.previous_error,
+            reasoning_effort=self.reasoning_effort,
+            budget_left=self.budget_left,
+            inbox=inbox,
+        )
+
+
+def encode_job(spec: ChildSpec) -> tuple[bytes, float | None]:
+    """The attempt but its work function, pickled, and the worker's kill-by time;
+    `CrossingError` if it cannot cross."""
+    # The spec's clock may be a fake one; the child lives on the real one.
+    deadline = time.monotonic() + (spec.deadline - spec.clock.now())
+    # The worker's own kill-by time (`_backstop`), on a real clock only: a fake
+    # deadline says nothing about real time.
+    hard_stop = (
+        kill_by(deadline, spec.grace_s, spec.term_s)
+        if isinstance(spec.clock, SystemClock) else None
+    )
+    job = Job.from_spec(spec, deadline=deadline, hard_stop=hard_stop)
+    what = "the attempt's brief, previous partial results or session"
+    return _wire.dumps((_wire.brief_to_wire(job.brief), *job[1:]), what), hard_stop
+
+
+def decode_job(data: bytes | memoryview) -> Job:
+    """The job `encode_job` wrote (raises whatever unpickling raises)."""
+    brief, *rest = _wire.loads(data)
+    return Job(_wire.brief_from_wire(brief), *rest)
+
+
+class WorkStore:
+    """The work functions a worker was sent, by token (the worker's main thread)."""
+
+    def __init__(self) -> None:
+        # The function, or its bytes until they unpickle.
+        self._works: dict[int, Any] = {}
+
+    def get(self, flush: bool, token: int, data: bytes) -> Any:
+        """The work function: `data` unpickled, or the one kept under `token` if `data` is empty.
+
+        Token 0: not to be kept. A function is kept once it has been unpickled;
+        bytes that failed to unpickle are kept as bytes and tried again next time.
+        """
+        if flush:
+            self._works.clear()
+        if not token:
+            return _wire.loads(data)
+        if data:
+            self._works[token] = data
+        work = self._works.get(token)
+        if work is None:
+            raise LookupError(f"work function {token} was never sent to this worker")
+        if isinstance(work, bytes):
+            work = _wire.loads(work)
+            self._works[token] = work
+        return work
