@@ -7,8 +7,10 @@ Runs on the host's event loop.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+
+from pydantic import ValidationError
 
 from actors import Brief
 from supervisor.core.zeus import Zeus
@@ -39,6 +41,27 @@ class Delegator:
         self.zeus = zeus
         self.agents = tuple(names)
         self.description = describe(zeus, self.agents)
+
+    def tool_function(self, refused: Callable[[Exception], str]) -> Callable[..., Awaitable[str]]:
+        """The tool's function, with the signature a framework reads the tool's schema from.
+
+        A call the model got wrong (an unknown agent, a bad brief) goes to `refused`,
+        which returns what the model reads, or raises the framework's retry request.
+        """
+
+        async def delegate(
+            agent: str,
+            scope: str,
+            inputs: dict[str, Any] | None = None,
+            partial_ok: bool | None = None,
+            timeout_s: float | None = None,
+        ) -> str:
+            try:
+                return await self(agent, scope, inputs, partial_ok, timeout_s)
+            except (UnknownAgent, ValidationError) as exc:
+                return refused(exc)
+
+        return delegate
 
     async def __call__(
         self,

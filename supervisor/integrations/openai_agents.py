@@ -12,12 +12,8 @@ comes back to it as the tool's output, saying what to fix.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-from pydantic import ValidationError
 
 from supervisor.core.zeus import Zeus
-from supervisor.errors import UnknownAgent
 from supervisor.integrations._delegate import TOOL_NAME, Delegator
 from supervisor.integrations._extras import missing_extra
 
@@ -33,19 +29,9 @@ def delegate_tool(zeus: Zeus, *, agents: Sequence[str] | None = None) -> Functio
     """An Agents SDK `FunctionTool` named `delegate` whose description lists `agents`
     (default: every agent of the routing) with their roles and deadlines."""
     delegator = Delegator(zeus, agents)
-
-    async def delegate(
-        agent: str,
-        scope: str,
-        inputs: dict[str, Any] | None = None,
-        partial_ok: bool | None = None,
-        timeout_s: float | None = None,
-    ) -> str:
-        try:
-            return await delegator(agent, scope, inputs, partial_ok, timeout_s)
-        except (UnknownAgent, ValidationError) as exc:
-            return f"delegate refused: {exc}"  # the model reads what to fix
-
+    delegate = delegator.tool_function(
+        lambda exc: f"delegate refused: {exc}"  # the model reads what to fix
+    )
     return function_tool(
         delegate,
         name_override=TOOL_NAME,

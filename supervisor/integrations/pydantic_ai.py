@@ -14,10 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
 from supervisor.core.zeus import Zeus
-from supervisor.errors import UnknownAgent
 from supervisor.integrations._delegate import TOOL_NAME, Delegator
 from supervisor.integrations._extras import missing_extra
 
@@ -34,16 +31,12 @@ def delegate_tool(zeus: Zeus, *, agents: Sequence[str] | None = None) -> Tool[An
     (default: every agent of the routing) with their roles and deadlines."""
     delegator = Delegator(zeus, agents)
 
-    async def delegate(
-        agent: str,
-        scope: str,
-        inputs: dict[str, Any] | None = None,
-        partial_ok: bool | None = None,
-        timeout_s: float | None = None,
-    ) -> str:
-        try:
-            return await delegator(agent, scope, inputs, partial_ok, timeout_s)
-        except (UnknownAgent, ValidationError) as exc:
-            raise ModelRetry(str(exc)) from exc
+    def retry(exc: Exception) -> str:
+        raise ModelRetry(str(exc)) from exc
 
-    return Tool(delegate, name=TOOL_NAME, description=delegator.description, takes_ctx=False)
+    return Tool(
+        delegator.tool_function(retry),
+        name=TOOL_NAME,
+        description=delegator.description,
+        takes_ctx=False,
+    )
