@@ -42,6 +42,7 @@ from actors.protocol import Charge, Finished, Heartbeat, Partial, ToolCall
 __all__ = [
     "DELEGATE",
     "CrossingError",
+    "encode_message",
     "FrameReader",
     "TypeNamed",
     "WorkCache",
@@ -90,6 +91,14 @@ class TypeNamed:
 
     def __str__(self) -> str:
         return self.template.format(type_name(self.obj))
+
+
+def encode_message(message: Message) -> bytes:
+    """A child's message for its pipe; `CrossingError` (naming a partial result's type)
+    when it cannot cross. Runs in the work's thread, in the child."""
+    what = TypeNamed("a partial result (a {})", message.item) if isinstance(message, Partial) \
+        else None
+    return dumps(pack(message), what)
 
 
 def dumps(obj: object, what: object = None) -> bytes:

@@ -39,7 +39,7 @@ from actors import wire as _wire
 from actors.clock import SystemClock
 from actors.context import Context
 from actors.models import AttemptOutcome
-from actors.protocol import DelegateRequest, Finished, Heartbeat, Partial
+from actors.protocol import DelegateRequest, Finished, Heartbeat
 from actors.run import run_work
 
 __all__ = ["PLACED", "QUIET_S", "Reporter", "SessionWorker", "run_task"]
@@ -211,11 +211,8 @@ class Outbox:
         if isinstance(message, DelegateRequest):
             message.reply(self._delegate(message))
             return
-        what = None
-        if isinstance(message, Partial):
-            what = _wire.TypeNamed("a partial result (a {})", message.item)
         try:
-            data = _wire.dumps(_wire.pack(message), what)  # type: ignore[arg-type]
+            data = _wire.encode_message(message)  # type: ignore[arg-type]
         except _wire.CrossingError as exc:
             self.crossing_error = self.crossing_error or str(exc)
             raise

@@ -47,7 +47,7 @@ from actors.errors import describe_error
 from actors.mail import CancelSignal, Inbox
 from actors.models import AttemptOutcome
 from actors.osproc import become_subreaper, kill_descendants
-from actors.protocol import DelegateRequest, Finished, Heartbeat, Partial
+from actors.protocol import DelegateRequest, Finished, Heartbeat
 from actors.run import run_work
 
 __all__ = ["WORK_HEADER", "main"]
@@ -247,11 +247,8 @@ class _Child:
                 self._delegate(att, message)
                 return
             # Otherwise one of the messages `_wire.pack` knows (Context sends nothing else).
-            what = None
-            if isinstance(message, Partial):
-                what = _wire.TypeNamed("a partial result (a {})", message.item)
             try:
-                data = _wire.dumps(_wire.pack(message), what)  # type: ignore[arg-type]
+                data = _wire.encode_message(message)  # type: ignore[arg-type]
             except _wire.CrossingError as exc:
                 att.crossing_error = att.crossing_error or str(exc)
                 raise
