@@ -42,7 +42,6 @@ from actors.protocol import Charge, Finished, Heartbeat, Partial, ToolCall
 __all__ = [
     "DELEGATE",
     "CrossingError",
-    "encode_message",
     "FrameReader",
     "TypeNamed",
     "WorkCache",
@@ -51,6 +50,7 @@ __all__ = [
     "dumps",
     "dumps_dill",
     "dumps_work",
+    "encode_message",
     "loads",
     "pack",
     "type_name",
