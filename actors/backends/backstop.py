@@ -60,6 +60,9 @@ class Backstop:
         self._cond = threading.Condition()
         self._when: float | None = None
         self._thread: threading.Thread | None = None
+        # When the thread looks next (None: only when notified). A job whose kill-by time
+        # is no sooner does not wake it: back-to-back jobs cost no hand-over between threads.
+        self._wake_at: float | None = None
         self._kernel = False
 
     def arm(self, when: float | None) -> None:
@@ -72,7 +75,8 @@ class Backstop:
                 self._thread = threading.Thread(target=self._watch, name="zeus-backstop",
                                                 daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif self._wake_at is None or when < self._wake_at:
+                self._cond.notify()
         self._kernel = False
         with contextlib.suppress(ValueError, OSError):  # not the main thread, or no itimer
             if signal.getsignal(signal.SIGALRM) is signal.SIG_DFL:
@@ -92,12 +96,14 @@ class Backstop:
         """The backstop thread: sleeps until the armed time; fires if still armed then."""
         with self._cond:
             while True:
-                when = self._when
+                when, now = self._when, time.monotonic()
                 if when is None:
+                    self._wake_at = None
                     self._cond.wait()
                     continue
-                left = when - time.monotonic()
+                left = when - now
                 if left > 0:
+                    self._wake_at = now + min(left, 3600.0)
                     self._cond.wait(min(left, 3600.0))
                     continue
                 break
