@@ -42,12 +42,16 @@ class ThreadChild:
             inbox=self._inbox,
         )
         self._send = send
+        # Handed to an idle pooled thread (already running, waiting for it): alive as it
+        # starts, so that start is its first sign of life and it sends no separate one.
+        self.alive = False
 
     def run(self) -> Finished:
         """Runs in a pooled child thread: the work, and how it ended (not yet sent)."""
         assert self._spec.work is not None
-        # The first sign of life: Zeus's stale clock starts here, not when it dispatched.
-        self._send(Heartbeat(self._spec.attempt_id, 0, liveness=True))
+        if not self.alive:
+            # The first sign of life of a new thread: Zeus's stale clock starts here.
+            self._send(Heartbeat(self._spec.attempt_id, 0, liveness=True))
         return run_work(self._spec.work, self._spec.brief, self.context)
 
     def report(self, finished: Finished) -> None:
@@ -122,6 +126,8 @@ class ThreadBackend:
             worker = self._idle.pop() if self._idle else None
         if worker is None:
             worker = _PooledThread(self)
+        else:
+            child.alive = True  # an idle thread takes it at once
         worker.jobs.put(child)
         return child
 

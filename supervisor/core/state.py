@@ -51,6 +51,7 @@ class Attempt:
     side_effects: bool = False
     timers: list[Timer] = field(default_factory=list)
     due: Timer | None = None  # the timer at its deadline or stale moment
+    due_at: float = float("inf")  # when `due` falls due
     last_logged_beat: float = float("-inf")
     # The evidence it leaves (DESIGN §15).
     tool_calls: int = 0
