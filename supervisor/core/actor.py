@@ -217,6 +217,8 @@ class ZeusActor(ChildReports, StoppingAttempts, AttemptEnds):
     def _announce(self, d: Delegation, a: Attempt) -> None:
         """`attempt.started`, once per attempt: where it runs, when that is known."""
         a.announced = True
+        if not self._events.enabled:
+            return
         self._emit("attempt.started", d, a, attempt=a.number, pid=a.pid,
                    pid_start_time=getattr(a.child, "pid_start_time", None),
                    node=getattr(a.child, "node", None),

@@ -34,6 +34,9 @@ __all__ = [
 ]
 
 
+NO_USAGE = Usage()  # frozen: every delegation starts from this one
+
+
 @dataclass(slots=True)
 class Attempt:
     id: str
@@ -86,7 +89,7 @@ class Delegation:
     retries_used: int = 0  # on the current agent
     partials: list[Any] = field(default_factory=list)
     partials_dropped: int = 0
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = NO_USAGE
     cancel_requested: bool = False
     cancel_reason: str | None = None
     forced: Settle | None = None  # set when the supervisor gives up (restart intensity)
@@ -102,14 +105,15 @@ class Delegation:
 
 
 _TIMED_OUT = (Status.timed_out, Status.partial)
+_BARE = Report()  # a work function's plain return value: its output, and no other section
 MAX_PARTIALS = 10_000  # kept per delegation; a child that floods gets the rest counted, not kept
 
 
 def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summary:
     """The delegation's summary: its result shaped by the result policy, and its story."""
     status = Status.cancelled if d.cancel_requested else step.status
-    report = value if isinstance(value, Report) else Report(output=value)
-    shaped = shape_result(report.output, d.policy.result, delegation_id=d.id)
+    report, output = (value, value.output) if isinstance(value, Report) else (_BARE, value)
+    shaped = shape_result(output, d.policy.result, delegation_id=d.id)
     error = None
     if status is Status.cancelled:
         error = d.cancel_reason or step.reason
@@ -132,7 +136,9 @@ def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summar
     if d.partials_dropped:
         risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS}"
                      " in the delegation, or in one attempt)")
-    return Summary(
+    # Every field comes from a validated model or is built here with its type: built
+    # without validating it again (a no-op delegation's hot path).
+    return Summary.model_construct(
         id=d.id,
         agent=d.agent,
         scope=d.brief.scope,
@@ -150,7 +156,7 @@ def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summar
         schema_error=shaped.schema_error,
         truncated_chars=shaped.truncated_chars,
         artifact=shaped.artifact,
-        duration_s=round(now - d.dispatched_at, 6),
+        duration_s=float(round(now - d.dispatched_at, 6)),
         session_alias=d.brief.session,
     )
 
@@ -198,11 +204,11 @@ def attempt_record(
     losing = [c.value for c in a.stop_causes if c is not outcome]
     if finished is not None and finished.outcome is not outcome:
         losing.append(f"child:{finished.outcome.value}")
-    return AttemptRecord(
+    return AttemptRecord.model_construct(  # every field built here with its type
         id=a.id,
         agent=a.agent,
         outcome=outcome,
-        duration_s=round(now - a.started_at, 6),
+        duration_s=float(round(now - a.started_at, 6)),
         error=error if outcome is not AttemptOutcome.completed else None,
         pid=(finished.pid if finished and finished.pid else a.pid),
         losing_causes=losing,
