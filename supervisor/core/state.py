@@ -136,9 +136,7 @@ def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summar
     if d.partials_dropped:
         risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS}"
                      " in the delegation, or in one attempt)")
-    # Every field comes from a validated model or is built here with its type: built
-    # without validating it again (a no-op delegation's hot path).
-    return Summary.model_construct(
+    return Summary(
         id=d.id,
         agent=d.agent,
         scope=d.brief.scope,
@@ -156,7 +154,7 @@ def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summar
         schema_error=shaped.schema_error,
         truncated_chars=shaped.truncated_chars,
         artifact=shaped.artifact,
-        duration_s=float(round(now - d.dispatched_at, 6)),
+        duration_s=round(now - d.dispatched_at, 6),
         session_alias=d.brief.session,
     )
 
@@ -204,11 +202,11 @@ def attempt_record(
     losing = [c.value for c in a.stop_causes if c is not outcome]
     if finished is not None and finished.outcome is not outcome:
         losing.append(f"child:{finished.outcome.value}")
-    return AttemptRecord.model_construct(  # every field built here with its type
+    return AttemptRecord(
         id=a.id,
         agent=a.agent,
         outcome=outcome,
-        duration_s=float(round(now - a.started_at, 6)),
+        duration_s=round(now - a.started_at, 6),
         error=error if outcome is not AttemptOutcome.completed else None,
         pid=(finished.pid if finished and finished.pid else a.pid),
         losing_causes=losing,
