@@ -30,25 +30,26 @@ class ThreadChild:
         if spec.work is None:
             raise ValueError(f"agent {spec.agent!r} has no work function for a thread child")
         self._spec = spec
+        self.attempt_id = spec.attempt_id
         self._cancel = CancelSignal()
         self._inbox = Inbox()
-        job = Job.from_spec(spec, deadline=spec.deadline, hard_stop=None)
-        self.context = job.context(
-            spec.attempt_id,
-            clock=spec.clock,
-            send=send,
-            cancel_event=self._cancel,
-            session=spec.session,
-            inbox=self._inbox,
-        )
         self._send = send
+        # Handed to an idle pooled thread (already running, waiting for it): alive as it
+        # starts, so that start is its first sign of life and it sends no separate one.
+        self.alive = False
 
     def run(self) -> Finished:
         """Runs in a pooled child thread: the work, and how it ended (not yet sent)."""
-        assert self._spec.work is not None
-        # The first sign of life: Zeus's stale clock starts here, not when it dispatched.
-        self._send(Heartbeat(self._spec.attempt_id, 0, liveness=True))
-        return run_work(self._spec.work, self._spec.brief, self.context)
+        spec = self._spec
+        assert spec.work is not None
+        if not self.alive:
+            # The first sign of life of a new thread: Zeus's stale clock starts here.
+            self._send(Heartbeat(spec.attempt_id, 0, liveness=True))
+        # Its context is built here, in the child's thread, not in Zeus's.
+        job = Job.from_spec(spec, deadline=spec.deadline, hard_stop=None)
+        context = job.context(spec.attempt_id, clock=spec.clock, send=self._send,
+                              cancel_event=self._cancel, session=spec.session, inbox=self._inbox)
+        return run_work(spec.work, spec.brief, context)
 
     def report(self, finished: Finished) -> None:
         self._send(finished)
@@ -92,11 +93,11 @@ class _PooledThread:
                 continue  # it was handed a job just as it timed out: the job is coming
             if child is None:
                 return
-            self.thread.name = f"zeus-child-{child.context.attempt_id}"
+            self.thread.name = f"zeus-child-{child.attempt_id}"
             try:
                 finished = child.run()  # run_work catches everything agent code raises
             except BaseException as exc:  # noqa: BLE001 - and if it cannot, Zeus still hears
-                finished = Finished(child.context.attempt_id, AttemptOutcome.error,
+                finished = Finished(child.attempt_id, AttemptOutcome.error,
                                     error=describe_error(exc), error_type=type(exc).__name__)
             self.thread.name = "zeus-child"
             # Idle first, then report: whatever Zeus starts next may reuse this thread.
@@ -122,6 +123,8 @@ class ThreadBackend:
             worker = self._idle.pop() if self._idle else None
         if worker is None:
             worker = _PooledThread(self)
+        else:
+            child.alive = True  # an idle thread takes it at once
         worker.jobs.put(child)
         return child
 

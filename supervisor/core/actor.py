@@ -19,7 +19,7 @@ from typing import Any
 
 from actors import AttemptOutcome, Brief, Status
 from actors.backends import Backend
-from actors.clock import Clock
+from actors.clock import Clock, check_when
 from actors.protocol import (
     Charge,
     DelegateRequest,
@@ -201,6 +201,8 @@ class ZeusActor(ChildReports, StoppingAttempts, AttemptEnds):
             self._arm(a)  # before the child starts: a deadline no timer can keep fails it here
             a.child = self._backend(isolation_of(a)).start(spec, self.send)
             a.pid = a.child.pid
+            if getattr(a.child, "alive", False):  # alive as it starts: its first sign of life
+                a.watch = a.watch.observe(0, now)
         except Exception as exc:  # noqa: BLE001 - a child that cannot start is a failed attempt
             self._announce(d, a)
             self._end_attempt(d, a, Finished(a.id, AttemptOutcome.error,
@@ -215,6 +217,8 @@ class ZeusActor(ChildReports, StoppingAttempts, AttemptEnds):
     def _announce(self, d: Delegation, a: Attempt) -> None:
         """`attempt.started`, once per attempt: where it runs, when that is known."""
         a.announced = True
+        if not self._events.enabled:
+            return
         self._emit("attempt.started", d, a, attempt=a.number, pid=a.pid,
                    pid_start_time=getattr(a.child, "pid_start_time", None),
                    node=getattr(a.child, "node", None),
@@ -236,13 +240,19 @@ class ZeusActor(ChildReports, StoppingAttempts, AttemptEnds):
     def _arm(self, a: Attempt) -> None:
         """One timer per attempt, at its deadline or the moment it would go stale.
 
-        The timer holds the attempt's id, not the attempt: once cancelled it keeps
-        nothing of the delegation alive. `TimerError` if that moment is not a finite time.
+        Before its first sign of life it is due no later than `stale_after_s` from now
+        (the soonest it could go stale), so that sign moves no timer: the timer checks
+        and re-arms when it comes (`_on_attempt_due`). The timer holds the attempt's id,
+        not the attempt: once cancelled it keeps nothing of the delegation alive.
+        `TimerError` if its deadline or stale moment is not a finite time.
         """
-        when = min(a.deadline, a.watch.stale_at(a.stale_after_s))
+        when = check_when(min(a.deadline, a.watch.stale_at(a.stale_after_s)))
+        if a.watch.progress < 0:
+            when = min(when, self._clock.now() + a.stale_after_s)
         if a.due is not None:
             a.due.cancel()  # moved: the first sign of life, a long tool call ending
         due = AttemptDue(a.id, when)
+        a.due_at = when
         a.due = self._clock.call_at(when, lambda: self.send(due))
         a.timers.append(a.due)
 

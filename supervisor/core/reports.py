@@ -32,8 +32,10 @@ class ChildReports(ActorShell):
         before, now = a.watch, self._clock.now()
         a.watch = before.observe(message.progress, now)
         if a.watch.progress > before.progress:
-            if before.progress < 0:
-                self._arm(a)  # its first sign of life starts the stale clock
+            if before.progress < 0 and a.watch.stale_at(a.stale_after_s) < a.due_at:
+                self._arm(a)  # its first sign of life starts the stale clock (the timer
+                # armed at its start is due no later, and moves on when it comes, unless
+                # its stale threshold shrank meanwhile)
             if d.parent_id is not None:
                 self._nudge_ancestors(d, now)
             if self._events.subscriptions.active and a.watch.progress > 0:  # not a first beat

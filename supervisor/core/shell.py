@@ -175,11 +175,12 @@ class ActorShell(pykka.ThreadingActor):
         self._windows.pop(d.id, None)  # its children's restart window goes with it
         self._mail.drop(d.id)
         self._settled_count += 1
-        self._emit("delegation.settled", d, None, status=summary.status.value,
-                   duration_s=summary.duration_s, attempts=len(d.attempts),
-                   timeout_kind=summary.timeout_kind,
-                   error=(summary.error or "").split("\n")[0] or None,
-                   usage=summary.usage.model_dump())
+        if self._events.enabled:  # its fields are built only for someone who listens
+            self._emit("delegation.settled", d, None, status=summary.status.value,
+                       duration_s=summary.duration_s, attempts=len(d.attempts),
+                       timeout_kind=summary.timeout_kind,
+                       error=(summary.error or "").split("\n")[0] or None,
+                       usage=summary.usage.model_dump())
         d.settled.set(summary)
         self._cancel_children(d, f"its parent {d.id} settled")
         self._fill_slots()

@@ -34,6 +34,9 @@ __all__ = [
 ]
 
 
+NO_USAGE = Usage()  # frozen: every delegation starts from this one
+
+
 @dataclass(slots=True)
 class Attempt:
     id: str
@@ -51,6 +54,7 @@ class Attempt:
     side_effects: bool = False
     timers: list[Timer] = field(default_factory=list)
     due: Timer | None = None  # the timer at its deadline or stale moment
+    due_at: float = float("inf")  # when `due` falls due
     last_logged_beat: float = float("-inf")
     # The evidence it leaves (DESIGN §15).
     tool_calls: int = 0
@@ -85,7 +89,7 @@ class Delegation:
     retries_used: int = 0  # on the current agent
     partials: list[Any] = field(default_factory=list)
     partials_dropped: int = 0
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = NO_USAGE
     cancel_requested: bool = False
     cancel_reason: str | None = None
     forced: Settle | None = None  # set when the supervisor gives up (restart intensity)
@@ -101,14 +105,15 @@ class Delegation:
 
 
 _TIMED_OUT = (Status.timed_out, Status.partial)
+_BARE = Report()  # a work function's plain return value: its output, and no other section
 MAX_PARTIALS = 10_000  # kept per delegation; a child that floods gets the rest counted, not kept
 
 
 def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summary:
     """The delegation's summary: its result shaped by the result policy, and its story."""
     status = Status.cancelled if d.cancel_requested else step.status
-    report = value if isinstance(value, Report) else Report(output=value)
-    shaped = shape_result(report.output, d.policy.result, delegation_id=d.id)
+    report, output = (value, value.output) if isinstance(value, Report) else (_BARE, value)
+    shaped = shape_result(output, d.policy.result, delegation_id=d.id)
     error = None
     if status is Status.cancelled:
         error = d.cancel_reason or step.reason

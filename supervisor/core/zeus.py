@@ -16,7 +16,7 @@ from typing import Any
 
 import pykka
 
-from actors import Brief
+from actors import Brief, Summary
 from actors.backends import Backend, ProcessBackend, ThreadBackend
 from actors.clock import Clock, SystemClock
 from actors.mail import Mail
@@ -70,7 +70,7 @@ class Zeus:
             self._backends.update(_process_backends(routing))
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
-        self._book = HandleBook(routing.supervisor.keep_settled)
+        self._book = HandleBook(routing.supervisor.keep_settled, self._settled_handle)
         self._ref = ZeusActor.start(
             registry=self._registry,
             clock=self._clock,
@@ -171,6 +171,12 @@ class Zeus:
         self._events.dispatching(delegation_id)
         self._tell(Dispatch(delegation_id, brief, settled, group=group))
         return handle
+
+    def _settled_handle(self, delegation_id: str, summary: Summary) -> Handle:
+        """A new handle on a settled delegation whose first handle the host let go."""
+        settled = Settled()
+        settled.set(summary)
+        return Handle(delegation_id, self, settled)
 
     def cancel(self, delegation_id: str, reason: str | None = None) -> None:
         """Owner cancellation: wins over any cause racing it; a no-op once settled.
