@@ -66,17 +66,17 @@ def ladder_on(hub: StillHub, sent: list[tuple[str, int]], known: Any = None) -> 
     return ladder
 
 
-def test_terminate_sends_sigterm_below_then_to_the_group_and_sigkill_after_term_s(
+def test_terminate_sends_sigterm_to_the_group_then_below_it_and_sigkill_after_term_s(
     sent: list[tuple[str, int]],
 ) -> None:
     hub = StillHub()
     ladder = ladder_on(hub, sent)
     ladder.terminate(2.5)
-    assert sent == [("tree", signal.SIGTERM), ("group", signal.SIGTERM)]
+    assert sent == [("walk", 0), ("group", signal.SIGTERM), ("tree", signal.SIGTERM)]
     assert [delay for delay, _ in hub.timers] == [2.5]
     assert not ladder.sigkill_sent
     hub.run_timers()
-    assert sent[2:] == [("tree", signal.SIGKILL), ("group", signal.SIGKILL)]
+    assert sent[3:] == [("walk", 0), ("group", signal.SIGKILL), ("tree", signal.SIGKILL)]
     assert ladder.sigkill_sent
 
 
@@ -84,7 +84,7 @@ def test_terminate_with_no_term_s_goes_straight_to_sigkill(sent: list[tuple[str,
     hub = StillHub()
     ladder = ladder_on(hub, sent)
     ladder.terminate(0.0)
-    assert sent == [("tree", signal.SIGKILL), ("group", signal.SIGKILL)]
+    assert sent == [("walk", 0), ("group", signal.SIGKILL), ("tree", signal.SIGKILL)]
     assert ladder.sigkill_sent and not hub.timers
 
 
@@ -94,7 +94,7 @@ def test_a_child_reaped_before_term_s_gets_no_sigkill(sent: list[tuple[str, int]
     ladder.terminate(1.0)
     ladder.reaped = True  # the hub reaped it meanwhile: its pid may be someone else's now
     hub.run_timers()
-    assert sent == [("tree", signal.SIGTERM), ("group", signal.SIGTERM)]
+    assert sent == [("walk", 0), ("group", signal.SIGTERM), ("tree", signal.SIGTERM)]
     assert not ladder.sigkill_sent
 
 
@@ -117,13 +117,13 @@ def test_a_signal_asked_for_outside_the_hub_thread_is_sent_from_the_hub(
     assert sent == [] and len(hub.timers) == 1
     hub.in_hub_thread = True
     hub.run_timers()
-    assert sent == [("tree", signal.SIGKILL), ("group", signal.SIGKILL)]
+    assert sent == [("walk", 0), ("group", signal.SIGKILL), ("tree", signal.SIGKILL)]
 
 
 def test_a_closed_hub_lets_the_caller_send_the_signal_itself(sent: list[tuple[str, int]]) -> None:
     ladder = ladder_on(StillHub(in_hub_thread=False, closed=True), sent)
     assert ladder.signal_all(signal.SIGTERM) is True
-    assert sent == [("tree", signal.SIGTERM), ("group", signal.SIGTERM)]
+    assert sent == [("walk", 0), ("group", signal.SIGTERM), ("tree", signal.SIGTERM)]
 
 
 def test_interrupt_remembers_what_runs_below_then_signals_the_group_only(

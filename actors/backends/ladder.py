@@ -70,10 +70,14 @@ class KillLadder:
         self.signal_all(signal.SIGKILL)
 
     def signal_all(self, sig: int) -> bool:
-        """`sig` to what runs below the child, then to its group; False if it was reaped.
+        """`sig` to the child's group, then to what runs below it outside the group; False
+        if it was reaped.
 
-        Below it first: while the child lives, what it adopted (daemons, processes
-        that left its group) is found below it; once it is dead, they belong to init.
+        What runs below it is looked for first: while the child lives, what it adopted
+        (daemons, processes that left its group) is found below it; once it is dead, they
+        belong to init. The group is signalled before them, so that the child itself
+        dies of the signal, not of its own children dying under it (a shell waiting on a
+        job would then exit 0).
         """
         if not self._hub.in_hub_thread and not self._hub.closed:
 
@@ -85,8 +89,9 @@ class KillLadder:
         with self._lock:
             if self.reaped:
                 return False
-        self.tree.signal(sig)
+        self.tree.walk()
         signal_group(self.pid, sig)
+        self.tree.signal(sig)
         return True
 
     def sweep(self) -> None:
