@@ -42,10 +42,6 @@ class Spawner:
         self._steps.put(step)
         return True
 
-    @property
-    def in_spawner_thread(self) -> bool:
-        return threading.current_thread() is self._thread
-
     def close(self, timeout: float = 5.0) -> None:
         """Run what is queued, then stop the thread."""
         with self._lock:
