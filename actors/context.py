@@ -9,7 +9,7 @@ from typing import Any
 
 from actors.clock import Clock
 from actors.errors import Cancelled
-from actors.mail import CancelSignal, Inbox
+from actors.mail import CancelSignal, Flag, Inbox
 from actors.models import Brief, Summary, Usage
 from actors.protocol import Charge, DelegateRequest, Heartbeat, Partial, ToolCall
 from actors.usage import usage_from
@@ -44,7 +44,7 @@ class Context:
         deadline: float,
         clock: Clock,
         send: Callable[[object], None],
-        cancel_event: threading.Event | None = None,
+        cancel_event: Flag | None = None,
         heartbeat_interval_s: float = 1.0,
         session: dict[str, Any] | None = None,
         previous_partials: list[Any] | None = None,

@@ -15,11 +15,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from actors import wire as _wire
 from actors.errors import Cancelled
 
-__all__ = ["CancelSignal", "Inbox", "Mail"]
+__all__ = ["CancelSignal", "Flag", "Inbox", "Mail"]
 
 
 @dataclass(slots=True)
@@ -54,7 +55,7 @@ class Inbox:
     def put(self, obj: object) -> None:
         self._queue.put(obj)
 
-    def get(self, timeout: float | None, cancel: threading.Event, attempt_id: str) -> object | None:
+    def get(self, timeout: float | None, cancel: Flag, attempt_id: str) -> object | None:
         """The next message, waiting up to `timeout` s (None: until one comes); None if none.
 
         Raises `Cancelled` if the attempt is cancelled while it waits.
@@ -77,29 +78,70 @@ class Inbox:
                 continue
 
 
-class CancelSignal(threading.Event):
-    """The attempt's cancel event, which also runs callbacks when set (any thread).
+class Flag(Protocol):
+    """What a child's cancel signal offers: `CancelSignal`, or a `threading.Event`."""
 
-    An `async def` work function's runner registers one that cancels its task.
+    def is_set(self) -> bool: ...
+
+    def set(self) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+class CancelSignal:
+    """The attempt's cancel signal: set once (any thread), never cleared; runs callbacks
+    when set. An `async def` work function's runner registers one that cancels its task.
+
+    Not a `threading.Event`: an attempt makes one as it starts, and an `Event`'s
+    `Condition` costs 6-8 us to build, most of a thread attempt's start in Zeus's
+    thread. Here a waiter waits on a gate lock made at the first `wait()` and held
+    until the signal is set; each waiter lets the next one through.
     """
 
+    __slots__ = ("_callbacks", "_gate", "_lock", "_set")
+
     def __init__(self) -> None:
-        super().__init__()
-        self._callbacks: list[Callable[[], None]] = []
+        self._set = False
         self._lock = threading.Lock()
+        self._gate: threading.Lock | None = None  # held while unset, once someone waits
+        self._callbacks: list[Callable[[], None]] = []
+
+    def is_set(self) -> bool:
+        return self._set
 
     def set(self) -> None:
         with self._lock:
-            first = not self.is_set()
-            super().set()
-            callbacks = list(self._callbacks) if first else []
+            if self._set:
+                return
+            self._set = True
+            gate, callbacks, self._callbacks = self._gate, self._callbacks, []
+        if gate is not None:
+            gate.release()
         for callback in callbacks:
             callback()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to `timeout` s (None: until set); True once set."""
+        if self._set:
+            return True
+        with self._lock:
+            if self._set:
+                return True
+            gate = self._gate
+            if gate is None:
+                gate = self._gate = threading.Lock()
+                gate.acquire()
+        if timeout is None:
+            gate.acquire()
+        elif not gate.acquire(timeout=min(max(0.0, timeout), threading.TIMEOUT_MAX)):
+            return self._set
+        gate.release()  # the next waiter's turn: every waiter wakes once it is set
+        return True
 
     def on_set(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Run `callback` once set (at once if it is); returns a function that unregisters it."""
         with self._lock:
-            if not self.is_set():
+            if not self._set:
                 self._callbacks.append(callback)
                 return lambda: self._forget(callback)
         callback()

@@ -25,7 +25,6 @@ until the job comes.
 from __future__ import annotations
 
 import struct
-import threading
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -35,7 +34,7 @@ from actors.backends.backstop import kill_by
 from actors.backends.base import ChildSpec
 from actors.clock import Clock, SystemClock
 from actors.context import Context
-from actors.mail import Inbox
+from actors.mail import Flag, Inbox
 from actors.models import Brief
 
 __all__ = ["WORK_HEADER", "Job", "WorkStore", "decode_job", "encode_job"]
@@ -80,7 +79,7 @@ class Job(NamedTuple):
         *,
         clock: Clock,
         send: Callable[[object], None],
-        cancel_event: threading.Event,
+        cancel_event: Flag,
         session: dict[str, Any] | None,
         inbox: Inbox,
     ) -> Context:
