@@ -295,6 +295,25 @@ def test_the_role_framing_tells_a_child_its_role_depth_deadline_and_budget(
     assert "leaf" in framings[1] and "do not delegate" in framings[1]
 
 
+def test_an_agent_registered_later_shows_in_an_orchestrators_framing(
+    make_zeus: ZeusFactory,
+) -> None:
+    framings: list[str] = []
+
+    def look(brief: Brief, ctx: Context) -> str:
+        framings.append(ctx.framing)
+        return "ok"
+
+    zeus = make_zeus({"athena": {**ORCH, "timeout_s": 30}, "apollo": LEAF},
+                     works={"athena": look, "apollo": look})
+    zeus.dispatch(Brief(agent="athena", scope="s")).result(10)
+    zeus.register("hermes", look)
+    zeus.dispatch(Brief(agent="athena", scope="s")).result(10)
+    assert "delegate to: apollo." in framings[0]
+    assert "delegate to: apollo, hermes." in framings[1]
+    assert framings[0].split("\n")[2:] == framings[1].split("\n")[2:]  # the same time left
+
+
 def test_stop_settles_the_whole_tree(make_zeus: ZeusFactory, recorder: Recorder) -> None:
     zeus = make_zeus({"athena": ORCH, "apollo": LEAF},
                      works={"athena": delegating, "apollo": wait_cancelled})

@@ -20,9 +20,10 @@ __all__ = ["Backend", "ChildHandle", "ChildSpec", "Send"]
 Send = Callable[[object], None]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ChildSpec:
-    """Everything a backend needs to start one attempt."""
+    """Everything a backend needs to start one attempt. Read-only by convention (a frozen
+    dataclass of this size costs 8 us to build against 2, for every attempt)."""
 
     agent: str
     delegation_id: str

@@ -197,7 +197,7 @@ class ZeusActor(ChildReports, StoppingAttempts, AttemptEnds):
                               work=work,
                               session=self._sessions.get(d.agent, d.brief.session,
                                                          d.policy.session_max),
-                              budget_left=self._budget_left(d))
+                              budget_left=self._budget_left(d), heads=self._framing_heads)
             self._arm(a)  # before the child starts: a deadline no timer can keep fails it here
             a.child = self._backend(isolation_of(a)).start(spec, self.send)
             a.pid = a.child.pid

@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from actors import AttemptOutcome, Status
+from actors import AttemptOutcome
 from actors.protocol import Finished
 from supervisor.core.messages import BackoffOver
 from supervisor.core.restarts import Restarts
 from supervisor.core.state import Attempt, Delegation, attempt_record, how_killed
 from supervisor.rules.after_attempt import after_attempt
 from supervisor.rules.backoff import backoff_delay
-from supervisor.rules.settle import Fallback, Retry, Settle, decide_next, resolve_outcome
+from supervisor.rules.settle import COMPLETED, Fallback, Retry, Settle, decide_next, resolve_outcome
 
 __all__ = ["AttemptEnds"]
 
@@ -90,7 +90,7 @@ class AttemptEnds(Restarts):
                 assert d.policy.review_by is not None
                 self._start_review(d, d.policy.review_by, value)
             elif step == "settle_completed":
-                self._settle(d, Settle(Status.completed), value=value)
+                self._settle(d, COMPLETED, value=value)
             elif step == "restart_siblings":
                 self._restart_siblings(d, outcome)
             else:

@@ -1,7 +1,9 @@
 """The messages Zeus's mailbox takes from the host and from its timers.
 
-(What children send is `actors`' protocol.) Frozen slotted dataclasses: few,
-and not on the hot path.
+(What children send is `actors`' protocol.) Slotted dataclasses, read-only by
+convention: not frozen, as a frozen one costs about four times as much to build
+(`object.__setattr__` per field), and `Dispatch` and `AttemptDue` are built for
+every delegation.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Dispatch:
     delegation_id: str
     brief: Brief
@@ -39,13 +41,13 @@ class Dispatch:
     group: Group | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Cancel:
     delegation_id: str
     reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Deliver:
     """The owner's message for the delegation's running child (`handle.send`)."""
 
@@ -53,7 +55,7 @@ class Deliver:
     mail: Mail
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AttemptDue:
     """The attempt's timer: check its deadline and whether it went stale."""
 
@@ -61,17 +63,17 @@ class AttemptDue:
     due_at: float | None = None  # when the timer fell due (clock time): the lag is measured
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GraceOver:
     attempt_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class BackoffOver:
     delegation_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReviewDone:
     """A task's review settled (sent by the review delegation's settle callback)."""
 
@@ -79,17 +81,17 @@ class ReviewDone:
     review: Summary
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Snapshot:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Ping:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Hold:
     """Hold the mailbox until `release` is set (tests and benchmarks queue messages behind it)."""
 
@@ -97,11 +99,11 @@ class Hold:
     held: threading.Event
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StopAll:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ForceSettle:
     reason: str

@@ -13,7 +13,7 @@ from supervisor.core.state import Delegation
 from supervisor.rules.circuit import admit_restart, circuit_reason, when_circuit_open
 from supervisor.rules.groups import review_brief, review_verdict, siblings_to_restart
 from supervisor.rules.intensity import RestartWindow
-from supervisor.rules.settle import Fallback, NextStep, Retry, Settle
+from supervisor.rules.settle import COMPLETED, Fallback, NextStep, Retry, Settle
 
 __all__ = ["Restarts"]
 
@@ -52,7 +52,7 @@ class Restarts(ActorShell):
         d.review = msg.review
         approved, why = review_verdict(msg.review)
         if approved:
-            self._settle(d, Settle(Status.completed), value=d.performed)
+            self._settle(d, COMPLETED, value=d.performed)
         else:
             self._settle(d, Settle(Status.blocked, reason=why), value=d.performed)
 

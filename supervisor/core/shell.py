@@ -28,6 +28,7 @@ from supervisor.core.sessions import Sessions
 from supervisor.core.state import Attempt, Delegation, build_summary
 from supervisor.core.tree import ancestors, budget_left
 from supervisor.journal.events import EventLog
+from supervisor.rules.framing import FramingHeads
 from supervisor.rules.intensity import RestartWindow
 from supervisor.rules.lag import MailboxLag
 from supervisor.rules.settle import Settle
@@ -78,6 +79,7 @@ class ActorShell(pykka.ThreadingActor):
         self._lag = MailboxLag()
         self._accepting = True
         self._mail = PendingMail()
+        self._framing_heads = FramingHeads()
 
     # -- messages, timers, events ----------------------------------------------------------
 

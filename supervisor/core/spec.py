@@ -12,7 +12,7 @@ from supervisor.core.registry import Registry
 from supervisor.core.state import Attempt, Delegation
 from supervisor.core.tree import previous_error
 from supervisor.errors import SupervisorError
-from supervisor.rules.framing import role_framing
+from supervisor.rules.framing import FramingHeads, role_framing
 
 __all__ = ["child_spec", "isolation_of", "work_of"]
 
@@ -47,6 +47,7 @@ def child_spec(
     work: WorkFn | None,
     session: dict[str, Any] | None,
     budget_left: dict[str, float] | None,
+    heads: FramingHeads | None = None,
 ) -> ChildSpec:
     """The spec of `d`'s attempt `a`, which runs `work` (None for a `command:` agent)."""
     policy = a.policy
@@ -74,7 +75,7 @@ def child_spec(
         previous_partials=tuple(d.partials),
         depth=d.depth,
         framing=role_framing(d.agent, policy, registry.routing, d.depth,
-                             a.deadline - now, d.usage),
+                             a.deadline - now, d.usage, heads=heads),
         previous_error=previous_error(d.attempts),
         reasoning_effort=policy.reasoning_effort,
         budget_left=budget_left,

@@ -41,6 +41,8 @@ def budget_left(spent_and_caps: Iterable[tuple[Usage, BudgetPolicy]]) -> dict[st
     each cap, by usage name; None when no cap is set."""
     left: dict[str, float] = {}
     for usage, budget in spent_and_caps:
+        if not budget.model_fields_set:  # no cap given: every cap is None
+            continue
         for name, cap_name in _CAPS:
             cap = getattr(budget, cap_name)
             if cap is not None:

@@ -11,6 +11,7 @@ The order (first that applies wins, unless the owner asked to cancel):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -36,6 +37,7 @@ class AfterAttempt:
     restart_consumed: bool = False
 
 
+@functools.cache  # a pure function of a few flags: each answer is made once
 def after_attempt(
     outcome: AttemptOutcome,
     *,

@@ -9,7 +9,7 @@ from actors import Usage
 if TYPE_CHECKING:
     from supervisor.routing import AgentPolicy, Routing
 
-__all__ = ["role_framing"]
+__all__ = ["FramingHeads", "framing_head", "role_framing"]
 
 
 def role_framing(
@@ -19,23 +19,17 @@ def role_framing(
     depth: int,
     remaining_s: float,
     usage: Usage,
+    *,
+    heads: FramingHeads | None = None,
 ) -> str:
-    """Who the child is, what it may delegate to, and how much time and budget it has."""
-    max_depth = routing.supervisor.max_depth
-    lines = [f"You are {agent}" + (f", the {policy.role}" if policy.role else "") + "."]
-    if policy.kind == "orchestrator" and depth < max_depth:
-        targets = (
-            ", ".join(policy.can_delegate_to)
-            if policy.can_delegate_to is not None
-            else ", ".join(sorted(n for n in routing.agents if n != agent)) or "no agent"
-        )
-        lines.append(
-            f"Role: orchestrator at depth {depth} of {max_depth}; you may delegate to: {targets}."
-        )
-    else:
-        lines.append(f"Role: leaf at depth {depth} of {max_depth}; do the work yourself, "
-                     "do not delegate.")
-    lines.append(f"Deadline: {remaining_s:.0f} s from now.")
+    """Who the child is, what it may delegate to, and how much time and budget it has.
+
+    The first two lines depend only on the agent, its depth and the routing:
+    `heads` keeps them from one attempt to the next.
+    """
+    head = heads.head(agent, policy, routing, depth) if heads else framing_head(
+        agent, policy, routing, depth)
+    lines = [head, f"Deadline: {remaining_s:.0f} s from now."]
     if policy.reasoning_effort is not None:
         lines.append(f"Reasoning effort: {policy.reasoning_effort}.")
     budget = policy.budget
@@ -52,3 +46,39 @@ def role_framing(
     if caps:
         lines.append("Budget used: " + ", ".join(caps) + ".")
     return "\n".join(lines)
+
+
+def framing_head(agent: str, policy: AgentPolicy, routing: Routing, depth: int) -> str:
+    """The framing's first lines: who the child is and whom it may delegate to."""
+    max_depth = routing.supervisor.max_depth
+    first = f"You are {agent}" + (f", the {policy.role}" if policy.role else "") + "."
+    if policy.kind == "orchestrator" and depth < max_depth:
+        targets = (
+            ", ".join(policy.can_delegate_to)
+            if policy.can_delegate_to is not None
+            else ", ".join(sorted(n for n in routing.agents if n != agent)) or "no agent"
+        )
+        return (f"{first}\nRole: orchestrator at depth {depth} of {max_depth}; "
+                f"you may delegate to: {targets}.")
+    return (f"{first}\nRole: leaf at depth {depth} of {max_depth}; do the work yourself, "
+            "do not delegate.")
+
+
+class FramingHeads:
+    """Each agent's `framing_head` at each depth, made once per routing and policy (an
+    orchestrator's lists every agent: on a large routing, the costliest line by far).
+    Used by one thread (Zeus's actor)."""
+
+    def __init__(self) -> None:
+        self._routing: Routing | None = None
+        self._heads: dict[tuple[str, int], tuple[AgentPolicy, str]] = {}
+
+    def head(self, agent: str, policy: AgentPolicy, routing: Routing, depth: int) -> str:
+        if routing is not self._routing:  # `register()` made a new routing: start over
+            self._routing, self._heads = routing, {}
+        kept = self._heads.get((agent, depth))
+        if kept is not None and kept[0] is policy:
+            return kept[1]
+        head = framing_head(agent, policy, routing, depth)
+        self._heads[(agent, depth)] = (policy, head)
+        return head

@@ -17,6 +17,7 @@ from actors import AttemptOutcome, Status
 from supervisor.routing import OWNER, AgentPolicy, RetryOn
 
 __all__ = [
+    "COMPLETED",
     "Fallback",
     "NextStep",
     "Retry",
@@ -88,6 +89,7 @@ class Fallback:
 
 
 NextStep = Settle | Retry | Fallback
+COMPLETED = Settle(Status.completed)
 
 _TIMEOUT_KIND: dict[AttemptOutcome, Literal["deadline", "stale"]] = {
     AttemptOutcome.timeout: "deadline",
@@ -113,7 +115,7 @@ def decide_next(
     thread could not be confirmed stopped and the agent is not `read_only`.
     """
     if outcome is AttemptOutcome.completed:
-        return Settle(Status.completed)
+        return COMPLETED
     if outcome is AttemptOutcome.cancelled:
         return Settle(Status.cancelled)
     if outcome is AttemptOutcome.budget_exceeded:
