@@ -181,6 +181,64 @@ def bench_sequential(rows: list[Row], n: int, rounds: int) -> None:
     ))
 
 
+def beating(brief: Brief, ctx: Context) -> None:
+    """The work of the many-children row: 1 s in ten sleeps, a heartbeat after each."""
+    for _ in range(10):
+        ctx.sleep(0.1)
+        ctx.heartbeat()
+
+
+def bare_beating(send: Callable[[int], None]) -> None:
+    """The raw threads' work: the same sleeps, a counter sent after each."""
+    for i in range(10):
+        time.sleep(0.1)
+        send(i)
+
+
+def bench_many_threads(rows: list[Row], count: int, rounds: int) -> None:
+    """`count` thread children at once, 1 s each with 10 heartbeats, against `count` raw
+    threads that sleep the same way and put a counter on a queue after each sleep."""
+    import queue
+
+    def raw(total: int) -> float:
+        beats: queue.SimpleQueue[int] = queue.SimpleQueue()
+        threads = [threading.Thread(target=bare_beating, args=(beats.put,), daemon=True)
+                   for _ in range(total)]
+        t0 = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return time.perf_counter() - t0
+
+    routing_ = Routing.from_dict({
+        "version": 1,
+        "supervisor": {"max_concurrent": count},
+        "agents": {"beating": {"isolation": "thread", "timeout_s": 120,
+                               "heartbeat": {"interval_s": 0.05, "stale_after_s": 60}}},
+    })
+    with Zeus.start(routing_, agents={"beating": beating}) as zeus:
+
+        def through_zeus(total: int) -> float:
+            briefs = [Brief(agent="beating", scope=f"x{i}") for i in range(total)]
+            t0 = time.perf_counter()
+            handles = [zeus.dispatch(brief) for brief in briefs]
+            for handle in handles:
+                assert handle.result(120).ok
+            return time.perf_counter() - t0
+
+        walls: dict[str, list[float]] = {"zeus": [], "raw": []}
+        for _ in range(rounds):
+            walls["zeus"].append(through_zeus(count))
+            walls["raw"].append(raw(count))
+    rows.append(Row(
+        f"{count:,} concurrent thread children, 1 s each, 10 heartbeats: wall time",
+        statistics.median(walls["zeus"]), statistics.median(walls["raw"]), "s",
+        f"{count:,} raw threads, the same sleeps, a queue put after each", "ratio<=1.2",
+        f"median of {rounds} alternating rounds", {"walls_s": walls},
+    ))
+
+
 def main(argv: list[str] | None = None) -> None:
     quick = "--quick" in (argv if argv is not None else sys.argv[1:])
     n, rounds = (500, 3) if quick else (2000, 5)
@@ -190,6 +248,7 @@ def main(argv: list[str] | None = None) -> None:
         bench_threads(rows, in_flight, n, rounds)
     for workers in (1, 2, 4):
         bench_process(rows, workers, n, rounds)
+    bench_many_threads(rows, 2_000 if quick else 10_000, 1 if quick else 3)
     report("throughput", rows)
 
 

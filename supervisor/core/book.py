@@ -11,17 +11,17 @@ callbacks) would cost every later delegation: about 30 objects each, against 15.
 from __future__ import annotations
 
 import difflib
+import functools
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from actors import Summary
 
 if TYPE_CHECKING:
-    from supervisor.core.handle import Handle
+    from supervisor.core.handle import Handle, Settled
 
 __all__ = ["HandleBook"]
 
@@ -37,16 +37,16 @@ class HandleBook:
         self._open: dict[str, Handle] = {}
         self._settled: OrderedDict[str, tuple[weakref.ref[Handle], Summary]] = OrderedDict()
 
-    def add(self, handle: Handle) -> None:
+    def add(self, handle: Handle, settled: Settled) -> None:
+        """Before Zeus hears of the delegation (`settled` is the handle's future)."""
         delegation_id = handle.id
         with self._lock:
             self._open[delegation_id] = handle
-        # The callback holds the id, not the handle: no cycle through the handle's future.
-        handle.future.add_done_callback(lambda future: self._on_settled(delegation_id, future))
+        # The hook holds the id, not the handle: no cycle through the handle's future.
+        settled.on_settled = functools.partial(self._on_settled, delegation_id)
 
-    def _on_settled(self, delegation_id: str, future: Future[Summary]) -> None:
+    def _on_settled(self, delegation_id: str, summary: Summary) -> None:
         """Runs in Zeus's actor thread as the delegation settles (or at once if it had)."""
-        summary = future.result()
         with self._lock:
             handle = self._open.pop(delegation_id, None)
             if handle is None or self.keep == 0:

@@ -167,7 +167,7 @@ class Zeus:
         settled = Settled()
         settled.on_cancel = lambda: self.cancel(delegation_id, AWAITER_CANCELLED)
         handle = Handle(delegation_id, self, settled)
-        self._book.add(handle)
+        self._book.add(handle, settled)
         self._events.dispatching(delegation_id)
         self._tell(Dispatch(delegation_id, brief, settled, group=group))
         return handle
