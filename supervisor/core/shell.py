@@ -125,9 +125,13 @@ class ActorShell(pykka.ThreadingActor):
 
     def _budget_left(self, d: Delegation) -> dict[str, float] | None:
         """What `d`'s attempt may spend before its, an ancestor's or the tree's budget is over."""
+        tree_budget = self._registry.routing.supervisor.budget
+        if d.parent_id is None and not (d.policy.budget.model_fields_set
+                                        or tree_budget.model_fields_set):
+            return None  # a root with no cap above it: most delegations
         chain = [d, *ancestors(d, self._open)]
         return budget_left([*((n.usage, n.policy.budget) for n in chain),
-                            (self._tree_usage, self._registry.routing.supervisor.budget)])
+                            (self._tree_usage, tree_budget)])
 
     # -- cancellation and settlement ----------------------------------------------------
 

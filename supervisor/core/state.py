@@ -8,7 +8,7 @@ snapshot node, an attempt's error line.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,12 +219,14 @@ def attempt_record(
     )
 
 
-def grouped(values: Iterable[Any]) -> list[Any]:
+def grouped(values: Sequence[Any]) -> list[Any]:
     """`values` with equal ones side by side, in order of first appearance.
 
     A retry starts over and reports what the attempt before it had already found;
     side by side, the summary writes each such result once with a count.
     """
+    if not values:
+        return []
     groups: dict[str, list[Any]] = {}
     for value in values:
         try:
