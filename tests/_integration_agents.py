@@ -17,3 +17,10 @@ def steady(brief: Brief, ctx: Context) -> Report:
         ctx.heartbeat(f"beat {n}")
         ctx.sleep(0.02)
     return Report(output=beats)
+
+
+def chatty(brief: Brief, ctx: Context) -> Report:
+    """Send each word of the scope as a partial result, then return at once."""
+    for word in brief.scope.split():
+        ctx.partial(word)
+    return Report(output=brief.scope)

@@ -20,7 +20,8 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from supervisor.cli.main import main
-from supervisor.integrations.mcp import progress_message
+from supervisor.integrations.mcp import build_server, progress_message
+from supervisor.routing import Routing
 
 pytestmark = pytest.mark.process
 
@@ -169,6 +170,30 @@ def test_heartbeats_reach_the_client_as_progress_and_a_cancelled_call_cancels_th
         assert await settled_status(client, "steady-3") == "cancelled"
 
     serve(tmp_path, body)
+
+
+def test_what_a_delegation_did_before_it_settled_reaches_the_client_before_its_summary() -> None:
+    """In process, where the server awaits the client's progress callback as it reports:
+    a slow client still gets every partial, in order, of a delegation that settled
+    while it was reading the first."""
+    routing = Routing.from_dict({"version": 1, "agents": {
+        "chatty": {"entrypoint": "tests._integration_agents:chatty"}}})
+    messages: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+        await asyncio.sleep(0.05)  # a slow reader: the delegation settles meanwhile
+
+    async def body() -> str:
+        async with Client(build_server(routing)) as client:
+            return text(await client.call_tool(
+                "delegate", {"agent": "chatty", "scope": "one two three"},
+                progress_callback=on_progress,
+            ))
+
+    assert "completed" in asyncio.run(body())
+    assert messages == ["attempt 1 started on chatty", "chatty partial: one",
+                        "chatty partial: two", "chatty partial: three"]
 
 
 def test_a_line_that_is_not_json_rpc_leaves_the_server_answering(tmp_path: Path) -> None:

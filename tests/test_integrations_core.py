@@ -22,7 +22,6 @@ from supervisor.integrations import _bridge
 from supervisor.integrations._extras import missing_extra
 from supervisor.routing import PricingPolicy
 from supervisor.rules.budget import priced
-from supervisor.testing import sync
 from tests._integration_agents import echo
 from tests.conftest import Recorder, ZeusFactory, wait_cancelled
 
@@ -214,24 +213,6 @@ def test_an_awaited_summary_is_the_delegations_summary(make_zeus: ZeusFactory) -
     handle = zeus.dispatch(Brief(agent="e", scope="hello"))
     summary = asyncio.run(_bridge.await_summary(handle))
     assert summary is handle.result(0)
-
-
-def test_subscribe_hears_only_its_own_delegation_and_stops_when_asked() -> None:
-    heard: list[str] = []
-    zeus = _bridge.start(agents={"e": echo})
-    try:
-        handle = zeus.dispatch(Brief(agent="e", scope="a"))
-        unsubscribe = _bridge.subscribe(zeus, "e-2", lambda e: heard.append(e["event"]))
-        handle.result(10)
-        zeus.dispatch(Brief(agent="e", scope="b")).result(10)
-        sync(zeus)
-        unsubscribe()
-        zeus.dispatch(Brief(agent="e", scope="c")).result(10)
-    finally:
-        zeus.stop()
-    assert heard == [
-        "delegation.dispatched", "attempt.started", "attempt.completed", "delegation.settled"
-    ]
 
 
 def test_missing_framework_errors_name_the_extra() -> None:

@@ -5,7 +5,8 @@ Tools: `delegate`, `status`, `result`, `cancel`, `send`, `tree`, `agents`
 retries and fallbacks reach the client as progress notifications (when it asked
 for progress); a client that cancels the call, or whose read times out, cancels
 the delegation. `result` only waits: running out of `timeout_s` or being
-cancelled leaves the delegation running (`cancel` stops it).
+cancelled leaves the delegation running (`cancel` stops it). Progress comes from
+`handle.events()`, subscribed while `delegate` waits.
 
 Tools run on the server's event loop; Zeus runs in its own threads.
 """
@@ -13,6 +14,7 @@ Tools run on the server's event loop; Zeus runs in its own threads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 from collections import OrderedDict
@@ -29,6 +31,7 @@ from supervisor.core.zeus import Zeus
 from supervisor.errors import SupervisorError
 from supervisor.integrations import _bridge
 from supervisor.integrations._extras import missing_extra
+from supervisor.journal.streams import EventStream
 from supervisor.routing import Routing
 
 try:
@@ -54,7 +57,7 @@ def build_server(routing: Routing, *, log: Path | None = None) -> MCPServer[Any]
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[None]:
-        tools.zeus = await asyncio.to_thread(_bridge.start, routing, log=log)
+        tools.zeus = await asyncio.to_thread(Zeus.start, routing, log=log)
         try:
             yield None
         finally:
@@ -107,7 +110,7 @@ class _Tools:
         self._keep(handle)
         if not wait:
             return json.dumps({"id": handle.id, "status": "running"})
-        return await _with_progress(self.zeus, handle, ctx)
+        return await _with_progress(handle, ctx)
 
     async def status(self, id: str) -> str:
         """A delegation's state: running (with its attempts and progress) or how it settled."""
@@ -174,31 +177,35 @@ class _Tools:
         return handle
 
 
-async def _with_progress(zeus: Zeus, handle: Handle, ctx: Context) -> str:
-    """Await the summary; meanwhile turn the delegation's events into progress."""
-    loop = asyncio.get_running_loop()
-    events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+async def _with_progress(handle: Handle, ctx: Context) -> str:
+    """Await the summary; meanwhile turn the delegation's events (`handle.events()`)
+    into progress (which the session drops for a client that did not ask for it).
 
-    def hand_over(event: dict[str, Any]) -> None:  # Zeus's thread
-        loop.call_soon_threadsafe(events.put_nowait, event)
-
-    unsubscribe = _bridge.subscribe(zeus, handle.id, hand_over)
-
-    async def forward() -> None:
-        step = 0
-        while True:
-            message = progress_message(await events.get())
-            if message is not None:
-                step += 1
-                await ctx.report_progress(step, None, message)
-
-    forwarder = asyncio.create_task(forward())
+    Cancelling this task cancels the delegation (awaiting a handle does that). Once
+    it settles, what the stream has received still goes out before the summary.
+    """
+    events = handle.events()  # nothing awaited since the dispatch
+    forwarder = asyncio.create_task(_forward(events, ctx))
     try:
         summary = await _bridge.await_summary(handle)
-    finally:
-        unsubscribe()
+    except BaseException:  # cancelled (the delegation with it): no more progress
+        events.close()
         forwarder.cancel()
+        raise
+    events.close()
+    with contextlib.suppress(Exception):  # progress is best-effort; the summary is not
+        await forwarder
     return summary.render()
+
+
+async def _forward(events: EventStream, ctx: Context) -> None:
+    """Send each event worth a line as the call's next progress step (the server's loop)."""
+    step = 0
+    async for event in events:
+        message = progress_message(event)
+        if message is not None:
+            step += 1
+            await ctx.report_progress(step, None, message)
 
 
 def progress_message(event: dict[str, Any]) -> str | None:
