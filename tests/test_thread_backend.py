@@ -59,3 +59,41 @@ def test_an_idle_thread_retires_after_its_idle_wait() -> None:
     backend.start(spec(which_thread, "a-1-a2"), inbox)  # a new thread takes it
     inbox.wait_for(Finished, count=2)
     backend.close()
+
+
+def test_starting_an_attempt_never_waits_for_a_new_thread_to_start(monkeypatch: Any) -> None:
+    """Zeus's thread calls `start`: a thread start that hangs must not hold it up."""
+    from actors.backends import thread as thread_module
+
+    backend, inbox = ThreadBackend(), Inbox()
+    gate = threading.Event()
+    real = thread_module._PooledThread.__init__
+
+    def slow_start(self: Any, pool: ThreadBackend, first: Any) -> None:
+        assert threading.current_thread().name == "zeus-thread-starter"
+        gate.wait(10)
+        real(self, pool, first)
+
+    monkeypatch.setattr(thread_module._PooledThread, "__init__", slow_start)
+    child = backend.start(spec(which_thread, "a-1-a1"), inbox)
+    assert child.alive is False  # no thread took it yet: its own thread says when it lives
+    assert inbox.of(Finished) == []
+    gate.set()
+    finished = inbox.wait_for(Finished, count=1)
+    assert finished.value != threading.get_ident()
+    backend.close()
+
+
+def test_a_thread_that_cannot_start_fails_its_attempt_with_the_reason(monkeypatch: Any) -> None:
+    from actors.backends import thread as thread_module
+
+    def no_thread(self: Any, pool: ThreadBackend, first: Any) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(thread_module._PooledThread, "__init__", no_thread)
+    backend, inbox = ThreadBackend(), Inbox()
+    backend.start(spec(which_thread, "a-1-a1"), inbox)
+    finished = inbox.wait_for(Finished, count=1)
+    assert finished.outcome.value == "error"
+    assert finished.error == "its thread could not start: RuntimeError: can't start new thread"
+    backend.close()

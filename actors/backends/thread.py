@@ -5,6 +5,11 @@ one before it exits, so a delegation does not pay for a thread start (about
 a third of a no-op delegation's cost). One attempt per thread at a time; a
 thread that never returns (fenced by Zeus) never goes back to the pool.
 Thread-local state of agent code may outlive its attempt in a pooled thread.
+
+New threads are started by the backend's own starter thread, never in Zeus's:
+`Thread.start()` waits until the new thread runs, and with thousands of
+threads wanting the interpreter lock that wait grew to milliseconds a thread
+(over a second, at worst), which held up Zeus's whole mailbox.
 """
 
 from __future__ import annotations
@@ -76,9 +81,10 @@ class ThreadChild:
 class _PooledThread:
     """One daemon thread that runs attempts handed to it, one at a time."""
 
-    def __init__(self, pool: ThreadBackend) -> None:
+    def __init__(self, pool: ThreadBackend, first: ThreadChild) -> None:
         self._pool = pool
         self.jobs: queue.SimpleQueue[ThreadChild | None] = queue.SimpleQueue()  # None: exit
+        self.jobs.put(first)
         self.thread = threading.Thread(target=self._loop, name="zeus-child", daemon=True)
         self.thread.start()
 
@@ -113,39 +119,74 @@ class ThreadBackend:
     def __init__(self, idle_s: float = 30.0) -> None:
         self.idle_s = idle_s
         self._lock = threading.Lock()
-        self._idle: list[_PooledThread] = []
+        self._idle: dict[_PooledThread, None] = {}  # ordered: the latest to rest goes first
         self._closed = False
+        # Attempts waiting for a new thread, and the thread that starts them (on first need).
+        self._unstarted: queue.SimpleQueue[ThreadChild | None] = queue.SimpleQueue()
+        self._starter: threading.Thread | None = None
 
     def start(self, spec: ChildSpec, send: Send) -> ThreadChild:
-        """Called in Zeus's thread: hand the attempt to an idle thread, or a new one."""
+        """Called in Zeus's thread: hand the attempt to an idle thread, or to the starter
+        (never waits for a thread to start)."""
         child = ThreadChild(spec, send)
         with self._lock:
-            worker = self._idle.pop() if self._idle else None
-        if worker is None:
-            worker = _PooledThread(self)
-        else:
+            worker = self._idle.popitem()[0] if self._idle else None
+            starter, start_one = self._starter, False
+            if worker is None and starter is None:
+                starter = self._starter = threading.Thread(
+                    target=self._start_threads, name="zeus-thread-starter", daemon=True)
+                start_one = True
+        if worker is not None:
             child.alive = True  # an idle thread takes it at once
-        worker.jobs.put(child)
+            worker.jobs.put(child)
+            return child
+        self._unstarted.put(child)  # its new thread sends its first sign of life
+        if start_one:
+            assert starter is not None
+            starter.start()  # once per backend
         return child
+
+    def _start_threads(self) -> None:
+        """Runs in the starter thread: a thread for each attempt that waits for one."""
+        while True:
+            child = self._unstarted.get()
+            if child is None:
+                return
+            with self._lock:  # a thread that came back meanwhile takes it instead
+                if self._closed:
+                    continue
+                worker = self._idle.popitem()[0] if self._idle else None
+            try:
+                if worker is not None:
+                    worker.jobs.put(child)
+                else:
+                    _PooledThread(self, child)
+            except Exception as exc:  # noqa: BLE001 - e.g. "can't start new thread"
+                child.report(Finished(child.attempt_id, AttemptOutcome.error,
+                                      error=f"its thread could not start: {describe_error(exc)}",
+                                      error_type=type(exc).__name__))
+            del child, worker  # while it waits for the next, it keeps nothing of this one
 
     def rest(self, worker: _PooledThread) -> None:
         """A thread whose attempt ended becomes idle (unless the backend is closed)."""
         with self._lock:
             if not self._closed:
-                self._idle.append(worker)
+                self._idle[worker] = None
 
     def retire(self, worker: _PooledThread) -> bool:
         """True when an idle thread may exit: nobody handed it a job meanwhile."""
         with self._lock:
             if worker in self._idle:
-                self._idle.remove(worker)
+                del self._idle[worker]
                 return True
             return self._closed
 
     def close(self) -> None:
-        """Idle threads exit now; busy ones exit when their attempt ends."""
+        """Idle threads exit now; busy ones exit when their attempt ends; an attempt still
+        waiting for a new thread never starts."""
         with self._lock:
             self._closed = True
-            idle, self._idle = self._idle, []
+            idle, self._idle = list(self._idle), {}
+        self._unstarted.put(None)
         for worker in idle:
             worker.jobs.put(None)
