@@ -54,6 +54,33 @@ def test_an_armed_backstop_fires_once_and_a_disarmed_one_never() -> None:
     assert len(fired) == 1 and fired[0] >= armed_at + 0.1
 
 
+@pytest.mark.parametrize("thread_looks", ["while the first job runs", "after it ended"])
+def test_back_to_back_jobs_never_wake_the_backstop_thread(thread_looks: str) -> None:
+    """Only a kill-by time sooner than the thread's next look wakes it, whichever way the
+    first job and the thread's first look raced (a thread that first found the worker idle
+    used to be woken by every later job, each over before it could look)."""
+    backstop = Backstop(lambda: None)
+    first = time.monotonic() + 600.0
+    if thread_looks == "while the first job runs":
+        backstop.arm(first)
+        assert eventually(lambda: backstop.looks == 1)
+        backstop.disarm()
+    else:
+        with backstop._cond:  # the thread starts, but looks only once the job is over
+            backstop.arm(first)
+            backstop.disarm()
+        assert eventually(lambda: backstop.looks == 1)
+    for i in range(1, 50):  # later jobs, each with a later kill-by time
+        backstop.arm(first + i * 0.001)
+        backstop.disarm()
+        time.sleep(0.001)  # the worker waits for its next job: the thread could run
+    sooner = first - 300.0
+    backstop.arm(sooner)  # wakes it: the one look these jobs cost
+    assert eventually(lambda: backstop._wake_at == sooner)
+    assert backstop.looks == 2
+    backstop.disarm()
+
+
 def _calibrated_freeze(seconds: float) -> str:
     """A subject for `(a+)+$` that takes about `seconds` (it backtracks, holding the GIL)."""
     n = 16

@@ -58,19 +58,21 @@ class Backstop:
     def __init__(self, fire: Callable[[], None] = _kill_everything) -> None:
         self._fire = fire
         self._cond = threading.Condition()
-        self._when: float | None = None
+        self._when: float | None = None  # armed: the kill-by time; None: disarmed
+        self._latest: float | None = None  # the last kill-by time armed, disarmed or not
         self._thread: threading.Thread | None = None
         # When the thread looks next (None: only when notified). A job whose kill-by time
         # is no sooner does not wake it: back-to-back jobs cost no hand-over between threads.
         self._wake_at: float | None = None
         self._kernel = False
+        self.looks = 0  # how many times the thread has looked (tests read it)
 
     def arm(self, when: float | None) -> None:
         """Kill the worker at monotonic time `when` unless `disarm()` comes first."""
         if when is None:
             return
         with self._cond:
-            self._when = when
+            self._when = self._latest = when
             if self._thread is None:
                 self._thread = threading.Thread(target=self._watch, name="zeus-backstop",
                                                 daemon=True)
@@ -93,18 +95,24 @@ class Backstop:
                 signal.setitimer(signal.ITIMER_REAL, 0)
 
     def _watch(self) -> None:
-        """The backstop thread: sleeps until the armed time; fires if still armed then."""
+        """The backstop thread: sleeps until the armed time; fires if still armed then.
+
+        Disarmed, it still sleeps until the last time armed, not until notified:
+        otherwise the next job's `arm()` would wake it, and with short jobs it
+        would find each one disarmed again and wake for every job. Kill-by times
+        come later job after job, so a worker's jobs keep it asleep.
+        """
         with self._cond:
             while True:
+                self.looks += 1
                 when, now = self._when, time.monotonic()
-                if when is None:
+                if when is not None and when <= now:
+                    break
+                look = when if when is not None else self._latest
+                if look is None or look <= now:
                     self._wake_at = None
                     self._cond.wait()
-                    continue
-                left = when - now
-                if left > 0:
-                    self._wake_at = now + min(left, 3600.0)
-                    self._cond.wait(min(left, 3600.0))
-                    continue
-                break
+                else:
+                    self._wake_at = min(look, now + 3600.0)
+                    self._cond.wait(self._wake_at - now)
         self._fire()
