@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import signal
 import threading
 import time
 from pathlib import Path
@@ -66,7 +67,7 @@ def test_back_to_back_jobs_never_wake_the_backstop_thread(thread_looks: str) -> 
         assert eventually(lambda: backstop.looks == 1)
         backstop.disarm()
     else:
-        with backstop._cond:  # the thread starts, but looks only once the job is over
+        with backstop._lock:  # the thread starts, but looks only once the job is over
             backstop.arm(first)
             backstop.disarm()
         assert eventually(lambda: backstop.looks == 1)
@@ -79,6 +80,32 @@ def test_back_to_back_jobs_never_wake_the_backstop_thread(thread_looks: str) -> 
     assert eventually(lambda: backstop._wake_at == sooner)
     assert backstop.looks == 2
     backstop.disarm()
+
+
+def test_the_kernel_timer_is_armed_only_while_sigalrm_has_its_default_action() -> None:
+    """Agent code that handles SIGALRM keeps its own alarm; otherwise the kernel timer
+    is set a second after the kill-by time, and cleared when the attempt ends."""
+    handler = signal.getsignal(signal.SIGALRM)  # pytest-timeout's, if it uses the signal
+    saved = signal.setitimer(signal.ITIMER_REAL, 0)
+    backstop = Backstop(lambda: None)
+    try:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        backstop.arm(time.monotonic() + 100.0)
+        assert 100.0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 101.0
+        backstop.disarm()
+        assert signal.getitimer(signal.ITIMER_REAL)[0] == 0.0
+
+        signal.signal(signal.SIGALRM, lambda signum, frame: None)
+        signal.setitimer(signal.ITIMER_REAL, 50.0)  # the agent's own alarm
+        backstop.arm(time.monotonic() + 100.0)
+        assert 49.0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 50.0
+        backstop.disarm()
+        assert 49.0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 50.0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, handler)
+        if saved[0]:
+            signal.setitimer(signal.ITIMER_REAL, *saved)
 
 
 def _calibrated_freeze(seconds: float) -> str:

@@ -22,6 +22,7 @@ import contextlib
 import math
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +30,13 @@ from collections.abc import Callable
 from actors.osproc import kill_descendants
 
 __all__ = ["MARGIN_S", "Backstop", "kill_by"]
+
+# `signal.getsignal` makes the handler an enum on every call (~1 µs a job); that of the
+# C module `signal` wraps (imported by it) returns it as it is: SIG_DFL is the int 0.
+_getsignal: Callable[[int], object] = getattr(
+    sys.modules.get("_signal"), "getsignal", signal.getsignal
+)
+_SIG_DFL = int(signal.SIG_DFL)
 
 MARGIN_S = 1.0  # past deadline + grace + term: time for the host's own ladder first
 _KERNEL_AFTER_S = 1.0  # the kernel timer's lag behind the thread
@@ -57,7 +65,8 @@ class Backstop:
 
     def __init__(self, fire: Callable[[], None] = _kill_everything) -> None:
         self._fire = fire
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._when: float | None = None  # armed: the kill-by time; None: disarmed
         self._latest: float | None = None  # the last kill-by time armed, disarmed or not
         self._thread: threading.Thread | None = None
@@ -71,7 +80,7 @@ class Backstop:
         """Kill the worker at monotonic time `when` unless `disarm()` comes first."""
         if when is None:
             return
-        with self._cond:
+        with self._lock:
             self._when = self._latest = when
             if self._thread is None:
                 self._thread = threading.Thread(target=self._watch, name="zeus-backstop",
@@ -80,19 +89,25 @@ class Backstop:
             elif self._wake_at is None or when < self._wake_at:
                 self._cond.notify()
         self._kernel = False
-        with contextlib.suppress(ValueError, OSError):  # not the main thread, or no itimer
-            if signal.getsignal(signal.SIGALRM) is signal.SIG_DFL:
-                delay = max(0.001, when - time.monotonic() + _KERNEL_AFTER_S)
-                signal.setitimer(signal.ITIMER_REAL, delay)
+        if _getsignal(signal.SIGALRM) == _SIG_DFL:
+            try:
+                signal.setitimer(
+                    signal.ITIMER_REAL, max(0.001, when - time.monotonic() + _KERNEL_AFTER_S)
+                )
                 self._kernel = True
+            except (ValueError, OSError):  # not the main thread, or no itimer
+                pass
 
     def disarm(self) -> None:
-        with self._cond:
-            self._when = None
+        # No lock: the thread reads `_when` once per look, the old value or None, and
+        # a look that found the old value past its time fires either way.
+        self._when = None
         if self._kernel:
             self._kernel = False
-            with contextlib.suppress(ValueError, OSError):
+            try:  # noqa: SIM105 - once a job: suppress() costs more than the call
                 signal.setitimer(signal.ITIMER_REAL, 0)
+            except (ValueError, OSError):
+                pass
 
     def _watch(self) -> None:
         """The backstop thread: sleeps until the armed time; fires if still armed then.
@@ -102,7 +117,7 @@ class Backstop:
         would find each one disarmed again and wake for every job. Kill-by times
         come later job after job, so a worker's jobs keep it asleep.
         """
-        with self._cond:
+        with self._lock:
             while True:
                 self.looks += 1
                 when, now = self._when, time.monotonic()
