@@ -43,10 +43,16 @@ _KERNEL_AFTER_S = 1.0  # the kernel timer's lag behind the thread
 _LONGEST_S = 30 * 24 * 3600.0  # a kill-by time further away than this is not armed
 
 
-def kill_by(deadline: float, grace_s: float, term_s: float) -> float | None:
-    """The worker's hard kill-by time (monotonic), or None when there is none to keep."""
-    when = deadline + max(0.0, grace_s) + max(0.0, term_s) + MARGIN_S
-    if not math.isfinite(when) or when - time.monotonic() > _LONGEST_S:
+def kill_by(
+    deadline: float, grace_s: float, term_s: float, *, now: float | None = None
+) -> float | None:
+    """The worker's hard kill-by time (monotonic), or None when there is none to keep.
+
+    `now`: `time.monotonic()` if the caller has just read it (once a job, in Zeus's thread).
+    """
+    when = deadline + (grace_s if grace_s > 0.0 else 0.0) + (term_s if term_s > 0.0 else 0.0)
+    when += MARGIN_S
+    if not math.isfinite(when) or when - (time.monotonic() if now is None else now) > _LONGEST_S:
         return None
     return when
 
