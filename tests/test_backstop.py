@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import signal
 import threading
 import time
 from pathlib import Path
@@ -52,6 +53,59 @@ def test_an_armed_backstop_fires_once_and_a_disarmed_one_never() -> None:
     backstop.arm(armed_at + 0.1)
     assert done.wait(10)
     assert len(fired) == 1 and fired[0] >= armed_at + 0.1
+
+
+@pytest.mark.parametrize("thread_looks", ["while the first job runs", "after it ended"])
+def test_back_to_back_jobs_never_wake_the_backstop_thread(thread_looks: str) -> None:
+    """Only a kill-by time sooner than the thread's next look wakes it, whichever way the
+    first job and the thread's first look raced (a thread that first found the worker idle
+    used to be woken by every later job, each over before it could look)."""
+    backstop = Backstop(lambda: None)
+    first = time.monotonic() + 600.0
+    if thread_looks == "while the first job runs":
+        backstop.arm(first)
+        assert eventually(lambda: backstop.looks == 1)
+        backstop.disarm()
+    else:
+        with backstop._lock:  # the thread starts, but looks only once the job is over
+            backstop.arm(first)
+            backstop.disarm()
+        assert eventually(lambda: backstop.looks == 1)
+    for i in range(1, 50):  # later jobs, each with a later kill-by time
+        backstop.arm(first + i * 0.001)
+        backstop.disarm()
+        time.sleep(0.001)  # the worker waits for its next job: the thread could run
+    sooner = first - 300.0
+    backstop.arm(sooner)  # wakes it: the one look these jobs cost
+    assert eventually(lambda: backstop._wake_at == sooner)
+    assert backstop.looks == 2
+    backstop.disarm()
+
+
+def test_the_kernel_timer_is_armed_only_while_sigalrm_has_its_default_action() -> None:
+    """Agent code that handles SIGALRM keeps its own alarm; otherwise the kernel timer
+    is set a second after the kill-by time, and cleared when the attempt ends."""
+    handler = signal.getsignal(signal.SIGALRM)  # pytest-timeout's, if it uses the signal
+    saved = signal.setitimer(signal.ITIMER_REAL, 0)
+    backstop = Backstop(lambda: None)
+    try:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        backstop.arm(time.monotonic() + 100.0)
+        assert 100.0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 101.0
+        backstop.disarm()
+        assert signal.getitimer(signal.ITIMER_REAL)[0] == 0.0
+
+        signal.signal(signal.SIGALRM, lambda signum, frame: None)
+        signal.setitimer(signal.ITIMER_REAL, 50.0)  # the agent's own alarm
+        backstop.arm(time.monotonic() + 100.0)
+        assert 49.0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 50.0
+        backstop.disarm()
+        assert 49.0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 50.0
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, handler)
+        if saved[0]:
+            signal.setitimer(signal.ITIMER_REAL, *saved)
 
 
 def _calibrated_freeze(seconds: float) -> str:

@@ -52,3 +52,20 @@ def test_callbacks_run_once_in_the_setting_thread_and_can_be_forgotten() -> None
     assert ran == ["kept"]
     signal.on_set(lambda: ran.append("late"))  # registered after: runs at once
     assert ran == ["kept", "late"]
+
+
+def test_a_callback_may_register_another_and_set_it_again() -> None:
+    """Callbacks run outside the signal's lock: one that calls back into it cannot deadlock."""
+    signal = CancelSignal()
+    calls: list[str] = []
+
+    def first() -> None:
+        signal.set()
+        signal.on_set(lambda: calls.append("inner"))
+        calls.append("first")
+
+    signal.on_set(first)
+    setter = threading.Thread(target=signal.set)
+    setter.start()
+    setter.join(30)
+    assert calls == ["inner", "first"]

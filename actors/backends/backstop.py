@@ -22,6 +22,7 @@ import contextlib
 import math
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -30,15 +31,28 @@ from actors.osproc import kill_descendants
 
 __all__ = ["MARGIN_S", "Backstop", "kill_by"]
 
+# `signal.getsignal` makes the handler an enum on every call (~1 µs a job); that of the
+# C module `signal` wraps (imported by it) returns it as it is: SIG_DFL is the int 0.
+_getsignal: Callable[[int], object] = getattr(
+    sys.modules.get("_signal"), "getsignal", signal.getsignal
+)
+_SIG_DFL = int(signal.SIG_DFL)
+
 MARGIN_S = 1.0  # past deadline + grace + term: time for the host's own ladder first
 _KERNEL_AFTER_S = 1.0  # the kernel timer's lag behind the thread
 _LONGEST_S = 30 * 24 * 3600.0  # a kill-by time further away than this is not armed
 
 
-def kill_by(deadline: float, grace_s: float, term_s: float) -> float | None:
-    """The worker's hard kill-by time (monotonic), or None when there is none to keep."""
-    when = deadline + max(0.0, grace_s) + max(0.0, term_s) + MARGIN_S
-    if not math.isfinite(when) or when - time.monotonic() > _LONGEST_S:
+def kill_by(
+    deadline: float, grace_s: float, term_s: float, *, now: float | None = None
+) -> float | None:
+    """The worker's hard kill-by time (monotonic), or None when there is none to keep.
+
+    `now`: `time.monotonic()` if the caller has just read it (once a job, in Zeus's thread).
+    """
+    when = deadline + (grace_s if grace_s > 0.0 else 0.0) + (term_s if term_s > 0.0 else 0.0)
+    when += MARGIN_S
+    if not math.isfinite(when) or when - (time.monotonic() if now is None else now) > _LONGEST_S:
         return None
     return when
 
@@ -57,20 +71,23 @@ class Backstop:
 
     def __init__(self, fire: Callable[[], None] = _kill_everything) -> None:
         self._fire = fire
-        self._cond = threading.Condition()
-        self._when: float | None = None
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        self._when: float | None = None  # armed: the kill-by time; None: disarmed
+        self._latest: float | None = None  # the last kill-by time armed, disarmed or not
         self._thread: threading.Thread | None = None
         # When the thread looks next (None: only when notified). A job whose kill-by time
         # is no sooner does not wake it: back-to-back jobs cost no hand-over between threads.
         self._wake_at: float | None = None
         self._kernel = False
+        self.looks = 0  # how many times the thread has looked (tests read it)
 
     def arm(self, when: float | None) -> None:
         """Kill the worker at monotonic time `when` unless `disarm()` comes first."""
         if when is None:
             return
-        with self._cond:
-            self._when = when
+        with self._lock:
+            self._when = self._latest = when
             if self._thread is None:
                 self._thread = threading.Thread(target=self._watch, name="zeus-backstop",
                                                 daemon=True)
@@ -78,33 +95,45 @@ class Backstop:
             elif self._wake_at is None or when < self._wake_at:
                 self._cond.notify()
         self._kernel = False
-        with contextlib.suppress(ValueError, OSError):  # not the main thread, or no itimer
-            if signal.getsignal(signal.SIGALRM) is signal.SIG_DFL:
-                delay = max(0.001, when - time.monotonic() + _KERNEL_AFTER_S)
-                signal.setitimer(signal.ITIMER_REAL, delay)
+        if _getsignal(signal.SIGALRM) == _SIG_DFL:
+            try:
+                signal.setitimer(
+                    signal.ITIMER_REAL, max(0.001, when - time.monotonic() + _KERNEL_AFTER_S)
+                )
                 self._kernel = True
+            except (ValueError, OSError):  # not the main thread, or no itimer
+                pass
 
     def disarm(self) -> None:
-        with self._cond:
-            self._when = None
+        # No lock: the thread reads `_when` once per look, the old value or None, and
+        # a look that found the old value past its time fires either way.
+        self._when = None
         if self._kernel:
             self._kernel = False
-            with contextlib.suppress(ValueError, OSError):
+            try:  # noqa: SIM105 - once a job: suppress() costs more than the call
                 signal.setitimer(signal.ITIMER_REAL, 0)
+            except (ValueError, OSError):
+                pass
 
     def _watch(self) -> None:
-        """The backstop thread: sleeps until the armed time; fires if still armed then."""
-        with self._cond:
+        """The backstop thread: sleeps until the armed time; fires if still armed then.
+
+        Disarmed, it still sleeps until the last time armed, not until notified:
+        otherwise the next job's `arm()` would wake it, and with short jobs it
+        would find each one disarmed again and wake for every job. Kill-by times
+        come later job after job, so a worker's jobs keep it asleep.
+        """
+        with self._lock:
             while True:
+                self.looks += 1
                 when, now = self._when, time.monotonic()
-                if when is None:
+                if when is not None and when <= now:
+                    break
+                look = when if when is not None else self._latest
+                if look is None or look <= now:
                     self._wake_at = None
                     self._cond.wait()
-                    continue
-                left = when - now
-                if left > 0:
-                    self._wake_at = now + min(left, 3600.0)
-                    self._cond.wait(min(left, 3600.0))
-                    continue
-                break
+                else:
+                    self._wake_at = min(look, now + 3600.0)
+                    self._cond.wait(self._wake_at - now)
         self._fire()

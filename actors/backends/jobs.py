@@ -66,12 +66,7 @@ class Job(NamedTuple):
     @classmethod
     def from_spec(cls, spec: ChildSpec, *, deadline: float, hard_stop: float | None) -> Job:
         """The job of the attempt `spec`, with its deadline on the clock it will run on."""
-        return cls(
-            spec.brief, spec.agent, spec.delegation_id, spec.attempt, deadline,
-            spec.heartbeat_interval_s, list(spec.previous_partials), spec.depth, spec.framing,
-            spec.session_key, spec.session, spec.previous_error, spec.reasoning_effort,
-            spec.budget_left, hard_stop,
-        )  # fmt: skip
+        return cls._make(_fields(spec, spec.brief, deadline, hard_stop))
 
     def context(
         self,
@@ -106,20 +101,34 @@ class Job(NamedTuple):
         )
 
 
+def _fields(
+    spec: ChildSpec, brief: Any, deadline: float, hard_stop: float | None
+) -> tuple[Any, ...]:
+    """The fields of the job of `spec`, in `Job`'s order, with `brief` as given."""
+    return (
+        brief, spec.agent, spec.delegation_id, spec.attempt, deadline,
+        spec.heartbeat_interval_s, list(spec.previous_partials), spec.depth, spec.framing,
+        spec.session_key, spec.session, spec.previous_error, spec.reasoning_effort,
+        spec.budget_left, hard_stop,
+    )  # fmt: skip
+
+
 def encode_job(spec: ChildSpec) -> tuple[bytes, float | None]:
     """The attempt but its work function, pickled, and the worker's kill-by time;
     `CrossingError` if it cannot cross."""
     # The spec's clock may be a fake one; the child lives on the real one.
-    deadline = time.monotonic() + (spec.deadline - spec.clock.now())
+    now = time.monotonic()
+    deadline = now + (spec.deadline - spec.clock.now())
     # The worker's own kill-by time (`_backstop`), on a real clock only: a fake
     # deadline says nothing about real time.
     hard_stop = (
-        kill_by(deadline, spec.grace_s, spec.term_s)
+        kill_by(deadline, spec.grace_s, spec.term_s, now=now)
         if isinstance(spec.clock, SystemClock) else None
     )
-    job = Job.from_spec(spec, deadline=deadline, hard_stop=hard_stop)
+    # The fields go as a plain tuple, the brief as its pickling state (no Job on the way).
+    fields = _fields(spec, _wire.brief_to_wire(spec.brief), deadline, hard_stop)
     what = "the attempt's brief, previous partial results or session"
-    return _wire.dumps((_wire.brief_to_wire(job.brief), *job[1:]), what), hard_stop
+    return _wire.dumps(fields, what), hard_stop
 
 
 def decode_job(data: bytes | memoryview) -> Job:

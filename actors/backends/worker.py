@@ -238,6 +238,9 @@ class _Child:
         with self._send_lock:
             with self._state_lock:
                 self._current = None
+                # The context's `send` holds the attempt: without this edge the two would
+                # be a cycle, every attempt's objects left to the collector (about 20).
+                att.ctx = None
             self._write(data)
 
     # -- the work's thread (through its Context) -------------------------------------

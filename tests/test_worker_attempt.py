@@ -1,0 +1,76 @@
+"""A worker's attempts, run in this process through the worker's own code (`_Child`), its
+Finished written to a pipe read here."""
+
+from __future__ import annotations
+
+import gc
+import os
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from actors import Brief, Context
+from actors import wire as _wire
+from actors.backends import worker as _worker
+from actors.backends.base import ChildSpec
+from actors.backends.jobs import WORK_HEADER, encode_job
+from actors.clock import FakeClock
+from actors.protocol import Finished
+
+CONTEXTS: list[weakref.ref[Context]] = []
+
+
+def keeps_a_weak_reference(brief: Brief, ctx: Context) -> str:
+    CONTEXTS.append(weakref.ref(ctx))
+    return brief.scope
+
+
+class _Fd:
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+
+@pytest.fixture
+def child() -> Iterator[tuple[Any, int]]:
+    """A worker's `_Child` (its threads not started) and the read end of what it sends."""
+    jobs_r, jobs_w = os.pipe()
+    out_r, out_w = os.pipe()
+    yield _worker._Child(_Fd(jobs_r), _Fd(jobs_r), _Fd(out_w)), out_r
+    for fd in (jobs_r, jobs_w, out_r, out_w):
+        os.close(fd)
+
+
+def _job(n: int) -> tuple[str, bytes]:
+    clock = FakeClock()  # no real deadline: the worker's backstop (it kills) is not armed
+    spec = ChildSpec(
+        agent="a", delegation_id=f"d{n}", attempt=1, attempt_id=f"d{n}-a1",
+        brief=Brief(agent="a", scope=f"scope {n}"), deadline=clock.now() + 60, clock=clock,
+        work=keeps_a_weak_reference,
+    )  # fmt: skip
+    job, _ = encode_job(spec)
+    work = _wire.dumps_work(keeps_a_weak_reference)
+    return spec.attempt_id, WORK_HEADER.pack(False, 0, len(work)) + work + job
+
+
+def test_an_attempt_s_objects_are_freed_as_it_ends_not_left_to_the_collector(
+    child: tuple[Any, int],
+) -> None:
+    worker, out = child
+    reader = _wire.FrameReader(out)
+    CONTEXTS.clear()
+    gc.collect()
+    gc.disable()
+    try:
+        for n in range(3):
+            worker._run(*_job(n))
+            (data,) = reader.read() or []
+            finished = _wire.unpack(_wire.loads(data))
+            assert isinstance(finished, Finished) and finished.value == f"scope {n}"
+            assert CONTEXTS[n]() is None  # no reference cycle kept it
+    finally:
+        gc.enable()
