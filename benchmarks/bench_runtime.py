@@ -220,8 +220,10 @@ def bench_memory(rows: list[Row]) -> None:
     n = 500
     proc = psutil.Process()
     release = threading.Event()
+    running = threading.Semaphore(0)
 
     def waiter(brief: Brief, ctx: Context) -> None:
+        running.release()
         release.wait(60)
 
     gc.collect()
@@ -229,7 +231,8 @@ def bench_memory(rows: list[Row]) -> None:
         sync(zeus)
         before = proc.memory_info().rss
         handles = [zeus.dispatch(Brief(agent="w", scope=str(i))) for i in range(n)]
-        sync(zeus)
+        for _ in range(n):  # every child running in its own thread (started off Zeus's)
+            running.acquire(timeout=60)
         during = proc.memory_info().rss
         release.set()
         for h in handles:
