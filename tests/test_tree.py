@@ -4,6 +4,7 @@ propagation, group strategies, restart intensity, and reviewed tasks."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -277,15 +278,21 @@ def test_a_subtask_skips_the_review(make_zeus: ZeusFactory, recorder: Recorder) 
     assert [e["agent"] for e in recorder.named("delegation.dispatched")] == ["hermes"]
 
 
-def test_the_role_framing_tells_a_child_its_role_depth_deadline_and_budget(
-    make_zeus: ZeusFactory,
-) -> None:
+def framing_reader() -> tuple[list[str], Callable[[Brief, Context], str]]:
+    """A work function that keeps each framing it is given, and the list it keeps."""
     framings: list[str] = []
 
     def look(brief: Brief, ctx: Context) -> str:
         framings.append(ctx.framing)
         return "ok"
 
+    return framings, look
+
+
+def test_the_role_framing_tells_a_child_its_role_depth_deadline_and_budget(
+    make_zeus: ZeusFactory,
+) -> None:
+    framings, look = framing_reader()
     zeus = make_zeus({"athena": {**ORCH, "timeout_s": 30, "budget": {"max_cost": 2}},
                       "apollo": LEAF}, works={"athena": look, "apollo": look})
     zeus.dispatch(Brief(agent="athena", scope="s")).result(10)
@@ -298,12 +305,7 @@ def test_the_role_framing_tells_a_child_its_role_depth_deadline_and_budget(
 def test_an_agent_registered_later_shows_in_an_orchestrators_framing(
     make_zeus: ZeusFactory,
 ) -> None:
-    framings: list[str] = []
-
-    def look(brief: Brief, ctx: Context) -> str:
-        framings.append(ctx.framing)
-        return "ok"
-
+    framings, look = framing_reader()
     zeus = make_zeus({"athena": {**ORCH, "timeout_s": 30}, "apollo": LEAF},
                      works={"athena": look, "apollo": look})
     zeus.dispatch(Brief(agent="athena", scope="s")).result(10)
