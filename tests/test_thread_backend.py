@@ -97,3 +97,21 @@ def test_a_thread_that_cannot_start_fails_its_attempt_with_the_reason(monkeypatc
     assert finished.outcome.value == "error"
     assert finished.error == "its thread could not start: RuntimeError: can't start new thread"
     backend.close()
+
+
+def test_attempts_still_start_when_no_second_starter_can(monkeypatch: Any) -> None:
+    """The first starter starts the others; a process out of threads keeps just the one."""
+    backend, inbox = ThreadBackend(), Inbox()
+    real_start = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        if self.name.startswith("zeus-thread-starter-"):
+            raise RuntimeError("can't start new thread")
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    for n in range(3):
+        backend.start(spec(which_thread, f"a-1-a{n}"), inbox)
+    inbox.wait_for(Finished, count=3)
+    assert len({f.value for f in inbox.of(Finished)}) >= 1  # they ran, in threads of their own
+    backend.close()

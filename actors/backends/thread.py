@@ -154,8 +154,11 @@ class ThreadBackend:
         """Runs in a starter thread: a thread for each attempt that waits for one."""
         if first:
             for n in range(1, STARTERS):
-                threading.Thread(target=self._start_threads, args=(False,),
-                                 name=f"zeus-thread-starter-{n}", daemon=True).start()
+                try:
+                    threading.Thread(target=self._start_threads, args=(False,),
+                                     name=f"zeus-thread-starter-{n}", daemon=True).start()
+                except RuntimeError:  # no thread to spare: fewer starters, slower starts
+                    break
         while True:
             child = self._unstarted.get()
             if child is None:
