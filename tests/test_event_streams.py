@@ -129,3 +129,21 @@ def test_a_subscriber_gets_only_its_own_delegation(make_zeus: ZeusFactory) -> No
     events = list(stream)
     assert published_meanwhile == 0  # the other delegation's events reached nobody
     assert {e["delegation_id"] for e in events} == {handle.id}
+
+
+def test_a_watched_dispatch_streams_every_event_from_the_first(make_zeus: ZeusFactory) -> None:
+    """Zeus may run the delegation to its end before the host asks for its events: a
+    stream opened at the dispatch still holds them all, a later one none."""
+    reporter = Reporter()
+    reporter.go.set()
+    zeus = make_zeus(works={"r": reporter})
+    watched = zeus.dispatch(Brief(agent="r", scope="x"), watch=True)
+    unwatched = zeus.dispatch(Brief(agent="r", scope="y"))
+    watched.result(10)
+    unwatched.result(10)
+    seen = names(list(watched.events()))
+    assert seen[0] == "delegation.dispatched" and seen[-1] == "delegation.settled"
+    assert "attempt.started" in seen and seen.count("attempt.partial") == 3
+    assert list(unwatched.events()) == []
+    assert list(watched.events()) == []  # the stream opened at the dispatch is given once
+    assert zeus._events.subscriptions.active is False

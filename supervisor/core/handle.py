@@ -89,10 +89,15 @@ def _call(callback: Callable[[Summary], None], summary: Summary) -> None:
 class Handle:
     """The host's handle on one delegation. Thread-safe; awaitable from asyncio."""
 
-    def __init__(self, delegation_id: str, zeus: Zeus, settled: Settled) -> None:
+    def __init__(
+        self, delegation_id: str, zeus: Zeus, settled: Settled,
+        first_stream: EventStream | None = None,
+    ) -> None:
         self.id = delegation_id
         self._zeus = zeus
         self._settled = settled
+        self._first_stream = first_stream  # opened at dispatch (`watch=True`), not yet taken
+        self._lock = threading.Lock()
 
     @property
     def future(self) -> concurrent.futures.Future[Summary]:
@@ -130,8 +135,14 @@ class Handle:
         return self._zeus.send(self.id, message)
 
     def events(self) -> EventStream:
-        """This delegation's events from now on; iterate (sync or async) until settled."""
-        return self._zeus._subscribe(self.id, self._settled)
+        """This delegation's events from now on; iterate (sync or async) until settled.
+
+        For a handle of `zeus.dispatch(brief, watch=True)`, the first call's stream
+        holds every event from `delegation.dispatched` on.
+        """
+        with self._lock:
+            stream, self._first_stream = self._first_stream, None
+        return stream if stream is not None else self._zeus._subscribe(self.id, self._settled)
 
     def add_done_callback(self, callback: Callable[[Summary], None]) -> None:
         """Call `callback(summary)` once settled, in Zeus's thread (or at once if settled).

@@ -130,9 +130,14 @@ class Zeus:
     def routing(self) -> Routing:
         return self._registry.routing
 
-    def dispatch(self, brief: Brief | Mapping[str, Any]) -> Handle:
-        """Dispatch one brief; returns at once. `UnknownAgent` if nobody defines the agent."""
-        return self._dispatch(self._check(brief), None)
+    def dispatch(self, brief: Brief | Mapping[str, Any], *, watch: bool = False) -> Handle:
+        """Dispatch one brief; returns at once. `UnknownAgent` if nobody defines the agent.
+
+        `watch=True`: the handle's first `events()` stream is opened before Zeus hears
+        of the delegation, so it holds every event from `delegation.dispatched` on (a
+        stream opened after `dispatch` returns may miss the first ones).
+        """
+        return self._dispatch(self._check(brief), None, watch=watch)
 
     def dispatch_group(
         self, briefs: Iterable[Brief | Mapping[str, Any]], strategy: Strategy = "one_for_one"
@@ -162,11 +167,12 @@ class Zeus:
             raise ZeusStopped("Zeus is stopped; start a new one to dispatch")
         return brief
 
-    def _dispatch(self, brief: Brief, group: Group | None) -> Handle:
+    def _dispatch(self, brief: Brief, group: Group | None, *, watch: bool = False) -> Handle:
         delegation_id = self._registry.next_id(brief.agent)
         settled = Settled()
         settled.on_cancel = lambda: self.cancel(delegation_id, AWAITER_CANCELLED)
-        handle = Handle(delegation_id, self, settled)
+        first = self._events.subscriptions.subscribe(delegation_id) if watch else None
+        handle = Handle(delegation_id, self, settled, first_stream=first)
         self._book.add(handle, settled)
         self._events.dispatching(delegation_id)
         self._tell(Dispatch(delegation_id, brief, settled, group=group))

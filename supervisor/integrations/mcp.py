@@ -104,7 +104,7 @@ class _Tools:
         try:
             brief = Brief(agent=agent, scope=scope, inputs=inputs, partial_ok=partial_ok,
                           timeout_s=timeout_s)
-            handle = self.zeus.dispatch(brief)
+            handle = self.zeus.dispatch(brief, watch=wait)  # every event, from the first
         except (ValidationError, SupervisorError) as exc:
             raise ToolError(f"cannot delegate: {exc}") from exc
         self._keep(handle)
@@ -184,7 +184,7 @@ async def _with_progress(handle: Handle, ctx: Context) -> str:
     Cancelling this task cancels the delegation (awaiting a handle does that). Once
     it settles, what the stream has received still goes out before the summary.
     """
-    events = handle.events()  # nothing awaited since the dispatch
+    events = handle.events()  # opened at the dispatch (watch=True): every event
     forwarder = asyncio.create_task(_forward(events, ctx))
     try:
         summary = await _bridge.await_summary(handle)
