@@ -105,7 +105,7 @@ def test_attempts_still_start_when_no_second_starter_can(monkeypatch: Any) -> No
     real_start = threading.Thread.start
 
     def start(self: threading.Thread) -> None:
-        if self.name.startswith("zeus-thread-starter-"):
+        if self.name.startswith("zeus-thread-starter-") and self.name != "zeus-thread-starter-1":
             raise RuntimeError("can't start new thread")
         real_start(self)
 
@@ -114,4 +114,33 @@ def test_attempts_still_start_when_no_second_starter_can(monkeypatch: Any) -> No
         backend.start(spec(which_thread, f"a-1-a{n}"), inbox)
     inbox.wait_for(Finished, count=3)
     assert len({f.value for f in inbox.of(Finished)}) >= 1  # they ran, in threads of their own
+    backend.close()
+
+
+def test_an_attempt_no_starter_can_take_fails_at_its_start_and_never_runs(
+    monkeypatch: Any,
+) -> None:
+    backend, inbox = ThreadBackend(), Inbox()
+    real_start = threading.Thread.start
+    ran: list[str] = []
+
+    def start(self: threading.Thread) -> None:
+        if self.name.startswith("zeus-thread-starter-"):
+            raise RuntimeError("can't start new thread")
+        real_start(self)
+
+    def work(brief: Brief, ctx: Context) -> None:
+        ran.append(ctx.attempt_id)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    try:
+        backend.start(spec(work, "a-1-a1"), inbox)
+    except RuntimeError as exc:  # Zeus fails the attempt with this
+        assert "can't start new thread" in str(exc)
+    else:
+        raise AssertionError("start() should have refused the attempt")
+    monkeypatch.setattr(threading.Thread, "start", real_start)
+    backend.start(spec(work, "a-1-a2"), inbox)  # a starter can start now
+    inbox.wait_for(Finished, count=1)
+    assert ran == ["a-1-a2"]  # the refused attempt was never queued behind it
     backend.close()

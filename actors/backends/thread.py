@@ -9,8 +9,9 @@ Thread-local state of agent code may outlive its attempt in a pooled thread.
 New threads are started by the backend's own starter threads, never in Zeus's:
 `Thread.start()` waits until the new thread runs, and with thousands of
 threads wanting the interpreter lock that wait grew to milliseconds a thread
-(over a second, at worst), which held up Zeus's whole mailbox. Several
-starters overlap those waits: 10,000 threads started in half the time with
+(over a second, at worst), which held up Zeus's whole mailbox. One starter
+begins; a starter that finds more attempts waiting brings in another, up to
+`STARTERS`, whose waits overlap: 10,000 threads started in half the time with
 eight starters as with one.
 """
 
@@ -125,9 +126,9 @@ class ThreadBackend:
         self._lock = threading.Lock()
         self._idle: dict[_PooledThread, None] = {}  # ordered: the latest to rest goes first
         self._closed = False
-        # Attempts waiting for a new thread, and the thread that starts them (on first need).
+        # Attempts waiting for a new thread, and how many starter threads start them.
         self._unstarted: queue.SimpleQueue[ThreadChild | None] = queue.SimpleQueue()
-        self._starter: threading.Thread | None = None
+        self._starters = 0
 
     def start(self, spec: ChildSpec, send: Send) -> ThreadChild:
         """Called in Zeus's thread: hand the attempt to an idle thread, or to the starter
@@ -135,30 +136,34 @@ class ThreadBackend:
         child = ThreadChild(spec, send)
         with self._lock:
             worker = self._idle.popitem()[0] if self._idle else None
-            starter, start_one = self._starter, False
-            if worker is None and starter is None:
-                starter = self._starter = threading.Thread(
-                    target=self._start_threads, name="zeus-thread-starter", daemon=True)
-                start_one = True
         if worker is not None:
             child.alive = True  # an idle thread takes it at once
             worker.jobs.put(child)
             return child
+        if self._starters == 0:  # only Zeus's thread starts the first starter; if it
+            self._add_starter()  # cannot, this attempt fails here and is never queued
         self._unstarted.put(child)  # its new thread sends its first sign of life
-        if start_one:
-            assert starter is not None
-            starter.start()  # once per backend; it starts the other starters
         return child
 
-    def _start_threads(self, first: bool = True) -> None:
-        """Runs in a starter thread: a thread for each attempt that waits for one."""
-        if first:
-            for n in range(1, STARTERS):
-                try:
-                    threading.Thread(target=self._start_threads, args=(False,),
-                                     name=f"zeus-thread-starter-{n}", daemon=True).start()
-                except RuntimeError:  # no thread to spare: fewer starters, slower starts
-                    break
+    def _add_starter(self) -> None:
+        """One more starter thread, up to `STARTERS` (a process out of threads: fewer)."""
+        with self._lock:
+            if self._starters >= STARTERS or self._closed:
+                return
+            self._starters += 1
+            n = self._starters
+        try:
+            threading.Thread(target=self._start_threads, name=f"zeus-thread-starter-{n}",
+                             daemon=True).start()
+        except RuntimeError:
+            with self._lock:
+                self._starters -= 1
+            if n == 1:  # no starter at all: the attempt asking for one cannot start
+                raise
+
+    def _start_threads(self) -> None:
+        """Runs in a starter thread: a thread for each attempt that waits for one; more
+        waiting behind it brings in another starter."""
         while True:
             child = self._unstarted.get()
             if child is None:
@@ -177,6 +182,8 @@ class ThreadBackend:
                                       error=f"its thread could not start: {describe_error(exc)}",
                                       error_type=type(exc).__name__))
             del child, worker  # while it waits for the next, it keeps nothing of this one
+            if not self._unstarted.empty():
+                self._add_starter()
 
     def rest(self, worker: _PooledThread) -> None:
         """A thread whose attempt ended becomes idle (unless the backend is closed)."""
@@ -198,7 +205,8 @@ class ThreadBackend:
         with self._lock:
             self._closed = True
             idle, self._idle = list(self._idle), {}
-        for _ in range(STARTERS):
+            starters = self._starters
+        for _ in range(starters):
             self._unstarted.put(None)
         for worker in idle:
             worker.jobs.put(None)
