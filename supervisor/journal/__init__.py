@@ -4,24 +4,22 @@ supervisor left (sweep).
 """
 
 from supervisor.journal.reader import (
-    Event,
-    Journal,
-    ReplayedAttempt,
-    ReplayedDelegation,
-    Run,
-    SweepAction,
-    SweepResult,
-    SweepTarget,
-    TimeoutEntry,
     TrackingRow,
     follow,
     load,
     parse_line,
-    process_start_time,
     read_events,
+    tracking_rows,
+)
+from supervisor.journal.replay import Journal
+from supervisor.journal.runs import Event, ReplayedAttempt, ReplayedDelegation, Run, TimeoutEntry
+from supervisor.journal.sweep import (
+    SweepAction,
+    SweepResult,
+    SweepTarget,
+    process_start_time,
     sweep,
     sweep_targets,
-    tracking_rows,
 )
 
 __all__ = [

@@ -6,7 +6,7 @@
   `zeus.started` (a journal file may hold several runs): delegations nested by
   `parent_id`, each with its attempts, pids, outcomes, timings and final status.
   `Journal.apply(event)` takes one event at a time, so a live view can follow
-  (in `_journal_tree`).
+  (in `replay`).
 - `follow`: tail a growing journal, event by event, until `zeus.stopped` or Ctrl-C.
 - `tracking_rows` / `Run.timeouts`: the timeout tracking table of the reference
   (agent, timeout, status, partial OK, elapsed) and the timeout log (every
@@ -14,7 +14,7 @@
 - `sweep`: after a supervisor crash, stop the child processes the journal says
   may still run, and only those: a pid is signalled only while it is alive and
   its start time is the one the journal recorded, so a reused pid is never hit
-  (in `_sweep`).
+  (in `sweep`).
 
 Nothing here runs inside Zeus; the CLI (`zeus tree`, `zeus timeouts`, `zeus
 sweep`) and tests call it from the main thread.
@@ -30,42 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from supervisor.journal.replay import Journal
-from supervisor.journal.runs import (
-    Event,
-    ReplayedAttempt,
-    ReplayedDelegation,
-    Run,
-    TimeoutEntry,
-)
-from supervisor.journal.sweep import (
-    SweepAction,
-    SweepResult,
-    SweepTarget,
-    process_start_time,
-    sweep,
-    sweep_targets,
-)
+from supervisor.journal.runs import Event, Run
 
-__all__ = [
-    "Event",
-    "Journal",
-    "ReplayedAttempt",
-    "ReplayedDelegation",
-    "Run",
-    "SweepAction",
-    "SweepResult",
-    "SweepTarget",
-    "TimeoutEntry",
-    "TrackingRow",
-    "follow",
-    "load",
-    "parse_line",
-    "process_start_time",
-    "read_events",
-    "sweep",
-    "sweep_targets",
-    "tracking_rows",
-]
+__all__ = ["TrackingRow", "follow", "load", "parse_line", "read_events", "tracking_rows"]
 
 
 # -- reading -----------------------------------------------------------------------------
