@@ -5,7 +5,7 @@ Pantheon dialect (pantheon) and entrypoint imports (entrypoints).
 
 from pathlib import Path
 
-from supervisor.routing.table import (
+from supervisor.routing.policies import (
     OWNER,
     AgentPolicy,
     Backoff,
@@ -16,10 +16,10 @@ from supervisor.routing.table import (
     ResultPolicy,
     RetryOn,
     RetryPolicy,
-    Routing,
     ShutdownPolicy,
     SupervisorPolicy,
 )
+from supervisor.routing.table import Routing
 
 DEFAULT_ROUTING = Path(__file__).with_name("routing.yml")
 """The pantheon Zeus ships with (the repository's top-level routing.yml is the same file)."""

@@ -43,16 +43,7 @@ from supervisor.routing.policies import (
     AGENT_DEFAULT_KEYS,
     OWNER,
     AgentPolicy,
-    Backoff,
-    BudgetPolicy,
     Frozen,
-    HeartbeatPolicy,
-    IntensityPolicy,
-    PricingPolicy,
-    ResultPolicy,
-    RetryOn,
-    RetryPolicy,
-    ShutdownPolicy,
     SupervisorPolicy,
     agent_name_problem,
 )
@@ -66,22 +57,7 @@ from supervisor.routing.problems import (
     unknown_key,
 )
 
-__all__ = [
-    "OWNER",
-    "AgentPolicy",
-    "Backoff",
-    "BudgetPolicy",
-    "HeartbeatPolicy",
-    "IntensityPolicy",
-    "PricingPolicy",
-    "ResultPolicy",
-    "RetryOn",
-    "RetryPolicy",
-    "Routing",
-    "ShutdownPolicy",
-    "SupervisorPolicy",
-    "deep_merge",
-]
+__all__ = ["Routing", "deep_merge"]
 
 _FILE_KEYS = ("version", "defaults", "supervisor", "agents")
 
