@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psutil
+import pytest
 
 from actors.protocol import Finished
+from supervisor.testing import EventRecorder
 
 WAIT_S = 20.0  # a safety bound on waits, never the thing asserted
 
@@ -63,3 +66,19 @@ def eventually(condition: Callable[[], bool], timeout: float = WAIT_S) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+def cancel_once_running(
+    start: Callable[[], Awaitable[Any]], recorder: EventRecorder, beats: int = 1
+) -> None:
+    """Run `start()` as an asyncio task, cancel it once `beats` heartbeats were heard (its
+    delegations are running), and check that the task ends cancelled."""
+
+    async def host() -> None:
+        run = asyncio.ensure_future(start())
+        await asyncio.to_thread(recorder.wait_for, "attempt.heartbeat", beats)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(host())

@@ -20,6 +20,7 @@ from supervisor import SupervisorError
 from supervisor.integrations._bridge import AWAITER_CANCELLED
 from supervisor.integrations.langgraph import fan_out
 from tests._integration_agents import echo
+from tests._support import cancel_once_running
 from tests.conftest import Recorder, ZeusFactory, wait_cancelled
 
 
@@ -96,14 +97,7 @@ def test_cancelling_the_graphs_task_cancels_the_group(
     zeus = make_zeus({"echo": {}}, works={"echo": wait_cancelled})
     app = graph(fan_out(zeus, briefs, key="findings"))
 
-    async def host() -> None:
-        run = asyncio.ensure_future(app.ainvoke({"topics": ["a", "b"]}))
-        await asyncio.to_thread(recorder.wait_for, "attempt.heartbeat", 2)
-        run.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await run
-
-    asyncio.run(host())
+    cancel_once_running(lambda: app.ainvoke({"topics": ["a", "b"]}), recorder, 2)
     settled = recorder.wait_for("delegation.settled", 2)
     assert [e["status"] for e in settled] == ["cancelled", "cancelled"]
     reasons = {e["reason"] for e in recorder.named("delegation.cancel_requested")}

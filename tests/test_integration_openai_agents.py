@@ -19,6 +19,7 @@ from actors import Status
 from supervisor.integrations._bridge import AWAITER_CANCELLED
 from supervisor.integrations.openai_agents import delegate_tool
 from tests._integration_agents import echo
+from tests._support import cancel_once_running
 from tests.conftest import Recorder, ZeusFactory, wait_cancelled
 
 set_tracing_disabled(True)
@@ -68,14 +69,7 @@ def test_cancelling_the_run_cancels_the_delegation(
                                           call_id="call-1")]])
     agent = Agent(name="lead", model=model, tools=[delegate_tool(zeus)])
 
-    async def host() -> None:
-        run = asyncio.ensure_future(Runner.run(agent, "delegate it"))
-        await asyncio.to_thread(recorder.wait_for, "attempt.heartbeat")
-        run.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await run
-
-    asyncio.run(host())
+    cancel_once_running(lambda: Runner.run(agent, "delegate it"), recorder)
     (settled,) = recorder.wait_for("delegation.settled")
     assert settled["status"] == Status.cancelled
     assert recorder.named("delegation.cancel_requested")[0]["reason"] == AWAITER_CANCELLED

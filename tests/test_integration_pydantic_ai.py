@@ -28,6 +28,7 @@ from supervisor import UnknownAgent
 from supervisor.integrations._bridge import AWAITER_CANCELLED
 from supervisor.integrations.pydantic_ai import delegate_tool
 from tests._integration_agents import echo
+from tests._support import cancel_once_running
 from tests.conftest import Recorder, ZeusFactory, wait_cancelled
 
 
@@ -76,14 +77,7 @@ def test_cancelling_the_run_cancels_the_delegation(
     zeus = make_zeus({"w": {}}, works={"w": wait_cancelled})
     agent = Agent(calls_delegate({"agent": "w", "scope": "x"}, []), tools=[delegate_tool(zeus)])
 
-    async def host() -> None:
-        run = asyncio.ensure_future(agent.run("delegate it"))
-        await asyncio.to_thread(recorder.wait_for, "attempt.heartbeat")
-        run.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await run
-
-    asyncio.run(host())
+    cancel_once_running(lambda: agent.run("delegate it"), recorder)
     (settled,) = recorder.wait_for("delegation.settled")
     assert settled["status"] == Status.cancelled
     assert recorder.named("delegation.cancel_requested")[0]["reason"] == AWAITER_CANCELLED
