@@ -28,6 +28,9 @@ __all__ = ["AWAITER_CANCELLED", "GroupHandle", "Handle", "Settled"]
 
 _log = logging.getLogger("supervisor")
 
+# Taken only by the handles of watched dispatches: no lock of its own built per handle.
+_FIRST_STREAM_TAKEN = threading.Lock()
+
 # The reason a delegation is cancelled with when the task awaiting it is cancelled.
 AWAITER_CANCELLED = "the awaiting task was cancelled"
 
@@ -97,7 +100,6 @@ class Handle:
         self._zeus = zeus
         self._settled = settled
         self._first_stream = first_stream  # opened at dispatch (`watch=True`), not yet taken
-        self._lock = threading.Lock()
 
     @property
     def future(self) -> concurrent.futures.Future[Summary]:
@@ -140,9 +142,12 @@ class Handle:
         For a handle of `zeus.dispatch(brief, watch=True)`, the first call's stream
         holds every event from `delegation.dispatched` on.
         """
-        with self._lock:
-            stream, self._first_stream = self._first_stream, None
-        return stream if stream is not None else self._zeus._subscribe(self.id, self._settled)
+        if self._first_stream is not None:
+            with _FIRST_STREAM_TAKEN:  # given once, whichever thread asks first
+                stream, self._first_stream = self._first_stream, None
+            if stream is not None:
+                return stream
+        return self._zeus._subscribe(self.id, self._settled)
 
     def add_done_callback(self, callback: Callable[[Summary], None]) -> None:
         """Call `callback(summary)` once settled, in Zeus's thread (or at once if settled).
