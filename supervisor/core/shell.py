@@ -26,7 +26,7 @@ from supervisor.core.messages import Dispatch
 from supervisor.core.registry import Registry
 from supervisor.core.sessions import Sessions
 from supervisor.core.state import Attempt, Delegation, build_summary
-from supervisor.core.tree import ancestors, budget_left
+from supervisor.core.tree import ancestors, budget_left, capped
 from supervisor.journal.events import EventLog
 from supervisor.rules.framing import FramingHeads
 from supervisor.rules.intensity import RestartWindow
@@ -126,8 +126,7 @@ class ActorShell(pykka.ThreadingActor):
     def _budget_left(self, d: Delegation) -> dict[str, float] | None:
         """What `d`'s attempt may spend before its, an ancestor's or the tree's budget is over."""
         tree_budget = self._registry.routing.supervisor.budget
-        if d.parent_id is None and not (d.policy.budget.model_fields_set
-                                        or tree_budget.model_fields_set):
+        if d.parent_id is None and not (capped(d.policy.budget) or capped(tree_budget)):
             return None  # a root with no cap above it: most delegations
         chain = [d, *ancestors(d, self._open)]
         return budget_left([*((n.usage, n.policy.budget) for n in chain),

@@ -12,7 +12,7 @@ from supervisor.routing import BudgetPolicy
 if TYPE_CHECKING:
     from supervisor.core.state import Delegation
 
-__all__ = ["ancestors", "budget_left", "previous_error", "waiting_on_children"]
+__all__ = ["ancestors", "budget_left", "capped", "previous_error", "waiting_on_children"]
 
 
 def ancestors(d: Delegation, open_: Mapping[str, Delegation]) -> Iterator[Delegation]:
@@ -36,12 +36,17 @@ _CAPS = (("calls", "max_calls"), ("input_tokens", "max_input_tokens"),
          ("output_tokens", "max_output_tokens"), ("cost", "max_cost"))
 
 
+def capped(budget: BudgetPolicy) -> bool:
+    """Whether any cap was given (one that was not is None: nothing to check)."""
+    return bool(budget.model_fields_set)
+
+
 def budget_left(spent_and_caps: Iterable[tuple[Usage, BudgetPolicy]]) -> dict[str, float] | None:
     """What may still be spent before any of the budgets is over: the least room under
     each cap, by usage name; None when no cap is set."""
     left: dict[str, float] = {}
     for usage, budget in spent_and_caps:
-        if not budget.model_fields_set:  # no cap given: every cap is None
+        if not capped(budget):
             continue
         for name, cap_name in _CAPS:
             cap = getattr(budget, cap_name)
