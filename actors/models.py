@@ -131,8 +131,8 @@ class AttemptRecord(BaseModel):
     losing_causes: list[str] = Field(default_factory=list)
     fenced: bool = False
     killed: str | None = None  # cooperative | terminate | kill, when Zeus stopped it
-    # The evidence it left (DESIGN §15): its progress counter at the end, how many tool
-    # calls it made, the last one, and its last heartbeat note.
+    # The evidence it left (docs/design.md, "Stopping a child"): its progress counter at
+    # the end, how many tool calls it made, the last one, and its last heartbeat note.
     progress: int = 0
     tool_calls: int = 0
     last_tool: str | None = None

@@ -477,7 +477,7 @@ def test_a_nested_brief_cannot_make_a_writer_settle_partial(make_zeus: ZeusFacto
 def test_a_failing_handler_raises_in_the_host_instead_of_coming_back_as_a_value(
     make_zeus: ZeusFactory, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import supervisor.core.snapshot
+    import supervisor.core.tree_view
 
     def broken(d: Any, now: float) -> dict[str, Any]:
         raise RuntimeError("snapshot broke")
@@ -485,7 +485,7 @@ def test_a_failing_handler_raises_in_the_host_instead_of_coming_back_as_a_value(
     zeus = make_zeus({"w": {}}, works={"w": wait_cancelled})
     handle = zeus.dispatch(Brief(agent="w", scope="s"))
     recorder.wait_for("attempt.started")
-    monkeypatch.setattr(supervisor.core.snapshot, "snapshot_node", broken)
+    monkeypatch.setattr(supervisor.core.tree_view, "snapshot_node", broken)
     with pytest.raises(RuntimeError, match="snapshot broke"):
         zeus.tree()
     monkeypatch.undo()

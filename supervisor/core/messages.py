@@ -13,18 +13,18 @@ from dataclasses import dataclass
 
 from actors import Brief, Summary
 from actors.mail import Mail
-from supervisor.core.handle import Settled
+from supervisor.core.future import DelegationFuture
 from supervisor.rules.groups import Group
 
 __all__ = [
     "AttemptDue",
     "BackoffOver",
     "Cancel",
-    "Deliver",
     "Dispatch",
     "ForceSettle",
     "GraceOver",
     "Hold",
+    "OwnerMessage",
     "Ping",
     "ReviewDone",
     "Snapshot",
@@ -36,7 +36,7 @@ __all__ = [
 class Dispatch:
     delegation_id: str
     brief: Brief
-    settled: Settled
+    settled: DelegationFuture
     parent_id: str | None = None
     group: Group | None = None
 
@@ -48,7 +48,7 @@ class Cancel:
 
 
 @dataclass(slots=True)
-class Deliver:
+class OwnerMessage:
     """The owner's message for the delegation's running child (`handle.send`)."""
 
     delegation_id: str

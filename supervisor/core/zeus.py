@@ -22,13 +22,14 @@ from actors.clock import Clock, SystemClock
 from actors.mail import Mail
 from supervisor.core.actor import ZeusActor
 from supervisor.core.book import HandleBook
-from supervisor.core.handle import AWAITER_CANCELLED, GroupHandle, Handle, Settled
+from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import AWAITER_CANCELLED, GroupHandle, Handle
 from supervisor.core.messages import (
     Cancel,
-    Deliver,
     Dispatch,
     ForceSettle,
     Hold,
+    OwnerMessage,
     Ping,
     Snapshot,
     StopAll,
@@ -39,7 +40,7 @@ from supervisor.journal.events import EventLog, LogTarget
 from supervisor.journal.streams import EventStream
 from supervisor.routing import AgentPolicy, Routing
 from supervisor.routing.ray_setup import ray_backend, wants_ray
-from supervisor.rules.admission import writer_partial_refusal
+from supervisor.rules.delegation import writer_partial_refusal
 from supervisor.rules.groups import STRATEGIES, Group, Strategy
 
 __all__ = ["Zeus"]
@@ -115,8 +116,9 @@ class Zeus:
     ) -> None:
         """Use `work(brief, ctx)` for `agent` (its routing policy, or the defaults).
 
-        Registering a process agent readies the process backend here, in the host's
-        thread, so that its first attempt does not hold up Zeus's mailbox.
+        Registering a process agent starts readying the process backend on a thread of
+        its own, so that neither the host's thread (an event loop, say) nor, mostly, its
+        first attempt waits for the fork server.
         """
         self._registry.register(agent, work, policy)
         if "ray" not in self._backends and wants_ray([self._registry.policy(agent)]):
@@ -124,7 +126,7 @@ class Zeus:
         if self._registry.policy(agent).isolation == "process":
             backend = self._backends.get("process")
             if isinstance(backend, ProcessBackend):
-                backend.prestart()
+                _prestart(backend)
 
     @property
     def routing(self) -> Routing:
@@ -155,7 +157,7 @@ class Zeus:
         checked = [self._check(b) for b in briefs]  # all or nothing: refuse before dispatching
         group = Group(self._registry.next_id("group"), strategy)
         handles = [self._dispatch(b, group) for b in checked]
-        return GroupHandle(group.id, handles, self)
+        return GroupHandle(group.id, handles)
 
     def _check(self, brief: Brief | Mapping[str, Any]) -> Brief:
         if not isinstance(brief, Brief):
@@ -169,7 +171,7 @@ class Zeus:
 
     def _dispatch(self, brief: Brief, group: Group | None, *, watch: bool = False) -> Handle:
         delegation_id = self._registry.next_id(brief.agent)
-        settled = Settled()
+        settled = DelegationFuture()
         settled.on_cancel = lambda: self.cancel(delegation_id, AWAITER_CANCELLED)
         first = self._events.subscriptions.subscribe(delegation_id) if watch else None
         handle = Handle(delegation_id, self, settled, first_stream=first)
@@ -180,7 +182,7 @@ class Zeus:
 
     def _settled_handle(self, delegation_id: str, summary: Summary) -> Handle:
         """A new handle on a settled delegation whose first handle the host let go."""
-        settled = Settled()
+        settled = DelegationFuture()
         settled.set(summary)
         return Handle(delegation_id, self, settled)
 
@@ -225,8 +227,8 @@ class Zeus:
         mail = Mail(message).encode("command" if policy.command else policy.isolation)
         try:
             if handle is None:  # a child's delegation: only Zeus knows whether it is open
-                return bool(self._ask(Deliver(delegation_id, mail)))
-            self._tell(Deliver(delegation_id, mail))
+                return bool(self._ask(OwnerMessage(delegation_id, mail)))
+            self._tell(OwnerMessage(delegation_id, mail))
         except (ZeusStopped, pykka.ActorDeadError):
             return False
         return True
@@ -238,9 +240,16 @@ class Zeus:
             hint = f"; did you mean {' or '.join(map(repr, nearest))}?" if nearest else ""
             raise UnknownDelegation(f"Zeus never had a delegation {delegation_id!r}{hint}")
 
-    def _subscribe(self, delegation_id: str, settled: Settled) -> EventStream:
+    def events(self, delegation_id: str) -> EventStream:
+        """The delegation's events from now on (`handle.events()`); iterate, sync or
+        async, until it settles. A settled one's stream is closed: nothing more comes.
+
+        `UnknownDelegation` for an id Zeus never had.
+        """
+        self._known(delegation_id)
         stream = self._events.subscriptions.subscribe(delegation_id)
-        if settled.done():  # nothing more will come (its `delegation.settled` may have)
+        handle = self._book.get(delegation_id)
+        if handle is not None and handle.done():
             stream.close()
         return stream
 
@@ -279,7 +288,7 @@ class Zeus:
         with self._stop_lock:
             if self._stopped.is_set():
                 return
-            pending: list[Settled] = self._ask(StopAll("zeus is stopping"))
+            pending: list[DelegationFuture] = self._ask(StopAll("zeus is stopping"))
             deadline = time.monotonic() + timeout
             for settled in pending:
                 remaining = deadline - time.monotonic()
@@ -360,8 +369,15 @@ def _process_backends(routing: Routing) -> dict[str, Backend]:
     so that the first process attempt does not stall Zeus's mailbox on imports."""
     backend = ProcessBackend()
     if any(p.isolation == "process" or p.command for p in routing.agents.values()):
-        backend.prestart()
+        _prestart(backend)
     return {"process": backend}
+
+
+def _prestart(backend: ProcessBackend) -> None:
+    """Ready the fork server on a thread of its own (about 0.5 s of imports): `Zeus.start`
+    returns at once, also inside an event loop's `async with`. An attempt that starts
+    before it is ready waits for it in the backend, as it would have without it."""
+    threading.Thread(target=backend.prestart, name="zeus-forkserver", daemon=True).start()
 
 
 def _ray_backends(routing: Routing) -> dict[str, Backend]:

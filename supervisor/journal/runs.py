@@ -52,7 +52,8 @@ class ReplayedAttempt:
     fenced: str | None = None  # the reason, for a thread that could not be stopped
     progress: Any = None
     note: str | None = None
-    tool_calls: int | None = None  # how many it made, once it ended (DESIGN §15)
+    # How many it made, once it ended (docs/design.md, "Stopping a child").
+    tool_calls: int | None = None
     last_tool: str | None = None
     last_ts: float | None = None
     then: str | None = None  # what Zeus did next: "retry in 1.20s", "fallback apollo -> athena"

@@ -1,0 +1,71 @@
+"""The future of one delegation's summary, as Zeus's actor thread sets it.
+
+A real `concurrent.futures.Future`, so every standard tool (`as_completed`,
+`asyncio.wrap_future`) works on it; the host reaches it as `handle.future`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from collections.abc import Callable
+
+from actors import Summary
+
+__all__ = ["DelegationFuture"]
+
+_log = logging.getLogger("supervisor")
+
+
+class DelegationFuture(concurrent.futures.Future[Summary]):
+    """The future of one delegation's summary, set once, in Zeus's actor thread.
+
+    `cancel()` never cancels the future itself (a delegation settles exactly
+    once, with a summary): it asks Zeus to cancel the delegation, whose
+    `cancelled` summary then settles the future. That is what makes a task
+    awaiting `asyncio.wrap_future(handle.future)` cancel the delegation too.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.on_cancel: Callable[[], None] | None = None  # set by Zeus for the host's handles
+        # Zeus's own note of the settlement (its handle book), called with the summary right
+        # after the done-callbacks: cheaper than one more of them, and never the host's code.
+        self.on_settled: Callable[[Summary], None] | None = None
+
+    def set(self, summary: Summary) -> bool:
+        """Settle with `summary`; False (and nothing changes) if already settled."""
+        try:  # one lock round trip, not two: the hot path of every delegation
+            self.set_result(summary)
+        except concurrent.futures.InvalidStateError:
+            return False
+        if self.on_settled is not None:
+            self.on_settled(summary)
+        return True
+
+    def cancel(self) -> bool:
+        """Ask Zeus to cancel the delegation; returns False: the future settles with its summary."""
+        if self.on_cancel is not None and not self.done():
+            self.on_cancel()
+        return False
+
+    def add_callback(self, callback: Callable[[Summary], None]) -> None:
+        """Run `callback(summary)` once settled (at once, in this thread, if already)."""
+        self.add_done_callback(lambda future: _call(callback, future.result()))
+
+    def wait_done(self, timeout: float | None) -> bool:
+        """Wait up to `timeout` seconds; True once settled."""
+        done, _ = concurrent.futures.wait([self], timeout)
+        return bool(done)
+
+    @property
+    def summary(self) -> Summary | None:
+        return self.result() if self.done() else None
+
+
+def _call(callback: Callable[[Summary], None], summary: Summary) -> None:
+    """Run a done-callback; its failure is the host's bug, logged, never Zeus's end."""
+    try:
+        callback(summary)
+    except Exception:  # noqa: BLE001 - any failure of host code, logged
+        _log.exception("a done-callback of %s raised; Zeus goes on", summary.id)
