@@ -70,8 +70,13 @@ CREATE INDEX retries_delegation ON retries (delegation_id, seq);
 
 
 def readonly_uri(path: str | Path) -> str:
-    """A `file:` URI that opens `path` read-only (nothing is written, not even WAL)."""
-    return f"file:{quote(str(Path(path).resolve()))}?mode=ro"
+    """A `file:` URI that opens `path` read-only. Without a write-ahead log beside it
+    (a store closed cleanly, another SQLite file) it is opened immutable, so that not
+    even SQLite's `-wal` and `-shm` companions are created; with one, SQLite reads the
+    log (and may add the `-shm` index it needs) but never writes the file itself."""
+    path = Path(path).resolve()
+    immutable = "" if Path(f"{path}-wal").exists() else "&immutable=1"
+    return f"file:{quote(str(path))}?mode=ro{immutable}"
 
 
 def is_sqlite_file(path: str | Path) -> bool:
