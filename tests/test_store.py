@@ -153,7 +153,7 @@ def test_children_come_in_the_order_of_their_parents_delegate_calls(store: Sqlit
     store.commit()
     assert [c.id for c in store.children("p")] == ["p.0", "p.1", "p.2"]
     # parents before children in the open set (the order recovery walks)
-    assert [o.delegation.id for o in store.open_delegations()][0] == "p"
+    assert store.open_delegations()[0].delegation.id == "p"
 
 
 def test_settled_delegations_older_than_keep_days_are_pruned(

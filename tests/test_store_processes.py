@@ -105,7 +105,7 @@ def test_a_live_owner_process_refuses_a_second_opener_by_name(tmp_path: Path) ->
 def test_a_dead_owners_store_is_claimed_with_what_it_had_committed(tmp_path: Path) -> None:
     path = tmp_path / "zeus.db"
     dead = host(path, "die")
-    out, err = dead.communicate(timeout=30)
+    _out, err = dead.communicate(timeout=30)
     assert dead.returncode == 0, err
     store = SqliteStore.open(path)
     try:
