@@ -3,7 +3,9 @@
 `store_events(path)` opens the store read-only (its owner may be running) and
 yields the same dicts a JSONL journal holds (docs/formats.md), rebuilt from the
 rows: `zeus.started` (the owner), `delegation.dispatched`, `attempt.started`,
-`attempt.spawned` (the child's pid), `attempt.completed` / `attempt.failed`,
+`attempt.spawned` (the child's pid), `attempt.timed_out` / `attempt.stale` /
+`attempt.budget_exceeded` (for an attempt that ended so), `attempt.completed` /
+`attempt.failed`,
 `retry.scheduled`, `delegation.settled`, and `zeus.stopped` when the owner gave
 the store up. Heartbeats and charges are not events here. Called from the
 CLI's main thread (`zeus tree|timeouts|sweep STORE`).
@@ -23,6 +25,8 @@ from supervisor.store.schema import inspect, is_sqlite_file, readonly_uri
 __all__ = ["is_sqlite_file", "store_events"]
 
 Event = dict[str, Any]
+_STOPPED = {"timeout": "attempt.timed_out", "stale": "attempt.stale",
+            "budget_exceeded": "attempt.budget_exceeded"}
 
 
 def _base(event: str, ts: float, delegation_id: str | None, attempt_id: str | None,
@@ -93,6 +97,9 @@ def _events(con: sqlite3.Connection) -> Iterator[Event]:
             extra = {} if name == "attempt.completed" else {
                 "outcome": outcome, "error": error, "tool_calls": r.get("tool_calls"),
                 "last_tool": r.get("last_tool")}
+            if outcome in _STOPPED:  # the stop that ended it, as the journal says it first
+                rows.append((end_seq, _base(_STOPPED[outcome], ended, d_id, a_id, parent,
+                                            agent, elapsed_s=round(ended - start, 6))))
             rows.append((end_seq, _base(name, ended, d_id, a_id, parent, agent,
                                         duration_s=r.get("duration_s", ended - start), **extra)))
     for d_id, after, due, agent, seq in con.execute(
