@@ -40,7 +40,9 @@ class Status(StrEnum):
 
 
 class AttemptOutcome(StrEnum):
-    """How one attempt ended. `transient`, `timeout`, `stale` and `crash` can be retried."""
+    """How one attempt ended. `transient`, `timeout`, `stale`, `crash` and `lost` can be
+    retried. `lost`: the supervisor that ran it died, and its child was confirmed gone
+    when a new supervisor recovered the store (docs/design.md, the store)."""
 
     completed = "completed"
     error = "error"
@@ -50,6 +52,7 @@ class AttemptOutcome(StrEnum):
     crash = "crash"
     budget_exceeded = "budget_exceeded"
     cancelled = "cancelled"
+    lost = "lost"
 
 
 class Brief(BaseModel):

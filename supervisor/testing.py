@@ -1,5 +1,6 @@
 """For people who test their agents and hosts: a clock that moves only when told,
-an event recorder, and the two mailbox controls that force a race into a known order.
+an event recorder, the two mailbox controls that force a race into a known order,
+and a store that runs out of room (`store_full`).
 
 ```python
 clock, events = FakeClock(), EventRecorder()
@@ -9,6 +10,13 @@ with Zeus.start(routing, log=events, clock=clock) as zeus:
         zeus.cancel(handle.id)
     sync(zeus)                        # every message sent so far has been handled
 ```
+
+A host process can be made to die at each step of a delegation's life in the
+store: `ZEUS_STORE_CRASH_AFTER=KIND[:N]` in its environment (read when a store
+opens) ends it with `os._exit(supervisor.store.CRASH_EXIT)` right after the N-th
+commit holding a write of KIND (`recorded`, `attempt_started`,
+`attempt_identity`, `charge`, `partial`, `attempt_ended`, `retry_scheduled`,
+`settled`).
 """
 
 from __future__ import annotations
@@ -22,8 +30,9 @@ from actors.clock import FakeClock
 
 if TYPE_CHECKING:
     from supervisor.core.zeus import Zeus
+    from supervisor.store import SqliteStore
 
-__all__ = ["EventRecorder", "FakeClock", "held", "sync"]
+__all__ = ["EventRecorder", "FakeClock", "held", "store_full", "sync"]
 
 
 def held(zeus: Zeus) -> contextlib.AbstractContextManager[None]:
@@ -34,6 +43,20 @@ def held(zeus: Zeus) -> contextlib.AbstractContextManager[None]:
 def sync(zeus: Zeus) -> None:
     """Wait until Zeus has handled every message sent before this call."""
     zeus._sync()
+
+
+@contextlib.contextmanager
+def store_full(store: SqliteStore) -> Iterator[None]:
+    """For the block, the store's file may not grow: a commit that needs a new page fails
+    as on a full disk (SQLite's own `SQLITE_FULL`). Call from the store's thread."""
+    con = store._con
+    (pages,) = con.execute("PRAGMA page_count").fetchone()
+    (limit,) = con.execute("PRAGMA max_page_count").fetchone()
+    con.execute(f"PRAGMA max_page_count = {int(pages)}")
+    try:
+        yield
+    finally:
+        con.execute(f"PRAGMA max_page_count = {int(limit)}")
 
 
 class EventRecorder:

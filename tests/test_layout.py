@@ -1,7 +1,7 @@
 """The layers: `actors` runs, `supervisor` decides; inside each, imports run one way (down).
 
-cli, integrations -> supervisor (the host's names), testing -> core -> rules ->
-routing, journal -> errors -> actors.backends -> actors. `actors` never imports
+cli, integrations -> supervisor (the host's names), testing -> core -> store ->
+rules -> routing, journal -> errors -> actors.backends -> actors. `actors` never imports
 `supervisor`, and the library never imports the CLI. No module is over 400 lines.
 """
 
@@ -28,12 +28,13 @@ RANKS = {
     "supervisor.routing": 3,
     "supervisor.journal": 3,
     "supervisor.rules": 4,
-    "supervisor.core": 5,
-    "supervisor": 6,
-    "supervisor.testing": 6,
-    "supervisor.examples": 6,
-    "supervisor.integrations": 7,
-    "supervisor.cli": 7,
+    "supervisor.store": 5,
+    "supervisor.core": 6,
+    "supervisor": 7,
+    "supervisor.testing": 7,
+    "supervisor.examples": 7,
+    "supervisor.integrations": 8,
+    "supervisor.cli": 8,
 }
 
 
