@@ -15,6 +15,7 @@ import pykka
 
 from actors.backends import Backend
 from actors.clock import Clock
+from supervisor.core.durable import Durable
 from supervisor.core.messages import (
     AttemptDue,
     BackoffOver,
@@ -25,15 +26,20 @@ from supervisor.core.messages import (
     Hold,
     OwnerMessage,
     Ping,
+    Recover,
+    RetryStore,
     ReviewDone,
     Snapshot,
     StopAll,
+    StoredLookup,
 )
+from supervisor.core.recovery import recover_store
 from supervisor.core.registry import Registry
 from supervisor.core.reports import ChildReports
 from supervisor.core.supervisor import Supervisor
 from supervisor.core.tree_view import tree_snapshot
 from supervisor.journal.events import EventLog
+from supervisor.store import Recovery
 
 __all__ = ["ZeusActor"]
 
@@ -59,12 +65,14 @@ class ZeusActor(pykka.ThreadingActor):
         events: EventLog,
         backends: dict[str, Backend],
         rng: random.Random,
+        durable: Durable | None = None,
     ) -> None:
         super().__init__()
         self._events = events
         self.supervisor = Supervisor(registry=registry, clock=clock, events=events,
                                      backends=backends, rng=rng, tell=self.tell,
-                                     queued=self.queued)
+                                     queued=self.queued, durable=durable)
+        self._durable = durable
         self.reports = ChildReports(self.supervisor)
         sup = self.supervisor
         self._handlers: dict[type, Callable[[Any], Any]] = {
@@ -81,6 +89,9 @@ class ZeusActor(pykka.ThreadingActor):
             Snapshot: self._on_snapshot,
             Ping: lambda _msg: None,
             Hold: self._on_hold,
+            Recover: self._on_recover,
+            StoredLookup: self._on_stored_lookup,
+            RetryStore: self._on_retry_store,
         }
 
     def tell(self, message: object) -> None:
@@ -112,6 +123,26 @@ class ZeusActor(pykka.ThreadingActor):
                 traceback=traceback.format_exc(),
             )
             return exc if isinstance(exc, Exception) else None
+        finally:
+            if self._durable is not None:
+                self._durable.end_turn()  # one commit for what the turn wrote
+
+    def _on_recover(self, msg: Recover) -> Recovery:
+        return recover_store(self.supervisor, msg.keep_handle)
+
+    def _on_stored_lookup(self, msg: StoredLookup) -> tuple[str, Any, Any] | None:
+        """(id, brief, summary or None while open) of a stored delegation, or None."""
+        if self._durable is None:
+            return None
+        store = self._durable.store
+        found = (store.by_key(msg.key) if msg.key is not None
+                 else store.delegation(msg.delegation_id or ""))
+        if found is None:
+            return None
+        return found.id, found.brief, None if found.open else store.summary(found.id)
+
+    def _on_retry_store(self, _msg: RetryStore) -> bool:
+        return self._durable is None or self._durable.commit_now()
 
     def _on_hold(self, msg: Hold) -> None:
         msg.held.set()

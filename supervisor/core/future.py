@@ -49,7 +49,7 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
             self.on_cancel()
         return False
 
-    def add_callback(self, callback: Callable[[Summary], None]) -> None:
+    def add_callback(self, callback: Callable[[Summary], object]) -> None:
         """Run `callback(summary)` once settled (at once, in this thread, if already)."""
         self.add_done_callback(lambda future: _call(callback, future.result()))
 
@@ -63,7 +63,7 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
         return self.result() if self.done() else None
 
 
-def _call(callback: Callable[[Summary], None], summary: Summary) -> None:
+def _call(callback: Callable[[Summary], object], summary: Summary) -> None:
     """Run a done-callback; its failure is the host's bug, logged, never Zeus's end."""
     try:
         callback(summary)

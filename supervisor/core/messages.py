@@ -9,6 +9,7 @@ every delegation.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from actors import Brief, Summary
@@ -26,9 +27,12 @@ __all__ = [
     "Hold",
     "OwnerMessage",
     "Ping",
+    "Recover",
+    "RetryStore",
     "ReviewDone",
     "Snapshot",
     "StopAll",
+    "StoredLookup",
 ]
 
 
@@ -39,6 +43,7 @@ class Dispatch:
     settled: DelegationFuture
     parent_id: str | None = None
     group: Group | None = None
+    key: str | None = None  # the host's idempotency key (`dispatch(brief, key=...)`)
 
 
 @dataclass(slots=True)
@@ -97,6 +102,28 @@ class Hold:
 
     release: threading.Event
     held: threading.Event
+
+
+@dataclass(slots=True)
+class Recover:
+    """Recover what the store's last Zeus left open (once, as Zeus starts);
+    `keep_handle(id, future)` gives the host a handle on each recovered root."""
+
+    keep_handle: Callable[[str, DelegationFuture], None]
+
+
+@dataclass(slots=True)
+class StoredLookup:
+    """A delegation the host no longer holds a handle on, looked up in the store by its
+    key or its id: (id, brief, summary or None while open), or None."""
+
+    key: str | None = None
+    delegation_id: str | None = None
+
+
+@dataclass(slots=True)
+class RetryStore:
+    """Try the store's buffered writes again (a dispatch while it could not be written)."""
 
 
 @dataclass(slots=True)

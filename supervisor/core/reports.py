@@ -84,7 +84,8 @@ class ChildReports:
             payer = fenced.get(attempt_id)
             if payer is not None:
                 # Late spend is real money: it counts against the tree all the same.
-                self._sup.spend(payer, None, priced(message.usage, payer.policy.pricing))
+                self._sup.spend(payer, None, priced(message.usage, payer.policy.pricing),
+                                attempt_id)
         if isinstance(message, Finished) and attempt_id in fenced:
             delegation_id = fenced.pop(attempt_id).id
             self._events.emit("attempt.fenced", delegation_id=delegation_id,
@@ -115,6 +116,8 @@ class ChildReports:
         # Its stale clock starts at its first sign of life, as for every child: a process
         # still being started (Zeus's delay, not the child's) is never stale.
         self._sup.emit("attempt.spawned", d, a, pid=msg.pid, pid_start_time=msg.pid_start_time)
+        if self._sup.durable is not None:
+            self._sup.durable.identity(a, msg.pid, msg.pid_start_time, None)
 
     def on_placed(self, msg: Placed) -> None:
         """A Ray attempt reached a node (waiting for one is not a hang: its stale clock
@@ -125,6 +128,9 @@ class ChildReports:
             return
         d, a = owner
         a.pid = msg.pid
+        if self._sup.durable is not None:
+            self._sup.durable.identity(a, msg.pid, getattr(a.child, "pid_start_time", None),
+                                       getattr(a.child, "node", None))
         if not a.announced:
             self._sup.announce(d, a)
 
@@ -150,6 +156,8 @@ class ChildReports:
         if self._events.enabled:
             self._sup.emit("attempt.partial", d, a, item=short_text(msg.item),
                            progress=msg.progress)
+        if self._sup.durable is not None:
+            self._sup.durable.partial(d, a, msg.item)
         if len(d.partials) < MAX_PARTIALS:
             d.partials.append(msg.item)
         else:
@@ -179,7 +187,7 @@ class ChildReports:
     def on_charge(self, msg: Charge) -> None:
         owner = self._owner(msg)
         if owner is not None:
-            self._sup.spend(*owner, priced(msg.usage, owner[1].policy.pricing))
+            self._sup.spend(*owner, priced(msg.usage, owner[1].policy.pricing), msg.attempt_id)
 
     def on_delegate_request(self, msg: DelegateRequest) -> None:
         owner = self._tree.owner(msg.attempt_id)

@@ -20,6 +20,7 @@ from actors import AttemptOutcome, Brief, Status, Summary, Usage
 from actors.backends import Backend
 from actors.clock import Clock
 from actors.protocol import Finished
+from supervisor.core.durable import Durable
 from supervisor.core.future import DelegationFuture
 from supervisor.core.messages import (
     AttemptDue,
@@ -49,6 +50,7 @@ from supervisor.rules.backoff import backoff_delay
 from supervisor.rules.circuit import when_circuit_open
 from supervisor.rules.framing import FramingHeads
 from supervisor.rules.groups import review_brief, review_verdict, siblings_to_restart
+from supervisor.rules.recovery import NOT_ASKED_AGAIN, Replay
 from supervisor.rules.settle import (
     COMPLETED,
     Fallback,
@@ -84,6 +86,7 @@ class Supervisor:
         rng: random.Random,
         tell: Callable[[object], None],
         queued: Callable[[], int | None],
+        durable: Durable | None = None,
     ) -> None:
         self.registry = registry
         self.clock = clock
@@ -99,6 +102,10 @@ class Supervisor:
         self._mail = PendingMail()
         self._framing_heads = FramingHeads()
         self.accepting = True
+        self.durable = durable  # the store's writes, when Zeus has a store
+        # Stored sub-delegations an orchestrator rerun after a restart may ask for again,
+        # by its delegation id (docs/design.md, "The store": nested delegations replay).
+        self.replays: dict[str, Replay] = {}
 
     def emit(self, event: str, d: Delegation, a: Attempt | None = None, **fields: Any) -> None:
         """A journal event about `d` (and its attempt `a`), with the fields every one has."""
@@ -138,6 +145,9 @@ class Supervisor:
         if self.events.enabled:
             self.emit("delegation.dispatched", d, scope=d.brief.scope, depth=d.depth,
                       timeout_s=_timeout_s(d), policy=_effective(policy, d.brief))
+        if self.durable is not None:
+            self.durable.recorded(d, key=msg.key, policy=_effective(policy, d.brief),
+                                  ordinal=len(parent.children) - 1 if parent else None)
         if not self.accepting:
             self.settle(d, Settle(Status.cancelled, reason="zeus is stopping"))
         elif parent is not None and parent.cancel_requested:
@@ -152,9 +162,53 @@ class Supervisor:
             self.tree.queue.append(d.id)
 
     def dispatch_nested(self, parent: Delegation, brief: Brief, future: DelegationFuture) -> None:
-        """A delegation of `parent`'s attempt (a child's `ctx.delegate`, a task's review)."""
+        """A delegation of `parent`'s attempt (a child's `ctx.delegate`, a task's review).
+
+        An orchestrator rerun after a restart gets its stored sub-delegation for the same
+        call instead, when the brief is the same: a settled one's summary at once, an
+        open one awaited (no sub-delegation runs twice because its parent did)."""
+        replay = self.replays.get(parent.id)
+        if replay is not None and self._replayed(parent, replay, brief, future):
+            return
         child_id = self.registry.next_id(brief.agent)
         self.on_dispatch(Dispatch(child_id, brief, future, parent_id=parent.id))
+
+    def _replayed(self, parent: Delegation, replay: Replay, brief: Brief,
+                  future: DelegationFuture) -> bool:
+        """Whether `brief` was answered from the store (see `dispatch_nested`)."""
+        answer = replay.ask(brief)
+        self._not_asked_again(answer.cancel)
+        if answer.reuse is None:
+            del self.replays[parent.id]
+            return False
+        child = self.tree.get(answer.reuse)
+        if child is not None:  # open: recovered on its own, awaited as it settles
+            child.settled.add_callback(future.set)
+            self.emit("delegation.replayed", child, None, open=True, parent=parent.id)
+            return True
+        summary = self.durable.store.summary(answer.reuse) if self.durable else None
+        if summary is None:  # pruned or never settled: run it again after all
+            del self.replays[parent.id]
+            return False
+        self.events.emit("delegation.replayed", delegation_id=answer.reuse,
+                         attempt_id=None, parent_id=parent.id, agent=summary.agent,
+                         status=summary.status.value, open=False)
+        future.set(summary)
+        return True
+
+    def _not_asked_again(self, delegation_ids: tuple[str, ...]) -> None:
+        for delegation_id in delegation_ids:
+            stale = self.tree.get(delegation_id)
+            if stale is not None:
+                self.cancel(stale, NOT_ASKED_AGAIN)
+
+    def run_recovered(self, d: Delegation) -> None:
+        """A delegation recovered from the store runs again (a root waits for a slot)."""
+        if (d.depth > 1
+                or self.tree.running_roots < self.registry.routing.supervisor.max_concurrent):
+            self._begin(d)
+        else:
+            self.tree.queue.append(d.id)
 
     def _begin(self, d: Delegation) -> None:
         self.tree.begin(d)
@@ -177,6 +231,12 @@ class Supervisor:
         )
         d.current = a
         self.tree.live[a.id] = (d, a)
+        if self.durable is not None and not self.durable.attempt_started(d, a):
+            self.end_attempt(d, a, Finished(a.id, AttemptOutcome.error, error=(
+                f"the store {self.durable.store.path} could not record the attempt, so it "
+                "did not start: free disk space or make the store writable"),
+                error_type="StoreError"))
+            return
         try:
             work = work_of(a, self.registry)
             chain = [d, *self.tree.ancestors(d)]
@@ -188,6 +248,9 @@ class Supervisor:
             self.timers.arm(a)  # before the child starts: a deadline no timer can keep fails it
             a.child = self._backend(isolation_of(a)).start(spec, self.tell)
             a.pid = a.child.pid
+            if self.durable is not None and a.pid is not None:
+                self.durable.identity(a, a.pid, getattr(a.child, "pid_start_time", None),
+                                      getattr(a.child, "node", None))
             if getattr(a.child, "alive", False):  # alive as it starts: its first sign of life
                 a.watch = a.watch.observe(0, now)
         except Exception as exc:  # noqa: BLE001 - a child that cannot start is a failed attempt
@@ -220,13 +283,17 @@ class Supervisor:
 
     # -- spend ------------------------------------------------------------------------------
 
-    def spend(self, d: Delegation, a: Attempt | None, usage: Usage) -> None:
+    def spend(self, d: Delegation, a: Attempt | None, usage: Usage,
+              attempt_id: str | None = None) -> None:
         """Count `usage` against `d` (while open), every open ancestor, and the whole tree;
         stop the attempts whose budget it breaks.
 
-        `a` is the attempt that charged it, None for the late spend of a fenced one."""
+        `a` is the attempt that charged it, None for the late spend of a fenced one;
+        `attempt_id` the charging attempt's id, for the store."""
         ancestors = list(self.tree.ancestors(d))
         chain = [d, *ancestors] if self.tree.get(d.id) is not None else ancestors
+        if self.durable is not None and attempt_id is not None:
+            self.durable.charged(d.id, attempt_id, usage)
         overruns, tree_overrun = self.spending.charge(chain, usage)
         for node, overrun in overruns:
             assert node.current is not None
@@ -343,6 +410,11 @@ class Supervisor:
         record = attempt_record(a, outcome, finished, now=now, killed=killed, fenced=fenced,
                                 restart_pending=d.restart_pending)
         d.attempts.append(record)
+        if self.durable is not None:
+            self.durable.attempt_ended(record)
+        replay = self.replays.pop(d.id, None)
+        if replay is not None:  # the rerun attempt ended: what it did not ask for again goes
+            self._not_asked_again(replay.finish())
         if (finished is not None and finished.outcome is AttemptOutcome.completed
                 and outcome is not AttemptOutcome.completed):
             d.lost_output = finished.value  # a result that lost to a stop cause is kept
@@ -412,6 +484,8 @@ class Supervisor:
         elif isinstance(step, Retry):
             d.retries_used += 1
             delay = backoff_delay(d.policy.retry, step.number, self._rng)
+            if self.durable is not None:
+                self.durable.retry_scheduled(d, a, delay, d.agent)
             self.emit("retry.scheduled", d, a, backoff_s=round(delay, 6),
                       next_attempt_id=f"{d.id}-a{d.attempt_count + 1}",
                       follow_up=step.follow_up)
@@ -422,6 +496,8 @@ class Supervisor:
                 d.backoff_timer = self.timers.after(delay, BackoffOver(d.id))
         elif isinstance(step, Fallback):
             self.emit("fallback.dispatched", d, a, **{"from": d.agent, "to": step.agent})
+            if self.durable is not None:
+                self.durable.retry_scheduled(d, a, 0.0, step.agent)
             d.agent = step.agent
             d.policy = self.registry.policy(step.agent)
             d.visited.append(step.agent)
@@ -578,6 +654,8 @@ class Supervisor:
             )
         self.restarts.forget(d.id)  # its children's restart window goes with it
         self._mail.drop(d.id)
+        if self.durable is not None:
+            self.durable.settled(d, summary)  # committed before the handle resolves
         if self.events.enabled:  # its fields are built only for someone who listens
             self.emit("delegation.settled", d, None, status=summary.status.value,
                       duration_s=summary.duration_s, attempts=len(d.attempts),

@@ -22,6 +22,7 @@ from actors.clock import Clock, SystemClock
 from actors.mail import Mail
 from supervisor.core.actor import ZeusActor
 from supervisor.core.book import HandleBook
+from supervisor.core.durable import Durable
 from supervisor.core.future import DelegationFuture
 from supervisor.core.handle import AWAITER_CANCELLED, GroupHandle, Handle
 from supervisor.core.messages import (
@@ -31,17 +32,29 @@ from supervisor.core.messages import (
     Hold,
     OwnerMessage,
     Ping,
+    Recover,
+    RetryStore,
     Snapshot,
     StopAll,
+    StoredLookup,
 )
 from supervisor.core.registry import Registry
-from supervisor.errors import DelegationRefused, SupervisorError, UnknownDelegation, ZeusStopped
+from supervisor.errors import (
+    DelegationRefused,
+    KeyConflict,
+    StoreError,
+    SupervisorError,
+    UnknownDelegation,
+    ZeusStopped,
+)
 from supervisor.journal.events import EventLog, LogTarget
 from supervisor.journal.streams import EventStream
 from supervisor.routing import AgentPolicy, Routing
 from supervisor.routing.ray_setup import ray_backend, wants_ray
 from supervisor.rules.delegation import writer_partial_refusal
 from supervisor.rules.groups import STRATEGIES, Group, Strategy
+from supervisor.rules.recovery import brief_differences
+from supervisor.store import Recovery, SqliteStore, Store
 
 __all__ = ["Zeus"]
 
@@ -56,10 +69,18 @@ class Zeus:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         backends: Mapping[str, Backend] | None = None,
+        store: str | Path | None = None,
+        agents: Mapping[str, Callable[..., Any]] | None = None,
     ) -> None:
         self._owns_clock = clock is None
         self._clock: Clock = clock if clock is not None else SystemClock(self._timer_failed)
         self._registry = Registry(routing)
+        # The store first of all: a busy or bad one is refused before anything starts.
+        self._store = _open_store(routing, store, self._clock)
+        if self._store is not None:
+            self._registry.continue_from(self._store.issued())
+        self._keys: dict[str, tuple[str, Brief]] = {}  # dispatch key -> (id, brief)
+        self._keys_lock = threading.Lock()
         # Ray first: it may refuse to start (not installed, unreachable), and nothing else
         # has been started then.
         ray = {} if (backends and "ray" in backends) else _ray_backends(routing)
@@ -72,14 +93,28 @@ class Zeus:
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
         self._book = HandleBook(routing.supervisor.keep_settled, self._settled_handle)
+        durable = None if self._store is None else Durable(self._store, self._clock,
+                                                           self._events)
         self._ref = ZeusActor.start(
             registry=self._registry,
             clock=self._clock,
             events=self._events,
             backends=self._backends,
             rng=rng if rng is not None else random.Random(),
+            durable=durable,
         )
-        self._events.emit("zeus.started", pid=os.getpid(), routing=routing.source)
+        self._events.emit("zeus.started", pid=os.getpid(), routing=routing.source,
+                          store=None if self._store is None else self._store.path)
+        for name, work in (agents or {}).items():  # before recovery: it may run them again
+            self.register(name, work)
+        self.recovered = Recovery()
+        """What this start found in its store and did with it (empty without a store)."""
+        if self._store is not None:
+            try:
+                self.recovered = self._ask(Recover(self._keep_recovered))
+            except BaseException:
+                self.stop()  # nothing is left running, and the store is given up
+                raise
 
     @classmethod
     def start(
@@ -91,6 +126,7 @@ class Zeus:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         backends: Mapping[str, Backend] | None = None,
+        store: str | Path | None = None,
     ) -> Zeus:
         """Start the root actor.
 
@@ -98,16 +134,20 @@ class Zeus:
         (agents registered with `agents=` or `register()` then get the default policy).
         `log`: a path for the JSON-lines journal, an open text file, a structlog
         logger, or a callable taking each event dict; or a list of these.
+        `store`: a SQLite file where delegations outlive this process (or
+        `supervisor.store.path` in routing.yml); a start on it first recovers what the
+        last Zeus left open (`zeus.recovered`), so give the agents it may run again
+        here (`agents=`, or entrypoints), not by `register()` after it returns.
+        `StoreBusy` when a live Zeus owns it,
+        `StoreError` when it is not a usable store (the file is then not changed).
         `clock` and `rng` are for tests.
         """
         if routing is None:
             routing = Routing.from_dict({"version": 1, "agents": {}})
         elif not isinstance(routing, Routing):
             routing = Routing.load(routing)
-        zeus = cls(routing, log=log, clock=clock, rng=rng, backends=backends)
-        for name, work in (agents or {}).items():
-            zeus.register(name, work)
-        return zeus
+        return cls(routing, log=log, clock=clock, rng=rng, backends=backends, store=store,
+                   agents=agents)
 
     # -- the host's calls --------------------------------------------------------------
 
@@ -132,14 +172,45 @@ class Zeus:
     def routing(self) -> Routing:
         return self._registry.routing
 
-    def dispatch(self, brief: Brief | Mapping[str, Any], *, watch: bool = False) -> Handle:
+    def dispatch(
+        self, brief: Brief | Mapping[str, Any], *, key: str | None = None, watch: bool = False
+    ) -> Handle:
         """Dispatch one brief; returns at once. `UnknownAgent` if nobody defines the agent.
 
-        `watch=True`: the handle's first `events()` stream is opened before Zeus hears
-        of the delegation, so it holds every event from `delegation.dispatched` on (a
-        stream opened after `dispatch` returns may miss the first ones).
+        `key`: the delegation already dispatched under `key` (open, resumed or settled,
+        in the store or in this Zeus) is returned instead of starting another;
+        `KeyConflict` when its brief differs, naming the fields. `watch=True`: the
+        handle's first `events()` stream is opened before Zeus hears of the delegation,
+        so it holds every event from `delegation.dispatched` on (a stream opened after
+        `dispatch` returns may miss the first ones). With a store that cannot be
+        written, `StoreError`: nothing starts that the store does not record.
         """
-        return self._dispatch(self._check(brief), None, watch=watch)
+        checked = self._check(brief)
+        if key is None:
+            return self._dispatch(checked, None, watch=watch)
+        with self._keys_lock:  # one dispatch per key, whichever thread asks first
+            found = self._keyed(key, checked)
+            if found is not None:
+                return found
+            handle = self._dispatch(checked, None, watch=watch, key=key)
+            self._keys[key] = (handle.id, checked)
+            return handle
+
+    def _keyed(self, key: str, brief: Brief) -> Handle | None:
+        """The handle of the delegation dispatched under `key`, in this Zeus or its store."""
+        known = self._keys.get(key)
+        if known is None and self._store is not None:
+            stored = self._ask(StoredLookup(key=key))
+            if stored is not None:
+                known = (stored[0], stored[1])
+                self._keys[key] = known
+        if known is None:
+            return None
+        delegation_id, first = known
+        differ = brief_differences(first, brief)
+        if differ:
+            raise KeyConflict(key, delegation_id, differ)
+        return self.handle(delegation_id)
 
     def dispatch_group(
         self, briefs: Iterable[Brief | Mapping[str, Any]], strategy: Strategy = "one_for_one"
@@ -169,7 +240,14 @@ class Zeus:
             raise ZeusStopped("Zeus is stopped; start a new one to dispatch")
         return brief
 
-    def _dispatch(self, brief: Brief, group: Group | None, *, watch: bool = False) -> Handle:
+    def _dispatch(
+        self, brief: Brief, group: Group | None, *, watch: bool = False, key: str | None = None
+    ) -> Handle:
+        if self._store is not None and not self._store.writable and not self._ask(RetryStore()):
+            raise StoreError(
+                f"{self._store.path}: the store cannot be written, so nothing new starts "
+                "(what already runs goes on): free disk space or make it writable"
+            )
         delegation_id = self._registry.next_id(brief.agent)
         settled = DelegationFuture()
         settled.on_cancel = lambda: self.cancel(delegation_id, AWAITER_CANCELLED)
@@ -177,8 +255,14 @@ class Zeus:
         handle = Handle(delegation_id, self, settled, first_stream=first)
         self._book.add(handle, settled)
         self._events.dispatching(delegation_id)
-        self._tell(Dispatch(delegation_id, brief, settled, group=group))
+        self._tell(Dispatch(delegation_id, brief, settled, group=group, key=key))
         return handle
+
+    def _keep_recovered(self, delegation_id: str, settled: DelegationFuture) -> None:
+        """Runs in Zeus's thread during recovery: the host gets a handle on a recovered
+        delegation of its own, as if it had dispatched it now."""
+        settled.on_cancel = lambda: self.cancel(delegation_id, AWAITER_CANCELLED)
+        self._book.add(Handle(delegation_id, self, settled), settled)
 
     def _settled_handle(self, delegation_id: str, summary: Summary) -> Handle:
         """A new handle on a settled delegation whose first handle the host let go."""
@@ -206,6 +290,10 @@ class Zeus:
         if handle is not None:
             return handle
         self._known(delegation_id)
+        if self._store is not None and not self._stopped.is_set():
+            stored = self._ask(StoredLookup(delegation_id=delegation_id))
+            if stored is not None and stored[2] is not None:
+                return self._settled_handle(delegation_id, stored[2])
         raise UnknownDelegation(
             f"no handle for {delegation_id!r}: it was delegated by a child, or it settled "
             f"before the last {self._book.keep} kept (supervisor.keep_settled)"
@@ -300,6 +388,8 @@ class Zeus:
                 backend.close()
             self._events.emit("zeus.stopped")
             self._ref.stop()
+            if self._store is not None:
+                self._store.close()  # every summary committed; ownership given up
             if self._owns_clock:
                 self._clock.close()
             self._events.close()
@@ -362,6 +452,17 @@ class Zeus:
             self._ref.tell(message)
         except pykka.ActorDeadError:
             raise ZeusStopped("Zeus is stopped; start a new one") from None
+
+
+def _open_store(routing: Routing, store: str | Path | None, clock: Clock) -> Store | None:
+    """The store `Zeus.start` was given, else the routing's `supervisor.store`, opened
+    and owned (`StoreBusy`, `StoreError`); None for a Zeus kept in memory only."""
+    policy = routing.supervisor.store
+    path = store if store is not None else policy.path
+    if path is None:
+        return None
+    return SqliteStore.open(path, synchronous=policy.synchronous, keep_days=policy.keep_days,
+                            now=clock.wall)
 
 
 def _process_backends(routing: Routing) -> dict[str, Backend]:

@@ -234,6 +234,15 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def counts(self) -> StoreCounts: ...
 
+    @abc.abstractmethod
+    def total_spent(self) -> Usage:
+        """Everything every stored attempt charged (the tree's spend across restarts)."""
+
+    @abc.abstractmethod
+    def issued(self) -> dict[str, int]:
+        """For each agent, the highest n of the `<agent>-<n>` ids stored: a Zeus that
+        recovers the store gives out ids after them."""
+
     # -- life -------------------------------------------------------------------------------
     @abc.abstractmethod
     def heartbeat(self) -> None:

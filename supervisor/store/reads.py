@@ -19,8 +19,8 @@ from supervisor.store.base import (
     StoredRetry,
 )
 
-__all__ = ["attempt", "children", "counts", "delegation", "one", "open_delegations", "prune",
-           "summary"]
+__all__ = ["attempt", "children", "counts", "delegation", "issued", "one", "open_delegations",
+           "prune", "summary", "total_spent"]
 
 DELEGATION_COLUMNS = ("id, key, parent_id, ordinal, agent, brief, policy, deadline, created,"
                       " status, settled")
@@ -74,6 +74,24 @@ def counts(con: sqlite3.Connection) -> StoreCounts:
         "SELECT count(*) - count(status), count(status) FROM delegations").fetchone()
     (attempts,) = con.execute("SELECT count(*) FROM attempts").fetchone()
     return StoreCounts(open=open_, settled=settled, attempts=attempts)
+
+
+def total_spent(con: sqlite3.Connection) -> Usage:
+    """What every stored attempt charged, summed."""
+    row = con.execute("SELECT coalesce(sum(calls), 0), coalesce(sum(input_tokens), 0),"
+                      " coalesce(sum(output_tokens), 0), coalesce(sum(cost), 0.0)"
+                      " FROM attempts").fetchone()
+    return Usage(calls=row[0], input_tokens=row[1], output_tokens=row[2], cost=row[3])
+
+
+def issued(con: sqlite3.Connection) -> dict[str, int]:
+    """The highest n of each agent's `<agent>-<n>` delegation ids."""
+    highest: dict[str, int] = {}
+    for (delegation_id,) in con.execute("SELECT id FROM delegations"):
+        agent, _, n = delegation_id.rpartition("-")
+        if agent and n.isdigit():
+            highest[agent] = max(highest.get(agent, 0), int(n))
+    return highest
 
 
 def _grouped(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]]:

@@ -292,6 +292,12 @@ class SqliteStore(Store):
     def counts(self) -> StoreCounts:
         return reads.counts(self._con)
 
+    def total_spent(self) -> Usage:
+        return reads.total_spent(self._con)
+
+    def issued(self) -> dict[str, int]:
+        return reads.issued(self._con)
+
     # -- life -------------------------------------------------------------------------------
     def heartbeat(self) -> None:
         now = self._now()
