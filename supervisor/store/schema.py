@@ -47,7 +47,6 @@ CREATE TABLE delegations (
     status TEXT, summary TEXT, settled REAL, settled_seq INTEGER
 );
 CREATE UNIQUE INDEX delegations_key ON delegations (key) WHERE key IS NOT NULL;
-CREATE INDEX delegations_open ON delegations (seq) WHERE status IS NULL;
 CREATE INDEX delegations_parent ON delegations (parent_id, ordinal) WHERE parent_id IS NOT NULL;
 CREATE INDEX delegations_settled ON delegations (settled) WHERE settled IS NOT NULL;
 CREATE TABLE attempts (
