@@ -1,6 +1,7 @@
 """Run every benchmark: `python -m benchmarks` (tables on stdout, JSON in benchmarks/results/).
 
-`python -m benchmarks chaos [--n 1000] [--seed 1] [--storm]`: the chaos run instead.
+`python -m benchmarks chaos [--n 1000] [--seed 1] [--storm]`: the chaos run instead;
+`python -m benchmarks store`: the durable store alone, against memory and DBOS.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from benchmarks import (
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["store"]:
+        from benchmarks import bench_store
+
+        bench_store.main(sys.argv[2:])
+        return
     if sys.argv[1:2] == ["chaos"]:
         from benchmarks import chaos
 

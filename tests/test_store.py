@@ -309,3 +309,19 @@ def test_a_store_reads_back_as_the_events_a_journal_holds(store: SqliteStore) ->
         "transient", "completed"]
     assert d.attempts[0].pid == 77 and d.attempts[0].then == "retry in 2.00s"
     assert journal.run.zeus_pid == os.getpid()
+
+
+def test_a_large_store_is_checked_in_its_small_tables_and_refused_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import supervisor.store.schema as schema
+
+    monkeypatch.setattr(schema, "FULL_CHECK_BYTES", 0)  # every store counts as large
+    path = tmp_path / "zeus.db"
+    SqliteStore.open(path).close()
+    SqliteStore.open(path).close()  # a good one opens
+    _corrupt(path)
+    before = fingerprint(path)
+    with pytest.raises(StoreError, match="corrupt"):
+        SqliteStore.open(path)
+    assert fingerprint(path) == before

@@ -62,11 +62,12 @@ def _events(con: sqlite3.Connection) -> Iterator[Event]:
     ends: dict[str, float] = {}
     for (d_id, parent, agent, brief, policy, created, seq, status, summary,
          settled, settled_seq) in con.execute(
-            "SELECT id, parent_id, agent, brief, policy, created, seq, status,"
-            " summary, settled, settled_seq FROM delegations ORDER BY seq"):
+            "SELECT d.id, d.parent_id, d.agent, d.brief, p.policy, d.created, d.seq, d.status,"
+            " d.summary, d.settled, d.settled_seq FROM delegations d LEFT JOIN policies p"
+            " ON p.id = d.policy ORDER BY d.seq"):
         depth[d_id] = depth.get(parent, 0) + 1 if parent else 1
         parents[d_id] = parent
-        b, p = json.loads(brief), json.loads(policy)
+        b, p = json.loads(brief), json.loads(policy) if policy else {}
         rows.append((seq, _base("delegation.dispatched", created, d_id, None, parent, agent,
                                 scope=b.get("scope"), depth=depth[d_id], policy=p,
                                 timeout_s=b.get("timeout_s") or p.get("timeout_s"))))

@@ -46,8 +46,9 @@ def _when(ts: float) -> str:
 
 def claim(
     con: sqlite3.Connection, path: str, now: Callable[[], float]
-) -> tuple[Owner, Owner | None]:
-    """Make this process the store's owner: (this owner, the dead one it replaced or None).
+) -> tuple[Owner, Owner | None, int]:
+    """Make this process the store's owner: (this owner, the dead one it replaced or None,
+    the number of this ownership: one more than the last's).
 
     `StoreBusy` names a live owner; the store is not changed then.
     """
@@ -58,7 +59,7 @@ def claim(
                          "process holds it: try again, or stop that process") from None
     try:
         row = con.execute(
-            "SELECT pid, pid_start_time, host, since, heartbeat, released FROM owner"
+            "SELECT pid, pid_start_time, host, since, heartbeat, released, session FROM owner"
         ).fetchone()
         previous = None
         if row is not None and row[5] is None:
@@ -72,17 +73,19 @@ def claim(
                     pid=previous.pid, host=previous.host, since=previous.since,
                 )
         owner = me(now())
+        session = (row[6] if row is not None else 0) + 1
         con.execute(
             "INSERT OR REPLACE INTO owner (id, pid, pid_start_time, host, since, heartbeat,"
-            " released) VALUES (1, ?, ?, ?, ?, ?, NULL)",
-            (owner.pid, owner.pid_start_time, owner.host, owner.since, owner.heartbeat),
+            " released, session) VALUES (1, ?, ?, ?, ?, ?, NULL, ?)",
+            (owner.pid, owner.pid_start_time, owner.host, owner.since, owner.heartbeat,
+             session),
         )
         con.execute("COMMIT")
     except BaseException:
         if con.in_transaction:
             con.execute("ROLLBACK")
         raise
-    return owner, previous
+    return owner, previous, session
 
 
 def release(con: sqlite3.Connection, owner: Owner, at: float) -> None:

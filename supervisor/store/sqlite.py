@@ -22,6 +22,7 @@ commit that holds a write of KIND: one of `base.CRASH_KINDS` (`recorded`,
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sqlite3
@@ -29,7 +30,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -49,13 +50,16 @@ from supervisor.store.schema import APPLICATION, DDL, SCHEMA_VERSION, inspect
 
 __all__ = ["CRASH_ENV", "CRASH_EXIT", "SqliteStore"]
 
+_T = TypeVar("_T")
 CRASH_ENV = "ZEUS_STORE_CRASH_AFTER"
 CRASH_EXIT = 86
 _DAY_S = 86_400.0
 _HEARTBEAT_EVERY_S = 5.0  # a commit refreshes the owner's heartbeat at most this often
 
-# One statement per kind of write, applied in this order by each commit.
+# One statement per kind of write, applied in this order by each commit (a policy is
+# stored once, by the hash of its JSON, before the first delegation that has it).
 _SQL: dict[str, str] = {
+    "policy": "INSERT OR IGNORE INTO policies (id, policy) VALUES (?, ?)",
     "recorded": "INSERT INTO delegations (id, key, parent_id, ordinal, agent, brief, policy,"
                 " deadline, created, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     "attempt_started": "INSERT INTO attempts (id, delegation_id, number, agent, started,"
@@ -72,7 +76,7 @@ _SQL: dict[str, str] = {
     "settled": "UPDATE delegations SET status = ?, summary = ?, settled = ?, settled_seq = ?"
                " WHERE id = ?",
 }
-assert tuple(_SQL) == CRASH_KINDS
+assert tuple(_SQL)[1:] == CRASH_KINDS
 
 
 def _crash_after() -> tuple[str, int] | None:
@@ -94,7 +98,8 @@ class SqliteStore(Store):
     """The store in one SQLite file. Make one with `SqliteStore.open`."""
 
     def __init__(self, path: str, con: sqlite3.Connection, owner: Owner,
-                 previous: Owner | None, *, keep_days: float, now: Callable[[], float]) -> None:
+                 previous: Owner | None, *, session: int, keep_days: float,
+                 now: Callable[[], float]) -> None:
         self.path = path
         self.previous_owner = previous  # the dead owner this one replaced, if any
         self._con = con
@@ -103,17 +108,14 @@ class SqliteStore(Store):
         self._now = now
         self._buffer: dict[str, list[tuple[Any, ...]]] = {kind: [] for kind in _SQL}
         self._charges: dict[str, list[float]] = {}  # attempt id -> usage summed this turn
-        self._policies: dict[int, tuple[object, str]] = {}  # id(policy) -> (policy, its JSON)
+        self._policies: dict[int, tuple[object, str]] = {}  # id(policy) -> (policy, its id)
+        self._stored_policies: set[str] = set()  # ids written (or buffered) by this store
         self._writable = True
         self._beat = owner.heartbeat
         self._crash = _crash_after()
         self._crash_seen = 0
-        row = con.execute("SELECT max(m) FROM (SELECT max(seq, coalesce(settled_seq, 0)) m"
-                          " FROM delegations UNION ALL SELECT max(seq, coalesce(identity_seq,"
-                          " 0), coalesce(end_seq, 0)) FROM attempts UNION ALL SELECT"
-                          " max(seq) FROM partials UNION ALL SELECT max(seq) FROM retries)"
-                          ).fetchone()
-        self._seq = int(row[0] or 0)
+        # Every write's place in the store's history: (ownership number, write number).
+        self._seq = session << 32
 
     @classmethod
     def open(
@@ -138,8 +140,9 @@ class SqliteStore(Store):
         try:
             con.execute("PRAGMA journal_mode = WAL")
             con.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-            owner, previous = _owner.claim(con, str(path), now)
-            store = cls(str(path), con, owner, previous, keep_days=keep_days, now=now)
+            owner, previous, session = _owner.claim(con, str(path), now)
+            store = cls(str(path), con, owner, previous, session=session, keep_days=keep_days,
+                        now=now)
             store.prune()
         except sqlite3.Error as exc:
             con.close()
@@ -170,20 +173,24 @@ class SqliteStore(Store):
     ) -> None:
         self._buffer["recorded"].append((
             delegation_id, key, parent_id, ordinal, agent, brief.model_dump_json(),
-            self._policy_json(policy), deadline, created, self._next(),
+            self._policy_id(policy), deadline, created, self._next(),
         ))
 
-    def _policy_json(self, policy: BaseModel | dict[str, Any]) -> str:
-        if isinstance(policy, dict):
-            return json.dumps(policy, default=str)
+    def _policy_id(self, policy: BaseModel | dict[str, Any]) -> str:
+        """The stored policy's id (a hash of its JSON), buffering it the first time."""
         cached = self._policies.get(id(policy))
         if cached is not None and cached[0] is policy:
             return cached[1]
-        text = policy.model_dump_json()
+        text = (json.dumps(policy, default=str, sort_keys=True) if isinstance(policy, dict)
+                else policy.model_dump_json())
+        policy_id = hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+        if policy_id not in self._stored_policies:
+            self._stored_policies.add(policy_id)
+            self._buffer["policy"].append((policy_id, text))
         if len(self._policies) >= 1024:
             self._policies.clear()
-        self._policies[id(policy)] = (policy, text)  # holding it keeps its id unique
-        return text
+        self._policies[id(policy)] = (policy, policy_id)  # holding it keeps its id unique
+        return policy_id
 
     def attempt_started(
         self, attempt_id: str, *, delegation_id: str, number: int, agent: str,
@@ -265,32 +272,40 @@ class SqliteStore(Store):
         for kind in kinds:
             buffer[kind] = []
         self._charges.clear()
-        if self._crash is not None and self._crash[0] in kinds:
+        if self._crash is not None and self._crash[0] in kinds:  # a test's crash point
             self._crash_seen += 1
             if self._crash_seen >= self._crash[1]:
                 os._exit(CRASH_EXIT)
 
     # -- readers ----------------------------------------------------------------------------
+    def _read(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """`fn(connection, *args)`, a bad page or a lost file reported as a StoreError."""
+        try:
+            return fn(self._con, *args)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot read the store ({exc}); restore it from "
+                             "a backup, or move it away to start a new store") from None
+
     def open_delegations(self) -> list[OpenDelegation]:
-        return reads.open_delegations(self._con)
+        return self._read(reads.open_delegations)
 
     def children(self, parent_id: str) -> list[StoredDelegation]:
-        return reads.children(self._con, parent_id)
+        return self._read(reads.children, parent_id)
 
     def delegation(self, delegation_id: str) -> StoredDelegation | None:
-        return reads.one(self._con, "id", delegation_id)
+        return self._read(reads.one, "id", delegation_id)
 
     def by_key(self, key: str) -> StoredDelegation | None:
-        return reads.one(self._con, "key", key)
+        return self._read(reads.one, "key", key)
 
     def summary(self, delegation_id: str) -> Summary | None:
-        return reads.summary(self._con, "id", delegation_id)
+        return self._read(reads.summary, "id", delegation_id)
 
     def summary_by_key(self, key: str) -> Summary | None:
-        return reads.summary(self._con, "key", key)
+        return self._read(reads.summary, "key", key)
 
     def counts(self) -> StoreCounts:
-        return reads.counts(self._con)
+        return self._read(reads.counts)
 
     def total_spent(self) -> Usage:
         return reads.total_spent(self._con)
