@@ -46,9 +46,16 @@ def sync(zeus: Zeus) -> None:
 
 
 @contextlib.contextmanager
-def store_full(store: SqliteStore) -> Iterator[None]:
+def store_full(store: SqliteStore | Zeus) -> Iterator[None]:
     """For the block, the store's file may not grow: a commit that needs a new page fails
-    as on a full disk (SQLite's own `SQLITE_FULL`). Call from the store's thread."""
+    as on a full disk (SQLite's own `SQLITE_FULL`). Call from the store's thread; for a
+    Zeus's own store, enter and leave it while Zeus's mailbox is `held`."""
+    from supervisor.core.zeus import Zeus
+    from supervisor.store import SqliteStore
+
+    if isinstance(store, Zeus):
+        store = store._store  # type: ignore[assignment]
+    assert isinstance(store, SqliteStore), "store_full needs a SQLite store (or its Zeus)"
     con = store._con
     (pages,) = con.execute("PRAGMA page_count").fetchone()
     (limit,) = con.execute("PRAGMA max_page_count").fetchone()

@@ -291,3 +291,41 @@ def test_keys_without_a_store_give_the_same_delegation_and_a_different_brief_con
             zeus.dispatch(Brief(agent="a", scope="y"), key="k")
         assert conflict.value.fields == ("scope",)
         assert first.result().status is Status.completed
+
+
+def test_a_store_that_cannot_be_written_refuses_new_work_and_loses_nothing_running(
+    tmp_path: Path,
+) -> None:
+    import contextlib
+    import threading
+
+    from supervisor import StoreError
+    from supervisor.testing import held, store_full, sync
+
+    release = threading.Event()
+    agents = {"waits": lambda brief, ctx: release.wait(WAIT_S) and "waited",
+              "quick": lambda brief, ctx: "x" * 2000}  # each summary needs room
+    with Zeus.start(agents=agents, store=tmp_path / "zeus.db") as zeus:
+        running = zeus.dispatch(Brief(agent="waits", scope="runs on"))
+        sync(zeus)
+        with contextlib.ExitStack() as full:
+            with held(zeus):  # entered and left while Zeus's thread waits
+                full.enter_context(store_full(zeus))
+            refused = None
+            for i in range(500):  # until a commit needs a page the full disk does not have
+                try:
+                    zeus.dispatch(Brief(agent="quick", scope=f"q{i}")).result(WAIT_S)
+                except StoreError as exc:
+                    refused = exc
+                    break
+            assert refused is not None and "cannot be written" in str(refused)
+            assert not running.done()
+            release.set()
+            assert running.result(WAIT_S).output == "waited"  # what ran goes on and settles
+            with held(zeus):
+                full.close()  # room again
+        assert zeus.dispatch(Brief(agent="quick", scope="after")).result(WAIT_S).ok
+    with sqlite3.connect(f"file:{tmp_path / 'zeus.db'}?mode=ro", uri=True) as con:
+        (status,) = con.execute("SELECT status FROM delegations WHERE id = ?",
+                                (running.id,)).fetchone()
+    assert status == "completed"  # its summary reached the store once there was room
