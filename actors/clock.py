@@ -1,9 +1,11 @@
 """The one clock. Only `SystemClock` reads `time.monotonic()` or sleeps.
 
-A clock tells time (`now()`, seconds, monotonic) and runs timers
-(`call_at(when, fn)`): one timer service for the whole supervisor, not a
-thread per child. Tests inject `FakeClock`, where time moves only when the
-test calls `advance()`, and due timers run in the advancing thread, in order.
+A clock tells time (`now()`, seconds, monotonic), runs timers (`call_at(when,
+fn)`: one timer service for the whole supervisor, not a thread per child) and
+lets a child wait on it (`wait(signal, seconds)`, what `ctx.sleep` does). Tests
+inject `FakeClock`, where time moves only when the test calls `advance()` (or,
+with `autojump_threshold`, when every sleeper has waited that long in real
+time), and due timers run in the advancing thread, in order.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import traceback
 from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["Clock", "FakeClock", "SystemClock", "Timer", "TimerError"]
+__all__ = ["Clock", "FakeClock", "Signal", "SystemClock", "Timer", "TimerError"]
 
 # The longest the timer thread waits before it looks at its heap again: a timer
 # due later than this (a week away, or never) costs one wake-up per hour, and no
@@ -70,6 +72,17 @@ class Timer:
             heap.cancelled += 1  # a hint for compaction; an occasional lost count is harmless
 
 
+class Signal(Protocol):
+    """What a sleeper waits on besides the clock: set once, never cleared
+    (`actors.mail.CancelSignal`, the attempt's cancel signal)."""
+
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+    def on_set(self, callback: Callable[[], None]) -> Callable[[], None]: ...
+
+
 class Clock(Protocol):
     def now(self) -> float:
         """Monotonic seconds."""
@@ -79,6 +92,12 @@ class Clock(Protocol):
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
         """Run `callback` at clock time `when` (in the timer thread, or the advancing one)."""
+
+    def wait(self, signal: Signal, seconds: float) -> bool:
+        """Wait until `signal` is set or `seconds` of this clock passed; True if it was set.
+
+        Called from a child's thread (`ctx.sleep`).
+        """
 
     def close(self) -> None:
         """Stop the timer service; pending timers never run."""
@@ -170,6 +189,10 @@ class SystemClock:
     def wall(self) -> float:
         return time.time()
 
+    def wait(self, signal: Signal, seconds: float) -> bool:
+        """Real time: the signal's own wait, no timer (called from a child's thread)."""
+        return signal.wait(seconds)
+
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
         """`TimerError` (in the caller's thread) for a time that is not a finite number."""
         timer = Timer(check_when(when), callback)
@@ -227,13 +250,40 @@ class SystemClock:
 
 
 class FakeClock:
-    """Time that moves only when a test calls `advance()`; timers run in that call."""
+    """Time that moves only when a test calls `advance()`; timers run in that call.
 
-    def __init__(self, start: float = 1000.0, wall_start: float = 1_700_000_000.0) -> None:
+    `wait()` (what `ctx.sleep` does) returns when the test advances the clock
+    past the sleeper's wake-up time, or when the signal is set. With
+    `autojump_threshold=s`, a daemon thread moves time for the test: once
+    threads wait in `wait()` and none has started or stopped waiting for `s`
+    seconds of real time, the clock jumps to its next timer (a sleeper's
+    wake-up, or any other timer such as a deadline) and runs what falls due
+    (trio's `MockClock` idea). Only sleepers are seen: a thread that computes
+    meanwhile does not hold the clock back.
+    """
+
+    def __init__(
+        self,
+        start: float = 1000.0,
+        wall_start: float = 1_700_000_000.0,
+        *,
+        autojump_threshold: float | None = None,
+    ) -> None:
+        if autojump_threshold is not None and not autojump_threshold >= 0:
+            raise ValueError(
+                f"autojump_threshold must be a number of seconds >= 0 (or None), "
+                f"not {autojump_threshold!r}"
+            )
         self._now = start
         self._wall_offset = wall_start - start
         self._heap = _TimerHeap()
         self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)  # a sleeper came or went, time moved
+        self.autojump_threshold = autojump_threshold
+        self._sleepers = 0
+        self._quiet_since = time.monotonic()  # real time of the last change the jumper sees
+        self._jumper: threading.Thread | None = None
+        self.jumps = 0  # how many times the autojump thread moved time (for assertions)
 
     def now(self) -> float:
         return self._now
@@ -248,6 +298,80 @@ class FakeClock:
             self._heap.push(timer)
         return timer
 
+    def wait(self, signal: Signal, seconds: float) -> bool:
+        """Wait until `signal` is set or this clock reaches now + `seconds`; True if set.
+
+        Called from a child's thread; the clock moves in another (the test's, or
+        the autojump thread). It waits no real time of its own.
+        """
+        if signal.is_set() or not seconds > 0:  # nan, as with a real wait: no wait at all
+            return signal.is_set()
+        woke = threading.Event()
+        with self._lock:
+            # Forever (inf) is no timer: only the signal, or nothing, wakes the sleeper.
+            timer = Timer(self._now + seconds, woke.set)
+            if math.isfinite(timer.when):
+                self._heap.push(timer)
+            self._sleeper_changed(+1)
+        forget = signal.on_set(woke.set)
+        try:
+            woke.wait()
+        finally:
+            forget()
+            timer.cancel()
+            with self._lock:
+                self._sleeper_changed(-1)
+        return signal.is_set()
+
+    def sleepers(self) -> int:
+        """How many threads wait in `wait()` now (`wait_for_sleepers` waits for some)."""
+        with self._lock:
+            return self._sleepers
+
+    def wait_for_sleepers(self, count: int = 1, timeout: float = 10.0) -> None:
+        """Block until at least `count` threads wait in `wait()` (a safety bound, not an
+        assertion: `AssertionError` if they did not within `timeout` seconds of real time)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._sleepers >= count, timeout):
+                raise AssertionError(
+                    f"{self._sleepers} thread(s) sleep on the fake clock, not {count}, "
+                    f"after {timeout}s"
+                )
+
+    def _sleeper_changed(self, delta: int) -> None:
+        """With the lock held: count a sleeper in or out; start the jumper if it is needed."""
+        self._sleepers += delta
+        self._quiet_since = time.monotonic()
+        self._changed.notify_all()
+        if self.autojump_threshold is not None and self._sleepers and self._jumper is None:
+            self._jumper = threading.Thread(
+                target=self._autojump, name="fake-clock-autojump", daemon=True
+            )
+            self._jumper.start()
+
+    def _autojump(self) -> None:
+        """Runs in the `fake-clock-autojump` thread while anyone sleeps on this clock."""
+        threshold = self.autojump_threshold
+        assert threshold is not None
+        try:
+            while True:
+                with self._changed:
+                    if not self._sleepers:
+                        return
+                    quiet = time.monotonic() - self._quiet_since
+                    when = self._heap.next_when()
+                    if quiet < threshold or when is None:
+                        self._changed.wait(None if when is None else threshold - quiet)
+                        continue
+                    self.jumps += 1
+                    self._quiet_since = time.monotonic()
+                # A timer's callback that raises ends this thread, and the test sees it;
+                # the next sleeper starts another.
+                self.advance(max(0.0, when - self._now))
+        finally:
+            with self._lock:
+                self._jumper = None
+
     def advance(self, seconds: float) -> None:
         """Move time forward, running every timer that falls due, in order."""
         if seconds < 0:
@@ -258,6 +382,8 @@ class FakeClock:
                 timer = self._heap.pop_due(target)
                 if timer is None:
                     self._now = target
+                    self._quiet_since = time.monotonic()
+                    self._changed.notify_all()
                     return
                 self._now = max(self._now, timer.when)
             callback = timer.callback

@@ -10,7 +10,7 @@ import pytest
 
 from actors import Brief, Context, Status
 from supervisor import Routing, SupervisorError, UnknownDelegation, Zeus, ZeusStopped
-from supervisor.testing import sync
+from supervisor.testing import kept, sync, wait_stopped
 from tests.conftest import Recorder, ZeusFactory
 
 
@@ -97,7 +97,7 @@ def test_cancelling_the_task_awaiting_astop_does_not_cancel_the_stop(
             await task
 
     asyncio.run(main())
-    assert zeus._stopped.wait(10)
+    assert wait_stopped(zeus, 10)
 
 
 # -- lookup by id -------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_keep_settled_drops_the_oldest_first(make_zeus: ZeusFactory) -> None:
         zeus.handle(handles[0].id)
     zeus.cancel(handles[0].id)  # an id it had: a no-op, not an error
     assert zeus.send(handles[0].id, "late") is False
-    assert len(zeus._book) == 2
+    assert kept(zeus) == 2
 
 
 def test_an_id_zeus_never_had_is_an_unknown_delegation_naming_the_nearest(
