@@ -210,6 +210,12 @@ class SystemClock:
                 self._cond.notify()
         return timer
 
+    def parked_until(self) -> float | None:
+        """When the timer thread, asleep now, wakes by itself (`inf`: only a new timer
+        wakes it); None while it runs or has not started. For tests, any thread."""
+        with self._cond:
+            return None if self._wake_at == float("-inf") else self._wake_at
+
     def close(self) -> None:
         with self._cond:
             self._closed = True
