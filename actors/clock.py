@@ -265,7 +265,8 @@ class FakeClock:
     seconds of real time, the clock jumps to its next timer (a sleeper's
     wake-up, or any other timer such as a deadline) and runs what falls due
     (trio's `MockClock` idea). Only sleepers are seen: a thread that computes
-    meanwhile does not hold the clock back.
+    meanwhile does not hold the clock back. The threshold may be set or cleared
+    at any time (`clock.autojump_threshold = 0.01`), as on trio's clock.
     """
 
     def __init__(
@@ -275,21 +276,32 @@ class FakeClock:
         *,
         autojump_threshold: float | None = None,
     ) -> None:
-        if autojump_threshold is not None and not autojump_threshold >= 0:
-            raise ValueError(
-                f"autojump_threshold must be a number of seconds >= 0 (or None), "
-                f"not {autojump_threshold!r}"
-            )
         self._now = start
         self._wall_offset = wall_start - start
         self._heap = _TimerHeap()
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)  # a sleeper came or went, time moved
-        self.autojump_threshold = autojump_threshold
+        self._threshold: float | None = None
         self._sleepers = 0
         self._quiet_since = time.monotonic()  # real time of the last change the jumper sees
         self._jumper: threading.Thread | None = None
         self.jumps = 0  # how many times the autojump thread moved time (for assertions)
+        self.autojump_threshold = autojump_threshold
+
+    @property
+    def autojump_threshold(self) -> float | None:
+        """Seconds of real time every sleeper waits before time jumps (None: never)."""
+        return self._threshold
+
+    @autojump_threshold.setter
+    def autojump_threshold(self, seconds: float | None) -> None:
+        if seconds is not None and not seconds >= 0:
+            raise ValueError(
+                f"autojump_threshold must be a number of seconds >= 0 (or None), not {seconds!r}"
+            )
+        with self._lock:
+            self._threshold = seconds
+            self._sleeper_changed(0)
 
     def now(self) -> float:
         return self._now
@@ -349,20 +361,19 @@ class FakeClock:
         self._sleepers += delta
         self._quiet_since = time.monotonic()
         self._changed.notify_all()
-        if self.autojump_threshold is not None and self._sleepers and self._jumper is None:
+        if self._threshold is not None and self._sleepers and self._jumper is None:
             self._jumper = threading.Thread(
-                target=self._autojump, name="fake-clock-autojump", daemon=True
+                target=self._autojump, name=f"fake-clock-autojump-{id(self):x}", daemon=True
             )
             self._jumper.start()
 
     def _autojump(self) -> None:
         """Runs in the `fake-clock-autojump` thread while anyone sleeps on this clock."""
-        threshold = self.autojump_threshold
-        assert threshold is not None
         try:
             while True:
                 with self._changed:
-                    if not self._sleepers:
+                    threshold = self._threshold
+                    if not self._sleepers or threshold is None:
                         return
                     quiet = time.monotonic() - self._quiet_since
                     when = self._heap.next_when()
