@@ -55,10 +55,10 @@ def test_async_with_stops_zeus_without_blocking_the_loop() -> None:
     async def main() -> Zeus:
         stop = asyncio.Event()
         ticking = asyncio.ensure_future(ticker.run(stop))
-        async with Zeus.start(routing, agents={"deaf": deaf}) as zeus:
+        recorder = Recorder()
+        async with Zeus.start(routing, agents={"deaf": deaf}, log=recorder) as zeus:
             handle = zeus.dispatch(Brief(agent="deaf", scope="x"))
-            await asyncio.sleep(0.05)
-            zeus.tree()
+            await asyncio.to_thread(recorder.wait_for, "attempt.started")  # its stop waits
             ticks_before = ticker.ticks
         # `stop()` held the thread for grace_s; `astop()` held the loop for none of it.
         assert ticker.ticks - ticks_before >= 20
@@ -90,8 +90,14 @@ def test_cancelling_the_task_awaiting_astop_does_not_cancel_the_stop(
     zeus = make_zeus(works={"echo": echo})
 
     async def main() -> None:
-        task = asyncio.ensure_future(zeus.astop())
-        await asyncio.sleep(0)
+        stopping = asyncio.Event()
+
+        async def astop() -> None:
+            stopping.set()
+            await zeus.astop()
+
+        task = asyncio.ensure_future(astop())
+        await stopping.wait()  # the task's first step is over: astop() has begun
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

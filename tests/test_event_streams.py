@@ -60,14 +60,17 @@ def test_many_subscribers_sync_and_async_each_see_everything(make_zeus: ZeusFact
     def consume_sync() -> None:
         seen.append(names(list(streams[0])))
 
-    async def consume_async(index: int) -> list[str]:
+    async def consume_async(index: int, reading: asyncio.Event) -> list[str]:
+        reading.set()
         return [e["event"] async for e in streams[index]]
 
     async def main() -> list[list[str]]:
         consumer = threading.Thread(target=consume_sync)
         consumer.start()
-        tasks = [asyncio.ensure_future(consume_async(i)) for i in (1, 2)]
-        await asyncio.sleep(0)
+        reading = [asyncio.Event(), asyncio.Event()]
+        tasks = [asyncio.ensure_future(consume_async(i, reading[i - 1])) for i in (1, 2)]
+        for each in reading:
+            await each.wait()  # both tasks read their streams while the child runs
         reporter.go.set()
         result = list(await asyncio.gather(*tasks))
         consumer.join(10)
