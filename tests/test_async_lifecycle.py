@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from actors import Brief, Context, Status
 from supervisor import Routing, SupervisorError, UnknownDelegation, Zeus, ZeusStopped
 from supervisor.testing import kept, sync, wait_stopped
+from tests._support import Gate
 from tests.conftest import Recorder, ZeusFactory
 
 
@@ -110,20 +110,15 @@ def test_cancelling_the_task_awaiting_astop_does_not_cancel_the_stop(
 
 
 def test_handle_finds_open_and_settled_delegations(make_zeus: ZeusFactory) -> None:
-    release = threading.Event()
-
-    def wait(brief: Brief, ctx: Context) -> str:
-        release.wait(10)
-        return "done"
-
-    zeus = make_zeus(works={"echo": echo, "wait": wait})
+    gate = Gate()
+    zeus = make_zeus(works={"echo": echo, "wait": gate})
     open_one = zeus.dispatch(Brief(agent="wait", scope="x"))
     settled = zeus.dispatch(Brief(agent="echo", scope="y"))
     settled.result(10)
     assert zeus.handle(open_one.id) is open_one
     assert zeus.handle(settled.id) is settled
     assert zeus.handle(settled.id).result().output == "y"
-    release.set()
+    gate.open()
 
 
 def test_keep_settled_drops_the_oldest_first(make_zeus: ZeusFactory) -> None:
