@@ -369,11 +369,13 @@ class FakeClock:
 
     def _autojump(self) -> None:
         """Runs in the `fake-clock-autojump` thread while anyone sleeps on this clock."""
+        me = threading.current_thread()
         try:
             while True:
                 with self._changed:
                     threshold = self._threshold
                     if not self._sleepers or threshold is None:
+                        self._jumper = None  # in the same hold: the next sleeper starts one
                         return
                     quiet = time.monotonic() - self._quiet_since
                     when = self._heap.next_when()
@@ -382,12 +384,14 @@ class FakeClock:
                         continue
                     self.jumps += 1
                     self._quiet_since = time.monotonic()
-                # A timer's callback that raises ends this thread, and the test sees it;
-                # the next sleeper starts another.
                 self.advance(max(0.0, when - self._now))
-        finally:
+        except BaseException:
+            # A timer's callback raised: this thread ends and the test sees the error;
+            # the next sleeper starts another.
             with self._lock:
-                self._jumper = None
+                if self._jumper is me:
+                    self._jumper = None
+            raise
 
     def advance(self, seconds: float) -> None:
         """Move time forward, running every timer that falls due, in order."""

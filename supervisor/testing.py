@@ -8,9 +8,12 @@ with Zeus.start(routing, log=events, clock=clock) as zeus:
     with held(zeus):                  # Zeus's mailbox waits; messages queue in order
         handle = zeus.dispatch(brief)
         zeus.cancel(handle.id)
-        wait_queued(zeus, 2)          # both are in the mailbox, in that order
     sync(zeus)                        # every message sent so far has been handled
 ```
+
+`tell(zeus, message)` puts a child's message in the mailbox as its backend would,
+and `wait_queued(zeus, n)` waits until n messages wait there (a child's `Finished`
+while the mailbox is held, say).
 
 `FakeClock` also drives `ctx.sleep`: a child sleeping on it wakes when the test
 advances the clock (`clock.wait_for_sleepers()` waits until it sleeps), or, with
