@@ -19,9 +19,12 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-__all__ = ["Clock", "FakeClock", "Signal", "SystemClock", "Timer", "TimerError"]
+if TYPE_CHECKING:
+    from actors.mail import CancelSignal
+
+__all__ = ["Clock", "FakeClock", "SystemClock", "Timer", "TimerError"]
 
 # The longest the timer thread waits before it looks at its heap again: a timer
 # due later than this (a week away, or never) costs one wake-up per hour, and no
@@ -72,17 +75,6 @@ class Timer:
             heap.cancelled += 1  # a hint for compaction; an occasional lost count is harmless
 
 
-class Signal(Protocol):
-    """What a sleeper waits on besides the clock: set once, never cleared
-    (`actors.mail.CancelSignal`, the attempt's cancel signal)."""
-
-    def is_set(self) -> bool: ...
-
-    def wait(self, timeout: float | None = None) -> bool: ...
-
-    def on_set(self, callback: Callable[[], None]) -> Callable[[], None]: ...
-
-
 class Clock(Protocol):
     def now(self) -> float:
         """Monotonic seconds."""
@@ -93,11 +85,9 @@ class Clock(Protocol):
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
         """Run `callback` at clock time `when` (in the timer thread, or the advancing one)."""
 
-    def wait(self, signal: Signal, seconds: float) -> bool:
+    def wait(self, signal: CancelSignal, seconds: float) -> bool:
         """Wait until `signal` is set or `seconds` of this clock passed; True if it was set.
-
-        Called from a child's thread (`ctx.sleep`).
-        """
+        Called from a child's thread (`ctx.sleep`)."""
 
     def close(self) -> None:
         """Stop the timer service; pending timers never run."""
@@ -189,7 +179,7 @@ class SystemClock:
     def wall(self) -> float:
         return time.time()
 
-    def wait(self, signal: Signal, seconds: float) -> bool:
+    def wait(self, signal: CancelSignal, seconds: float) -> bool:
         """Real time: the signal's own wait, no timer (called from a child's thread)."""
         return signal.wait(seconds)
 
@@ -258,15 +248,12 @@ class SystemClock:
 class FakeClock:
     """Time that moves only when a test calls `advance()`; timers run in that call.
 
-    `wait()` (what `ctx.sleep` does) returns when the test advances the clock
-    past the sleeper's wake-up time, or when the signal is set. With
-    `autojump_threshold=s`, a daemon thread moves time for the test: once
-    threads wait in `wait()` and none has started or stopped waiting for `s`
-    seconds of real time, the clock jumps to its next timer (a sleeper's
-    wake-up, or any other timer such as a deadline) and runs what falls due
-    (trio's `MockClock` idea). Only sleepers are seen: a thread that computes
-    meanwhile does not hold the clock back. The threshold may be set or cleared
-    at any time (`clock.autojump_threshold = 0.01`), as on trio's clock.
+    `wait()` (`ctx.sleep`) ends once time passes the sleeper's wake-up, or on its
+    signal. With `autojump_threshold=s` (settable at any time, as on trio's
+    `MockClock`), once threads sleep and none has come or gone for `s` seconds
+    of real time, a daemon thread jumps time to the next timer (a wake-up, or
+    any other such as a deadline). Only sleepers are seen: a thread computing
+    meanwhile does not hold time back.
     """
 
     def __init__(
@@ -296,9 +283,7 @@ class FakeClock:
     @autojump_threshold.setter
     def autojump_threshold(self, seconds: float | None) -> None:
         if seconds is not None and not seconds >= 0:
-            raise ValueError(
-                f"autojump_threshold must be a number of seconds >= 0 (or None), not {seconds!r}"
-            )
+            raise ValueError(f"autojump_threshold must be seconds >= 0 or None, not {seconds!r}")
         with self._lock:
             self._threshold = seconds
             self._sleeper_changed(0)
@@ -316,12 +301,9 @@ class FakeClock:
             self._heap.push(timer)
         return timer
 
-    def wait(self, signal: Signal, seconds: float) -> bool:
+    def wait(self, signal: CancelSignal, seconds: float) -> bool:
         """Wait until `signal` is set or this clock reaches now + `seconds`; True if set.
-
-        Called from a child's thread; the clock moves in another (the test's, or
-        the autojump thread). It waits no real time of its own.
-        """
+        Called from a child's thread; time moves in another (the test's, or the jumper)."""
         if signal.is_set() or not seconds > 0:  # nan, as with a real wait: no wait at all
             return signal.is_set()
         woke = threading.Event()
@@ -351,10 +333,7 @@ class FakeClock:
         assertion: `AssertionError` if they did not within `timeout` seconds of real time)."""
         with self._changed:
             if not self._changed.wait_for(lambda: self._sleepers >= count, timeout):
-                raise AssertionError(
-                    f"{self._sleepers} thread(s) sleep on the fake clock, not {count}, "
-                    f"after {timeout}s"
-                )
+                raise AssertionError(f"{self._sleepers} sleeper(s), not {count}, after {timeout}s")
 
     def _sleeper_changed(self, delta: int) -> None:
         """With the lock held: count a sleeper in or out; start the jumper if it is needed."""
@@ -385,10 +364,8 @@ class FakeClock:
                     self.jumps += 1
                     self._quiet_since = time.monotonic()
                 self.advance(max(0.0, when - self._now))
-        except BaseException:
-            # A timer's callback raised: this thread ends and the test sees the error;
-            # the next sleeper starts another.
-            with self._lock:
+        except BaseException:  # a timer's callback raised: the test sees it; the next
+            with self._lock:  # sleeper starts another jumper
                 if self._jumper is me:
                     self._jumper = None
             raise
