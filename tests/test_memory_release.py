@@ -14,7 +14,7 @@ import pytest
 from actors import Brief, Context, Status
 from supervisor import Routing, Zeus
 from supervisor.testing import sync
-from tests._support import Gate
+from tests._support import WAIT_S, Gate
 from tests.conftest import ZeusFactory
 
 
@@ -70,7 +70,7 @@ def test_a_delegation_cancelled_while_it_waits_releases_its_inputs(
     ref = weakref.ref(blob)
     handle = zeus.dispatch(Brief(agent="w", scope="s", inputs={"blob": blob}))
     del blob
-    sync(zeus)
+    assert gate.started.wait(WAIT_S)  # cancelled while it waits, not before it ran
     zeus.cancel(handle.id)
     assert handle.result(10).status is Status.cancelled
     del handle
