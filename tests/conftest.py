@@ -62,12 +62,6 @@ def make_zeus(clock: FakeClock, recorder: Recorder) -> Iterator[ZeusFactory]:
         zeus.stop(timeout=5)
 
 
-def wait_cancelled(brief: Any, ctx: Any) -> None:
-    """A work function that reports once, then waits until Zeus cancels it."""
-    ctx.heartbeat("started")
-    ctx.sleep(60)
-
-
 RAY_SKIP = "the ray extra is not installed (pip install 'zeus-supervisor[ray]')"
 
 

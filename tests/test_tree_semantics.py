@@ -15,31 +15,10 @@ from actors.backends import ChildSpec, ThreadChild
 from actors.clock import FakeClock
 from supervisor import DelegationRefused
 from supervisor.testing import sync
-from tests.conftest import Recorder, ZeusFactory, wait_cancelled
+from tests._support import Steps, wait_cancelled
+from tests.conftest import Recorder, ZeusFactory
 
 WAIT = 10.0  # a safety bound on waits, never the thing asserted
-
-
-class Steps:
-    """Lets a test walk a child through its steps: `step()` releases one, then waits
-    until the child has reported it."""
-
-    def __init__(self) -> None:
-        self._go = threading.Semaphore(0)
-        self._done = threading.Semaphore(0)
-
-    def wait(self) -> None:  # the child's side
-        assert self._go.acquire(timeout=WAIT)
-
-    def did(self) -> None:  # the child's side
-        self._done.release()
-
-    def step(self) -> None:  # the test's side
-        self._go.release()
-        assert self._done.acquire(timeout=WAIT)
-
-    def let_go(self) -> None:  # the test's side: one more step, not waited for
-        self._go.release()
 
 
 # -- 1. an orchestrator waiting on its children is working --------------------------------
