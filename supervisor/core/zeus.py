@@ -25,6 +25,7 @@ from supervisor.core.book import HandleBook
 from supervisor.core.durable import Durable
 from supervisor.core.future import DelegationFuture
 from supervisor.core.handle import AWAITER_CANCELLED, GroupHandle, Handle
+from supervisor.core.keys import Keys
 from supervisor.core.messages import (
     Cancel,
     Dispatch,
@@ -39,9 +40,9 @@ from supervisor.core.messages import (
     StoredLookup,
 )
 from supervisor.core.registry import Registry
+from supervisor.core.startup import open_store, prestart, process_backends, ray_backends
 from supervisor.errors import (
     DelegationRefused,
-    KeyConflict,
     StoreError,
     SupervisorError,
     UnknownDelegation,
@@ -53,8 +54,7 @@ from supervisor.routing import AgentPolicy, Routing
 from supervisor.routing.ray_setup import ray_backend, wants_ray
 from supervisor.rules.delegation import writer_partial_refusal
 from supervisor.rules.groups import STRATEGIES, Group, Strategy
-from supervisor.rules.recovery import brief_differences
-from supervisor.store import Recovery, SqliteStore, Store
+from supervisor.store import Recovery
 
 __all__ = ["Zeus"]
 
@@ -76,20 +76,19 @@ class Zeus:
         self._clock: Clock = clock if clock is not None else SystemClock(self._timer_failed)
         self._registry = Registry(routing)
         # The store first of all: a busy or bad one is refused before anything starts.
-        self._store = _open_store(routing, store, self._clock)
+        self._store = open_store(routing, store, self._clock)
         if self._store is not None:
             self._registry.continue_from(self._store.issued())
-        self._keys: dict[str, tuple[str, Brief]] = {}  # dispatch key -> (id, brief)
-        self._keys_lock = threading.Lock()
+        self._keys = Keys(None if self._store is None else self._stored_key)
         # Ray first: it may refuse to start (not installed, unreachable), and nothing else
         # has been started then.
-        ray = {} if (backends and "ray" in backends) else _ray_backends(routing)
+        ray = {} if (backends and "ray" in backends) else ray_backends(routing)
         self._events = EventLog(log, self._clock.wall)
         self._backends: dict[str, Backend] = {"thread": ThreadBackend(), **ray}
         if backends:
             self._backends.update(backends)
         else:
-            self._backends.update(_process_backends(routing))
+            self._backends.update(process_backends(routing))
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
         self._book = HandleBook(routing.supervisor.keep_settled, self._settled_handle)
@@ -166,7 +165,7 @@ class Zeus:
         if self._registry.policy(agent).isolation == "process":
             backend = self._backends.get("process")
             if isinstance(backend, ProcessBackend):
-                _prestart(backend)
+                prestart(backend)
 
     @property
     def routing(self) -> Routing:
@@ -188,29 +187,18 @@ class Zeus:
         checked = self._check(brief)
         if key is None:
             return self._dispatch(checked, None, watch=watch)
-        with self._keys_lock:  # one dispatch per key, whichever thread asks first
-            found = self._keyed(key, checked)
+        with self._keys.lock:  # one dispatch per key, whichever thread asks first
+            found = self._keys.find(key, checked)
             if found is not None:
-                return found
+                return self.handle(found)
             handle = self._dispatch(checked, None, watch=watch, key=key)
-            self._keys[key] = (handle.id, checked)
+            self._keys.add(key, handle.id, checked)
             return handle
 
-    def _keyed(self, key: str, brief: Brief) -> Handle | None:
-        """The handle of the delegation dispatched under `key`, in this Zeus or its store."""
-        known = self._keys.get(key)
-        if known is None and self._store is not None:
-            stored = self._ask(StoredLookup(key=key))
-            if stored is not None:
-                known = (stored[0], stored[1])
-                self._keys[key] = known
-        if known is None:
-            return None
-        delegation_id, first = known
-        differ = brief_differences(first, brief)
-        if differ:
-            raise KeyConflict(key, delegation_id, differ)
-        return self.handle(delegation_id)
+    def _stored_key(self, key: str) -> tuple[str, Brief] | None:
+        """(id, brief) of the stored delegation of `key` (asked of Zeus's thread)."""
+        stored = self._ask(StoredLookup(key=key))
+        return None if stored is None else (stored[0], stored[1])
 
     def dispatch_group(
         self, briefs: Iterable[Brief | Mapping[str, Any]], strategy: Strategy = "one_for_one"
@@ -452,37 +440,3 @@ class Zeus:
             self._ref.tell(message)
         except pykka.ActorDeadError:
             raise ZeusStopped("Zeus is stopped; start a new one") from None
-
-
-def _open_store(routing: Routing, store: str | Path | None, clock: Clock) -> Store | None:
-    """The store `Zeus.start` was given, else the routing's `supervisor.store`, opened
-    and owned (`StoreBusy`, `StoreError`); None for a Zeus kept in memory only."""
-    policy = routing.supervisor.store
-    path = store if store is not None else policy.path
-    if path is None:
-        return None
-    return SqliteStore.open(path, synchronous=policy.synchronous, keep_days=policy.keep_days,
-                            now=clock.wall)
-
-
-def _process_backends(routing: Routing) -> dict[str, Backend]:
-    """The process backend. Its fork server starts now when an agent will need it,
-    so that the first process attempt does not stall Zeus's mailbox on imports."""
-    backend = ProcessBackend()
-    if any(p.isolation == "process" or p.command for p in routing.agents.values()):
-        _prestart(backend)
-    return {"process": backend}
-
-
-def _prestart(backend: ProcessBackend) -> None:
-    """Ready the fork server on a thread of its own (about 0.5 s of imports): `Zeus.start`
-    returns at once, also inside an event loop's `async with`. An attempt that starts
-    before it is ready waits for it in the backend, as it would have without it."""
-    threading.Thread(target=backend.prestart, name="zeus-forkserver", daemon=True).start()
-
-
-def _ray_backends(routing: Routing) -> dict[str, Backend]:
-    """The Ray backend, when an agent runs on Ray (Ray is started or joined now)."""
-    if not wants_ray(routing.agents.values()):
-        return {}
-    return {"ray": ray_backend(routing)}
