@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import threading
 from collections.abc import Callable
+from typing import Any
 
 from actors import Summary
 
 __all__ = ["DelegationFuture"]
 
 _log = logging.getLogger("supervisor")
+_PENDING = "PENDING"  # the state name concurrent.futures gives a new future
+_MAKING_CONDITION = threading.Lock()  # taken only while a future's condition is first made
 
 
 class DelegationFuture(concurrent.futures.Future[Summary]):
@@ -27,11 +31,27 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
     """
 
     def __init__(self) -> None:
-        super().__init__()
+        # `Future.__init__` without its `Condition` (an RLock and a deque, most of what a
+        # future costs to build): that is made on first use, which for most delegations
+        # is Zeus's thread setting the result, not the host's thread dispatching.
+        self._state = _PENDING
+        self._result = None
+        self._exception = None
+        self._waiters: list[Any] = []
+        self._done_callbacks: list[Callable[[concurrent.futures.Future[Summary]], object]] = []
         self.on_cancel: Callable[[], None] | None = None  # set by Zeus for the host's handles
         # Zeus's own note of the settlement (its handle book), called with the summary right
         # after the done-callbacks: cheaper than one more of them, and never the host's code.
         self.on_settled: Callable[[Summary], None] | None = None
+
+    @property
+    def _condition(self) -> threading.Condition:  # type: ignore[override]
+        """The future's condition, made once, by whichever thread needs it first."""
+        made: threading.Condition | None = self.__dict__.get("_made_condition")
+        if made is None:
+            with _MAKING_CONDITION:
+                made = self.__dict__.setdefault("_made_condition", threading.Condition())
+        return made
 
     def set(self, summary: Summary) -> bool:
         """Settle with `summary`; False (and nothing changes) if already settled."""

@@ -106,6 +106,7 @@ class Supervisor:
         # Stored sub-delegations an orchestrator rerun after a restart may ask for again,
         # by its delegation id (docs/design.md, "The store": nested delegations replay).
         self.replays: dict[str, Replay] = {}
+        self._policies: dict[int, tuple[AgentPolicy, dict[str, Any]]] = {}
 
     def emit(self, event: str, d: Delegation, a: Attempt | None = None, **fields: Any) -> None:
         """A journal event about `d` (and its attempt `a`), with the fields every one has."""
@@ -146,7 +147,7 @@ class Supervisor:
             self.emit("delegation.dispatched", d, scope=d.brief.scope, depth=d.depth,
                       timeout_s=_timeout_s(d), policy=_effective(policy, d.brief))
         if self.durable is not None:
-            self.durable.recorded(d, key=msg.key, policy=_effective(policy, d.brief),
+            self.durable.recorded(d, key=msg.key, policy=self._stored_policy(policy, d.brief),
                                   ordinal=len(parent.children) - 1 if parent else None)
         if not self.accepting:
             self.settle(d, Settle(Status.cancelled, reason="zeus is stopping"))
@@ -160,6 +161,17 @@ class Supervisor:
             self._begin(d)
         else:
             self.tree.queue.append(d.id)
+
+    def _stored_policy(self, policy: AgentPolicy, brief: Brief) -> dict[str, Any]:
+        """The effective policy as the store keeps it: one dict per agent policy when the
+        brief overrides nothing (the store writes each distinct one once)."""
+        if brief.timeout_s is not None or brief.partial_ok is not None:
+            return _effective(policy, brief)
+        cached = self._policies.get(id(policy))
+        if cached is None or cached[0] is not policy:
+            cached = (policy, _effective(policy, brief))
+            self._policies[id(policy)] = cached  # holding the policy keeps its id unique
+        return cached[1]
 
     def dispatch_nested(self, parent: Delegation, brief: Brief, future: DelegationFuture) -> None:
         """A delegation of `parent`'s attempt (a child's `ctx.delegate`, a task's review).
