@@ -46,6 +46,7 @@ class Source(ABC):
     def read_new(self) -> Batch:
         """The events written since the last call; the first call gives them all."""
 
+    @abstractmethod
     def close(self) -> None:
         """Let go of what the source holds open."""
 

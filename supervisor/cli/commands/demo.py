@@ -39,8 +39,8 @@ from supervisor.cli.commands import (
     EXIT_OK,
     console,
     print_table,
+    ui,
 )
-from supervisor.cli.commands import ui
 from supervisor.cli.commands.dispatch import load_routing
 from supervisor.cli.commands.run import (
     print_final_tree,

@@ -40,8 +40,8 @@ from supervisor.cli.commands import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     console,
+    ui,
 )
-from supervisor.cli.commands import ui
 from supervisor.cli.commands.dispatch import brief_problems, load_routing, unknown_agent
 from supervisor.cli.live import LiveTree, open_journal
 from supervisor.core.handle import Handle

@@ -13,6 +13,7 @@ Needs the `ui` extra. Exit status: 0 when stopped with Ctrl-C, 2 for bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import os
 import select
@@ -138,10 +139,8 @@ class Beside:
         if kind is None and self._child.poll() is None:
             print(f"zeus {self._command}: the page stays at {self.url}; Ctrl-C stops it",
                   file=sys.stderr)
-            try:
+            with contextlib.suppress(KeyboardInterrupt):
                 self._child.wait()
-            except KeyboardInterrupt:
-                pass
         self._stop()
 
     def _stop(self) -> None:
