@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,12 +40,13 @@ def lines_of(path: Path) -> list[str]:
 def withhold_settlement(full: Path, out: Path, delegation_id: str) -> list[str]:
     """Write `full` to `out` up to `delegation_id`'s settlement; return the lines held back."""
     lines = lines_of(full)
-    for n, line in enumerate(lines):
-        event = json.loads(line)
-        if event["event"] == "delegation.settled" and event["delegation_id"] == delegation_id:
-            break
-    else:
-        raise AssertionError(f"{full} never settles {delegation_id}")
+    settles = [
+        n for n, line in enumerate(lines)
+        if (e := json.loads(line))["event"] == "delegation.settled"
+        and e["delegation_id"] == delegation_id
+    ]
+    assert settles, f"{full} never settles {delegation_id}"
+    n = settles[0]
     out.write_text("".join(lines[:n]), encoding="utf-8")
     out.chmod(0o600)
     return lines[n:]
@@ -85,3 +87,41 @@ def serving(source: Path, *args: str) -> Iterator[Served]:
         process.wait(WAIT_S)
         process.stdout.close()
         process.stderr.close()
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+CHROMIUM_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+)
+
+
+def chromium_missing() -> str | None:
+    """Why the browser tests cannot run here, or None when they can."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[test]')"
+    for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
+        if not path.exists():
+            return f"no {path}: apt-get install {package} (.ci/run installs it)"
+    return None
+
+
+@contextmanager
+def chromium(profile: Path, width: int = 1400, height: int = 1000) -> Iterator[Any]:
+    """A headless Chromium driven by selenium through the system's chromedriver (never one
+    downloaded), on a fresh profile at `profile`."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()

@@ -180,7 +180,9 @@ def test_serving_never_changes_the_journal_or_its_owner_only_mode(
     assert path.read_bytes() == demo_journal.read_bytes()
 
 
-def test_the_tree_follows_lines_appended_while_it_serves(demo_journal: Path, tmp_path: Path) -> None:
+def test_the_tree_follows_lines_appended_while_it_serves(
+    demo_journal: Path, tmp_path: Path
+) -> None:
     cut = tmp_path / "cut.jsonl"
     rest = withhold_settlement(demo_journal, cut, "apollo-7")
     with client(cut) as c:
@@ -222,7 +224,9 @@ def test_without_the_ui_extra_zeus_ui_names_it_and_exits_2(demo_journal: Path) -
     assert "zeus-supervisor[ui]" in done.stderr and "starlette" in done.stderr
 
 
-def test_run_ui_without_a_journal_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_ui_without_a_journal_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     plan = tmp_path / "plan.yml"
     plan.write_text("briefs:\n  - agent: apollo\n    scope: Scan for TODO\n", encoding="utf-8")
     assert main(["run", str(plan), "--ui"]) == 2

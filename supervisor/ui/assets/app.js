@@ -209,7 +209,12 @@
     const started = performance.now();
     const q = $("filter").value.trim().toLowerCase();
     const list = ordered(t.delegations).filter(([d]) => matches(d, q));
+    const held = document.activeElement && document.activeElement.closest("#tree-rows .row");
     renderTree(t, list);
+    if (held) { // a redraw keeps the keyboard's place
+      const again = document.querySelector(`#tree-rows .row[data-id="${CSS.escape(held.dataset.id)}"] a.id`);
+      if (again) again.focus({ preventScroll: true });
+    }
     renderTimeline(t, list);
     renderTimeouts(t);
     $("source").textContent = t.source;
