@@ -86,9 +86,8 @@ def test_the_keyboard_moves_through_the_tree_opens_a_delegation_and_goes_back(
         ActionChains(driver).send_keys("j", "j", "j", "k").perform()  # to what has focus
         assert driver.switch_to.active_element.text == "talos-1"
         ActionChains(driver).send_keys(Keys.ENTER).perform()
-        wait(driver, "return location.hash === '#d/talos-1' && !$('detail').hidden".replace(
-            "$('detail')", "document.getElementById('detail')"
-        ))
+        opened = "return location.hash === '#d/talos-1' && !document.getElementById('detail')"
+        wait(driver, opened + ".hidden")
         wait(driver, "return document.querySelectorAll('#detail tbody tr').length > 3")
         assert "talos-1-a3" in driver.find_element(By.ID, "detail").text
         ActionChains(driver).send_keys(Keys.ESCAPE).perform()
