@@ -27,10 +27,17 @@ def needs_ui_extra() -> None:
 
 
 def run_demo(log: Path) -> Path:
-    """The demo, run once for real, its journal at `log`."""
-    code = main(["demo", "--log", str(log)])
-    assert code == 0, f"the demo did not settle as designed (exit {code})"
-    return log
+    """The demo, run for real, its journal at `log`.
+
+    Its own test asserts that every scenario settles as designed; these tests need a
+    journal of that shape, so a run that a loaded machine pushed off it is made again once.
+    """
+    for _ in range(2):
+        log.unlink(missing_ok=True)
+        code = main(["demo", "--log", str(log)])
+        if code == 0:
+            return log
+    raise AssertionError(f"the demo did not settle as designed twice (exit {code})")
 
 
 def lines_of(path: Path) -> list[str]:

@@ -143,7 +143,9 @@ def create_app(
     view.refresh()
     hub = _Hub()
     page, csp = _page()
-    cache: dict[tuple[int, int, int], bytes] = {}
+    trees = payloads.TreeCache()
+    cache: dict[tuple[int, int, int], bytes] = {}  # the last body, while nothing is new
+    trees.body(view, view.journal.run)  # made before serving, so the first ask is quick
 
     async def poll() -> None:
         while True:
@@ -178,7 +180,7 @@ def create_app(
         body = cache.get(key)
         if body is None:
             cache.clear()
-            body = cache[key] = json.dumps(payloads.tree(view, run)).encode()
+            body = cache[key] = trees.body(view, run)
         now = json.dumps({"now": time.time()}).encode()
         return Response(now[:-1] + b", " + body[1:], media_type="application/json")
 

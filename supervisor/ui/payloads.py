@@ -1,6 +1,6 @@
 """The JSON the endpoints answer, made from a `View`: plain dicts of plain values.
 
-`tree` is `GET /api/tree`: the run's delegations in dispatch order, each with
+`TreeCache.body` is `GET /api/tree`: the run's delegations in dispatch order, each with
 `id`, `agent`, `status`, `parent_id` (the delegation that made it) and its
 `attempts`, plus the timeout tracking table and timeout log (`zeus timeouts`).
 `delegation` is `GET /api/delegations/{id}`: one delegation with its
@@ -11,6 +11,7 @@ Statuses are the tracking table's: a settled status, `in progress`, or
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from supervisor.journal import (
@@ -23,13 +24,14 @@ from supervisor.journal import (
 )
 from supervisor.ui.view import View
 
-__all__ = ["delegation", "tree"]
+__all__ = ["TreeCache", "delegation"]
 
 _SCOPE_CHARS = 240  # the tree shows the start of a scope; the delegation page shows it all
 
 
 def _attempt(a: ReplayedAttempt) -> dict[str, Any]:
-    return {
+    """What the journal says of an attempt: only the fields it has a value for."""
+    fields = {
         "id": a.id,
         "agent": a.agent,
         "number": a.number,
@@ -54,6 +56,7 @@ def _attempt(a: ReplayedAttempt) -> dict[str, Any]:
         "error": a.error,
         "then": a.then,
     }
+    return {k: v for k, v in fields.items() if v is not None and v is not False}
 
 
 def _spend(events: list[Event]) -> tuple[dict[str, Any] | None, dict[str, int]]:
@@ -150,23 +153,56 @@ def _run(view: View, run: Run) -> dict[str, Any]:
     }
 
 
-def tree(view: View, run: Run) -> dict[str, Any]:
-    """`GET /api/tree` for `run`."""
-    rows = tracking_rows(run)
-    parents = _parents(run)
-    delegations = [
-        _delegation(run, d, row, parents.get(d.id), view.events_of(run, d.id))
-        for d, row in zip(run.delegations.values(), rows, strict=True)
-    ]
-    return {
-        "source": view.source.label,
-        "seq": view.seq,
-        "run": _run(view, run),
-        "delegations": delegations,
-        "tracking": [_tracking(row) for row in rows],
-        "timeouts": _timeouts(run),
-        "notes": view.journal.notes[-50:],
-    }
+class TreeCache:
+    """`GET /api/tree`'s body, kept per delegation: a settled delegation's part is made
+    again only after an event of its arrives, an open one's on every call (its elapsed
+    time moves), so a large journal that grows costs what changed. Used by one thread."""
+
+    def __init__(self) -> None:
+        self._parts: dict[tuple[int, str], tuple[int, bytes, bytes]] = {}
+        self._resets = 0
+
+    def body(self, view: View, run: Run) -> bytes:
+        """The tree of `run` as JSON bytes."""
+        if view.resets != self._resets:
+            self._parts.clear()
+            self._resets = view.resets
+        stale = {
+            d.id: d
+            for d in run.delegations.values()
+            if not d.settled
+            or (part := self._parts.get((run.index, d.id))) is None
+            or part[0] != view.version(run, d.id)
+        }
+        if stale:  # the tracking table's rows of just these, as `zeus timeouts` makes them
+            parents = _parents(run)
+            only = Run(index=run.index, stopped_ts=run.stopped_ts, last_ts=run.last_ts,
+                       delegations=stale)
+            for d, row in zip(stale.values(), tracking_rows(only), strict=True):
+                events = view.events_of(run, d.id)
+                self._parts[(run.index, d.id)] = (
+                    view.version(run, d.id),
+                    _dumps(_delegation(run, d, row, parents.get(d.id), events)),
+                    _dumps(_tracking(row)),
+                )
+        parts = [self._parts[(run.index, d_id)] for d_id in run.delegations]
+        delegations = [part[1] for part in parts]
+        tracking = [part[2] for part in parts]
+        rest = _dumps({
+            "source": view.source.label,
+            "seq": view.seq,
+            "run": _run(view, run),
+            "timeouts": _timeouts(run),
+            "notes": view.journal.notes[-50:],
+        })
+        return b"".join([
+            b'{"delegations": [', b", ".join(delegations), b'], "tracking": [',
+            b", ".join(tracking), b"], ", rest[1:],
+        ])
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value).encode()
 
 
 def delegation(view: View, delegation_id: str) -> dict[str, Any] | None:

@@ -58,3 +58,7 @@ class View:
 
     def events_of(self, run: Run, delegation_id: str) -> list[Event]:
         return self._events.get((run.index, delegation_id), [])
+
+    def version(self, run: Run, delegation_id: str) -> int:
+        """How many events the delegation has had: it changes when the delegation does."""
+        return len(self._events.get((run.index, delegation_id), ()))

@@ -11,7 +11,7 @@
     "budget_exceeded", "cancelled", "lost", "open"];
   // What the page has read; `window.zeusUi` lets a test or a host see it.
   const state = { tree: null, skew: 0, detail: null, events: 0, renders: 0, lags: [],
-    lastRenderMs: 0, connected: false };
+    lastRenderMs: 0, firstRenderAt: null, connected: false };
   window.zeusUi = state;
 
   const esc = (v) => String(v ?? "").replace(/[&<>"']/g, (c) =>
@@ -226,6 +226,7 @@
     $("notes").innerHTML = t.notes.map((n) => `<li>${esc(n)}</li>`).join("");
     state.renders += 1;
     state.lastRenderMs = performance.now() - started;
+    if (state.firstRenderAt == null) state.firstRenderAt = performance.now(); // since navigation
   }
 
   // -- a delegation's page ------------------------------------------------------------------
