@@ -26,6 +26,7 @@ from benchmarks._table import Row, report
 from supervisor import Routing, Zeus
 from supervisor import journal as jr
 from supervisor.cli.main import main as zeus_main
+from supervisor.ui import View, open_source, payloads
 from tests._ui import WAIT_S, append, chromium, chromium_missing, serving
 
 _WORKER = {"entrypoint": "supervisor.examples.faulty:flaky", "timeout_s": 30,
@@ -126,6 +127,22 @@ def bench_tree(rows: list[Row], folder: Path, n: int = 10_000) -> None:
                     "s", "zeus tree FILE"))
     rows.append(Row("  zeus ui started to that first answer", start_s, tree_s, "s",
                     "zeus tree FILE", note="interpreter, read and rebuild included"))
+    # one more event: only the delegations it touched are made again
+    view = View(open_source(path))
+    view.refresh()
+    trees = payloads.TreeCache()
+    trees.body(view, view.journal.run)
+    beat = {"event": "attempt.heartbeat", "ts": time.time(), "delegation_id": "worker-7",
+            "attempt_id": "worker-7-a1", "parent_id": "worker-1", "agent": "worker"}
+    append(path, [json.dumps(beat) + "\n"])
+    t0 = time.perf_counter()
+    view.refresh()
+    body = trees.body(view, view.journal.run)
+    event_s = time.perf_counter() - t0
+    view.source.close()
+    assert json.loads(body)["seq"] == view.seq
+    rows.append(Row("  the same after one more event", event_s, tree_s, "s",
+                    "zeus tree FILE", "value<=0.5", note="only what changed is made again"))
 
 
 # -- the page in headless Chromium ----------------------------------------------------------
@@ -207,7 +224,7 @@ def noop(brief: Brief, ctx: Context) -> None:
     return None
 
 
-def bench_dispatch(rows: list[Row], folder: Path, n: int = 1000, rounds: int = 3) -> None:
+def bench_dispatch(rows: list[Row], folder: Path, n: int = 1000, rounds: int = 5) -> None:
     path = folder / "dispatch.jsonl"
     path.touch(mode=0o600)
     r = Routing.from_dict({"version": 1, "agents": {}})

@@ -144,8 +144,8 @@ def create_app(
     hub = _Hub()
     page, csp = _page()
     trees = payloads.TreeCache()
-    cache: dict[tuple[int, int, int], bytes] = {}  # the last body, while nothing is new
-    trees.body(view, view.journal.run)  # made before serving, so the first ask is quick
+    # the last body, while nothing is new; made before serving, so the first ask is quick
+    cache = {(view.resets, view.seq, view.journal.run.index): trees.body(view, view.journal.run)}
 
     async def poll() -> None:
         while True:
