@@ -11,7 +11,7 @@
     "budget_exceeded", "cancelled", "lost", "open"];
   // What the page has read; `window.zeusUi` lets a test or a host see it.
   const state = { tree: null, skew: 0, detail: null, events: 0, renders: 0, lags: [],
-    lastRenderMs: 0, firstRenderAt: null, connected: false };
+    lastRenderMs: 0, firstRenderAt: null, firstRenderMs: null, connected: false };
   window.zeusUi = state;
 
   const esc = (v) => String(v ?? "").replace(/[&<>"']/g, (c) =>
@@ -226,7 +226,10 @@
     $("notes").innerHTML = t.notes.map((n) => `<li>${esc(n)}</li>`).join("");
     state.renders += 1;
     state.lastRenderMs = performance.now() - started;
-    if (state.firstRenderAt == null) state.firstRenderAt = performance.now(); // since navigation
+    if (state.firstRenderAt == null) { // since navigation, and the drawing's own share
+      state.firstRenderAt = performance.now();
+      state.firstRenderMs = state.lastRenderMs;
+    }
   }
 
   // -- a delegation's page ------------------------------------------------------------------
