@@ -48,6 +48,13 @@ def main() -> None:
     bench_throughput.main([])
     print("== Ray children (skipped without the ray extra) ==")
     bench_ray.main([])
+    print("== zeus ui (skipped without the ui extra) ==")
+    try:
+        from benchmarks import bench_ui
+    except ImportError as exc:
+        print(f"skipped: {exc.name} is missing (pip install -e '.[ui,test]')")
+    else:
+        bench_ui.main()
 
 
 if __name__ == "__main__":

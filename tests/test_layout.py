@@ -1,6 +1,6 @@
 """The layers: `actors` runs, `supervisor` decides; inside each, imports run one way (down).
 
-cli, integrations -> supervisor (the host's names), testing -> core -> store ->
+cli, integrations, ui -> supervisor (the host's names), testing -> core -> store ->
 rules -> routing, journal -> errors -> actors.backends -> actors. `actors` never imports
 `supervisor`, and the library never imports the CLI. One concept per module: none
 is over 400 lines unless splitting it would scatter one concept (listed, with why).
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,7 @@ RANKS = {
     "supervisor.examples": 7,
     "supervisor.integrations": 8,
     "supervisor.cli": 8,
+    "supervisor.ui": 8,
 }
 
 
@@ -93,6 +96,31 @@ def test_the_library_never_imports_the_cli() -> None:
             continue
         for name in imports(path):
             assert not name.startswith("supervisor.cli"), f"{path} imports {name}"
+
+
+# The ui extra's web stack: imported by supervisor/ui/ alone, so nothing else needs it.
+WEB_STACK = ("starlette", "uvicorn", "sse_starlette")
+
+
+def test_only_the_ui_package_imports_the_web_stack() -> None:
+    wrong = [
+        f"{module_name(path)} imports {name}"
+        for path in library_files()
+        if not module_name(path).startswith("supervisor.ui")
+        for name in imports(path)
+        if name.split(".")[0] in WEB_STACK
+    ]
+    assert not wrong, "the web stack outside supervisor.ui:\n" + "\n".join(wrong)
+
+
+def test_the_ui_readers_and_the_cli_load_without_the_web_stack() -> None:
+    code = (
+        "import sys, supervisor, supervisor.ui, supervisor.cli.main\n"
+        f"loaded = [m for m in {WEB_STACK!r} if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize(

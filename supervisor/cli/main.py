@@ -30,13 +30,14 @@ from supervisor.cli.commands import (
     sweep,
     timeouts,
     tree,
+    ui,
     validate,
 )
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 COMMANDS: tuple[Command, ...] = (
-    demo, dispatch, run, validate, schema, tree, timeouts, sweep, mcp,
+    demo, dispatch, run, validate, schema, tree, timeouts, sweep, mcp, ui,
 )
 
 

@@ -149,6 +149,9 @@ class Run:
     attempts: dict[str, ReplayedAttempt] = field(default_factory=dict)
     roots: list[ReplayedDelegation] = field(default_factory=list)
     timeouts: list[TimeoutEntry] = field(default_factory=list)
+    # delegation id -> the indexes in `timeouts` of its entries that say nothing yet of what
+    # followed (so a journal of many delegations is not scanned once per settlement)
+    unresolved_timeouts: dict[str, list[int]] = field(default_factory=dict, repr=False)
     intensity: list[Event] = field(default_factory=list)
     events: int = 0
     last_ts: float | None = None

@@ -1,0 +1,116 @@
+"""Where `zeus ui` reads a run from: a `Source` of journal events, read and never written.
+
+A source hands out the events written since it was last asked (`read_new`),
+as the journal file holds them (docs/design.md, events). `JournalFile` is the one
+source today: the JSONL journal that `log=` writes, tailed as it grows. A
+durable store can be added beside it behind the same interface: it hands out
+its records as the events they stand for, so the page needs no second reader.
+`open_source` picks the source for a path and says why a path cannot be one.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from supervisor.errors import SupervisorError
+from supervisor.journal import Event, parse_line
+
+__all__ = ["Batch", "JournalFile", "Source", "open_source"]
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What a source read in one call: new events, notes on lines skipped, and whether
+    it started over (a truncated journal): then what was read before is void."""
+
+    events: list[Event] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    reset: bool = False
+
+
+class Source(ABC):
+    """A run's events, read only. Called from one thread at a time (the server's loop)."""
+
+    @property
+    @abstractmethod
+    def label(self) -> str:
+        """What the page calls the source (a path)."""
+
+    @abstractmethod
+    def read_new(self) -> Batch:
+        """The events written since the last call; the first call gives them all."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Let go of what the source holds open."""
+
+
+class JournalFile(Source):
+    """A JSONL journal, tailed: a line counts once its newline is written (a torn
+    last line waits for the rest), a garbled line becomes a note, and a file that
+    shrinks is read again from its start. The file is opened read-only, so its
+    owner-only mode is never touched."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._stream: IO[bytes] | None = None
+        self._buffer = b""
+        self._line = 0
+
+    @property
+    def label(self) -> str:
+        return str(self._path)
+
+    def read_new(self) -> Batch:
+        if self._stream is None:
+            self._stream = self._path.open("rb")
+        reset = os.fstat(self._stream.fileno()).st_size < self._stream.tell()
+        if reset:
+            self._stream.seek(0)
+            self._buffer, self._line = b"", 0
+        chunk = self._stream.read()
+        if not chunk:
+            return Batch(reset=reset)
+        *complete, self._buffer = (self._buffer + chunk).split(b"\n")
+        events: list[Event] = []
+        notes: list[str] = []
+        for raw in complete:
+            self._line += 1
+            line = raw.decode("utf-8", errors="replace").strip().lstrip("\ufeff")
+            if not line:
+                continue
+            try:
+                events.append(parse_line(line))
+            except ValueError as exc:
+                notes.append(f"line {self._line}: skipped: {exc}")
+        return Batch(events, notes, reset)
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+
+def open_source(path: Path) -> Source:
+    """The source at `path`; `SupervisorError` says why it cannot be read."""
+    if path.is_dir():
+        raise SupervisorError(f"{path} is a directory; give the journal file (log=)")
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(len(_SQLITE_MAGIC))
+    except FileNotFoundError:
+        raise SupervisorError(f"{path} does not exist; give the journal file (log=)") from None
+    except OSError as exc:
+        raise SupervisorError(f"cannot read {path}: {exc.strerror}") from None
+    if head == _SQLITE_MAGIC:
+        raise SupervisorError(
+            f"{path} is an SQLite file: this version of `zeus ui` reads a JSONL journal; "
+            "give the file that log= writes"
+        )
+    return JournalFile(path)
