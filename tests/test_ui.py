@@ -68,8 +68,32 @@ def test_open_source_says_why_a_path_is_not_a_journal(tmp_path: Path) -> None:
         open_source(tmp_path)
     store = tmp_path / "zeus.db"
     store.write_bytes(b"SQLite format 3\x00" + bytes(100))
-    with pytest.raises(SupervisorError, match="SQLite file"):
+    with pytest.raises(SupervisorError, match=r"zeus\.db"):  # an SQLite file, but no store
         open_source(store)
+
+
+def test_a_store_is_a_source_whose_new_rows_come_as_new_events(tmp_path: Path) -> None:
+    from supervisor import Brief, Zeus
+    from supervisor.ui.source import StoreFile
+
+    path = tmp_path / "zeus.db"
+    with Zeus.start(agents={"a": lambda brief, ctx: "ok"}, store=path) as zeus:
+        zeus.dispatch(Brief(agent="a", scope="first")).result(10)
+        source = open_source(path)
+        assert isinstance(source, StoreFile)
+        first = source.read_new()
+        assert not first.reset
+        assert [e["event"] for e in first.events if e["delegation_id"] == "a-1"][-1] == (
+            "delegation.settled")
+        assert source.read_new().events == []  # nothing written since
+        zeus.dispatch(Brief(agent="a", scope="second")).result(10)
+        more = source.read_new()
+        assert not more.reset
+        assert {e["delegation_id"] for e in more.events} == {"a-2"}
+        source.close()
+    before = path.read_bytes()
+    assert open_source(path).read_new().events[-1]["event"] == "zeus.stopped"
+    assert path.read_bytes() == before  # read only: the store is never changed
 
 
 # -- the endpoints --------------------------------------------------------------------------

@@ -1,11 +1,11 @@
 """Where `zeus ui` reads a run from: a `Source` of journal events, read and never written.
 
 A source hands out the events written since it was last asked (`read_new`),
-as the journal file holds them (docs/design.md, events). `JournalFile` is the one
-source today: the JSONL journal that `log=` writes, tailed as it grows. A
-durable store can be added beside it behind the same interface: it hands out
-its records as the events they stand for, so the page needs no second reader.
-`open_source` picks the source for a path and says why a path cannot be one.
+as the journal file holds them (docs/design.md, events). `JournalFile` is the
+JSONL journal that `log=` writes, tailed as it grows; `StoreFile` a durable store
+(docs/design.md, the store), read only, whose records it hands out as the events
+they stand for, so the page needs no second reader. `open_source` picks the
+source for a path and says why a path cannot be one.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import IO
 from supervisor.errors import SupervisorError
 from supervisor.journal import Event, parse_line
 
-__all__ = ["Batch", "JournalFile", "Source", "open_source"]
+__all__ = ["Batch", "JournalFile", "Source", "StoreFile", "open_source"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -97,6 +97,49 @@ class JournalFile(Source):
             self._stream = None
 
 
+class StoreFile(Source):
+    """A durable store, read only (never claimed, never written): its rows read again
+    as events whenever the file or its write-ahead log changed. New rows come after
+    the ones already read; a store claimed by a new Zeus since is read from its start."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._wal = path.with_name(path.name + "-wal")
+        self._seen: list[Event] = []
+        self._stamp: tuple[int, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return str(self._path)
+
+    def read_new(self) -> Batch:
+        from supervisor.store import store_events
+
+        stamp = tuple(_stat(p) for p in (self._path, self._wal))
+        if stamp == self._stamp:
+            return Batch()
+        self._stamp = stamp
+        events = list(store_events(self._path))
+        seen = self._seen
+        grown = (len(events) >= len(seen) and (not seen or (
+            events[0] == seen[0] and events[len(seen) - 1] == seen[-1])))
+        self._seen = events
+        if grown:
+            return Batch(events[len(seen):])
+        return Batch(events, reset=True)
+
+    def close(self) -> None:
+        self._seen = []
+
+
+def _stat(path: Path) -> int:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return -1
+    return st.st_mtime_ns ^ (st.st_size << 1)
+
+
 def open_source(path: Path) -> Source:
     """The source at `path`; `SupervisorError` says why it cannot be read."""
     if path.is_dir():
@@ -109,8 +152,8 @@ def open_source(path: Path) -> Source:
     except OSError as exc:
         raise SupervisorError(f"cannot read {path}: {exc.strerror}") from None
     if head == _SQLITE_MAGIC:
-        raise SupervisorError(
-            f"{path} is an SQLite file: this version of `zeus ui` reads a JSONL journal; "
-            "give the file that log= writes"
-        )
+        from supervisor.store.schema import inspect
+
+        inspect(path)  # StoreError (a SupervisorError) for an SQLite file that is no store
+        return StoreFile(path)
     return JournalFile(path)

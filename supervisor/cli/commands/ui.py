@@ -1,6 +1,6 @@
 """`zeus ui SOURCE [--host 127.0.0.1] [--port 8765] [--token T]`: the tree in a browser.
 
-Serves a page over a journal (the file log= writes), followed live as it
+Serves a page over a journal (the file log= writes) or a store, followed live as it
 grows: the supervision tree with status marks, deadline bars, progress and
 spend against budgets; a page per delegation with each attempt's evidence; a
 timeline of every attempt; the timeout tracking table. It binds 127.0.0.1: any
