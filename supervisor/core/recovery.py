@@ -183,15 +183,24 @@ def _confirm_gone(a: StoredAttempt, policy: AgentPolicy) -> bool:
         return True  # a thread, or a process not yet started when its Zeus died
     if child_gone(a.pid, a.pid_start_time, a.pgid):
         return True
+    if policy.isolation == "ray":
+        # A Ray worker process is Ray's and may run other tasks: never signalled here.
+        # Gone once Ray ended it (its driver died with the old Zeus); else unconfirmed.
+        return _gone_within(a, CONFIRM_WAIT_S)
     if process_running(a.pid, a.pid_start_time):
         _signal(lambda: os.kill(a.pid or 0, signal.SIGKILL))
     if a.pgid is not None and a.pgid == a.pid and a.pgid != os.getpgrp():
         _signal(lambda: os.killpg(a.pgid or 0, signal.SIGKILL))
-    give_up = time.monotonic() + CONFIRM_WAIT_S  # real time: a process is dying
+    return _gone_within(a, CONFIRM_WAIT_S)
+
+
+def _gone_within(a: StoredAttempt, seconds: float) -> bool:
+    """Whether the child is confirmed gone within `seconds` of real time (it is dying)."""
+    give_up = time.monotonic() + seconds
     while time.monotonic() < give_up:
         if child_gone(a.pid, a.pid_start_time, a.pgid):
             return True
-        time.sleep(0.01)
+        time.sleep(0.01)  # Zeus's thread, before Zeus.start returns: nothing else runs
     return False
 
 
