@@ -125,7 +125,7 @@ class ZeusActor(pykka.ThreadingActor):
             return exc if isinstance(exc, Exception) else None
         finally:
             if self._durable is not None:
-                self._durable.end_turn()  # one commit for what the turn wrote
+                self._durable.end_turn(self.queued())  # one commit for what the turn wrote
 
     def _on_recover(self, msg: Recover) -> Recovery:
         return recover_store(self.supervisor, msg.keep_handle)

@@ -10,6 +10,7 @@ before its handle resolves. Everything else is committed at the end of the turn.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from actors import AttemptRecord, Summary, Usage
@@ -21,6 +22,11 @@ from supervisor.store import Store
 
 __all__ = ["Durable"]
 
+# How many settlements, and for how long, may wait for a shared commit while more
+# messages wait in the mailbox (a busy turn): throughput against a handle's latency.
+HOLD_AT_MOST = 64
+HOLD_S = 0.002
+
 
 class Durable:
     """Writes of one Zeus to its store, in clock time converted to the wall clock."""
@@ -30,6 +36,8 @@ class Durable:
         self._clock = clock
         self._events = events
         self._dirty = False
+        self._resolve: list[Callable[[], object]] = []  # handles waiting for the commit
+        self._first_waiting = 0.0  # when the oldest of them began to wait (clock time)
 
     def wall(self, when: float) -> float:
         """Clock time `when` as wall-clock time (epoch seconds), as the store keeps time."""
@@ -90,13 +98,17 @@ class Durable:
                                    agent=agent)
         self._dirty = True
 
-    def settled(self, d: Delegation, summary: Summary) -> bool:
-        """The summary, committed before the handle resolves; False if it could not be
-        (the handle still resolves: the host is never kept waiting on a disk)."""
+    def settled(self, d: Delegation, summary: Summary, resolve: Callable[[], object]) -> None:
+        """The summary; `resolve()` (the handle resolving) runs once it is committed, by
+        the next commit: when the mailbox has no more waiting, or before an attempt
+        starts, so that the settlements of a busy turn share one commit. A commit that
+        fails resolves them all the same: the host is never kept waiting on a disk."""
         self.store.settled(d.id, status=summary.status, summary=summary,
                            at=self._clock.wall())
         self._dirty = True
-        return self.commit_now()
+        if not self._resolve:
+            self._first_waiting = self._clock.now()
+        self._resolve.append(resolve)
 
     # -- commits ------------------------------------------------------------------------------
 
@@ -110,13 +122,23 @@ class Durable:
         except StoreError as exc:
             self._events.emit("zeus.internal_error", message="store", error=str(exc))
             return False
+        finally:
+            resolve, self._resolve = self._resolve, []
+            for settle in resolve:
+                settle()
         self._dirty = False
         return True
 
-    def end_turn(self) -> None:
-        """The mailbox's turn ended: one commit for what it wrote."""
-        if self._dirty:
-            self.commit_now()
+    def end_turn(self, waiting: int) -> None:
+        """The mailbox's turn ended with `waiting` messages queued: one commit for what
+        the turn wrote, unless more messages wait and the settlements held back for the
+        commit are few and recent (then the next turns' writes join it)."""
+        if not self._dirty:
+            return
+        if waiting and len(self._resolve) < HOLD_AT_MOST and (
+                not self._resolve or self._clock.now() - self._first_waiting < HOLD_S):
+            return
+        self.commit_now()
 
     @property
     def writable(self) -> bool:

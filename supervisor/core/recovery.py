@@ -19,6 +19,7 @@ import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from actors import AttemptOutcome, AttemptRecord, Status
 from actors.osproc import child_gone, process_running
@@ -76,9 +77,10 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
     for r in rebuilt:
         if r.d.state == "settled":
             continue  # its parent settled first, and cancelled it
-        if _carry_out(sup, r):
+        done = _carry_out(sup, r)
+        if done == "rerun":
             rerun.append(r.d.id)
-        elif r.d.settled.done() and r.d.settled.result().status is Status.blocked:
+        elif done is Status.blocked:
             blocked.append(r.d.id)
     recovery = Recovery(rerun=tuple(rerun), blocked=tuple(blocked),
                         settled=store.counts().settled)
@@ -209,20 +211,20 @@ def _signal(send: Callable[[], None]) -> None:
         send()  # gone meanwhile, or not ours: confirmation decides
 
 
-def _carry_out(sup: Supervisor, r: _Rebuilt) -> bool:
-    """The delegation's plan carried out; True when it runs again."""
+def _carry_out(sup: Supervisor, r: _Rebuilt) -> Status | Literal["rerun"]:
+    """The delegation's plan carried out: "rerun" when it runs again, else the status it
+    settled with."""
     d, stored = r.d, r.stored
     if not r.known:
-        sup.settle(d, Settle(Status.failed, reason=(
+        return _settle(sup, d, Settle(Status.failed, reason=(
             f"agent {d.agent!r} is no longer in the routing; the store's delegation cannot "
             "run again: add the agent back, or dispatch it to another")))
-        return False
     if d.parent_id is not None and sup.tree.get(d.parent_id) is None:
-        sup.settle(d, Settle(Status.cancelled, reason=f"its parent {d.parent_id} had settled"))
-        return False
+        return _settle(sup, d, Settle(Status.cancelled,
+                                      reason=f"its parent {d.parent_id} had settled"))
     if r.unconfirmed is not None:
-        sup.settle(d, Settle(Status.blocked, reason=UNCONFIRMED.format(pid=r.unconfirmed)))
-        return False
+        return _settle(sup, d, Settle(Status.blocked,
+                                      reason=UNCONFIRMED.format(pid=r.unconfirmed)))
     open_attempt = next((a for a in reversed(stored.attempts) if a.open), None)
     deadline = open_attempt.deadline if open_attempt is not None else stored.delegation.deadline
     partial_ok = d.brief.partial_ok if d.brief.partial_ok is not None else d.policy.partial_ok
@@ -235,11 +237,9 @@ def _carry_out(sup: Supervisor, r: _Rebuilt) -> bool:
     )
     step = plan.step
     if isinstance(step, Settle):
-        sup.settle(d, step)
-        return False
+        return _settle(sup, d, step)
     if isinstance(step, Wait):  # (children were confirmed gone above: not reached)
-        sup.settle(d, Settle(Status.blocked, reason=UNCONFIRMED.format(pid="?")))
-        return False
+        return _settle(sup, d, Settle(Status.blocked, reason=UNCONFIRMED.format(pid="?")))
     if isinstance(step, Retry):
         d.retries_used += 1
     elif isinstance(step, Fallback):
@@ -257,7 +257,12 @@ def _carry_out(sup: Supervisor, r: _Rebuilt) -> bool:
     if parent is not None and parent.current is not None:
         d.deadline_cap = parent.current.deadline
     sup.run_recovered(d)
-    return True
+    return "rerun"
+
+
+def _settle(sup: Supervisor, d: Delegation, step: Settle) -> Status:
+    sup.settle(d, step)
+    return Status.cancelled if d.cancel_requested else step.status
 
 
 def _outcome(value: str | None) -> AttemptOutcome:

@@ -12,6 +12,7 @@ child.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from typing import Any
@@ -666,8 +667,15 @@ class Supervisor:
             )
         self.restarts.forget(d.id)  # its children's restart window goes with it
         self._mail.drop(d.id)
-        if self.durable is not None:
-            self.durable.settled(d, summary)  # committed before the handle resolves
+        if self.durable is not None:  # said and resolved once the summary is committed
+            self.durable.settled(d, summary, functools.partial(self._settled, d, summary))
+        else:
+            self._settled(d, summary)
+        self._cancel_children(d, f"its parent {d.id} settled")
+        self._fill_slots()
+
+    def _settled(self, d: Delegation, summary: Summary) -> None:
+        """`delegation.settled`, and the handle resolves: the settlement made known."""
         if self.events.enabled:  # its fields are built only for someone who listens
             self.emit("delegation.settled", d, None, status=summary.status.value,
                       duration_s=summary.duration_s, attempts=len(d.attempts),
@@ -675,8 +683,6 @@ class Supervisor:
                       error=(summary.error or "").split("\n")[0] or None,
                       usage=summary.usage.model_dump())
         d.settled.set(summary)
-        self._cancel_children(d, f"its parent {d.id} settled")
-        self._fill_slots()
 
     def _fill_slots(self) -> None:
         if not self.accepting:

@@ -48,7 +48,6 @@ CREATE TABLE delegations (
 );
 CREATE UNIQUE INDEX delegations_key ON delegations (key) WHERE key IS NOT NULL;
 CREATE INDEX delegations_parent ON delegations (parent_id, ordinal) WHERE parent_id IS NOT NULL;
-CREATE INDEX delegations_settled ON delegations (settled) WHERE settled IS NOT NULL;
 CREATE TABLE attempts (
     id TEXT PRIMARY KEY, delegation_id TEXT NOT NULL, number INTEGER NOT NULL,
     agent TEXT NOT NULL, started REAL NOT NULL, deadline REAL, seq INTEGER NOT NULL,
@@ -57,7 +56,6 @@ CREATE TABLE attempts (
     output_tokens INTEGER NOT NULL DEFAULT 0, cost REAL NOT NULL DEFAULT 0,
     outcome TEXT, ended REAL, error TEXT, record TEXT, end_seq INTEGER
 );
-CREATE INDEX attempts_delegation ON attempts (delegation_id, number);
 CREATE TABLE partials (
     delegation_id TEXT NOT NULL, attempt_id TEXT NOT NULL, seq INTEGER NOT NULL,
     item TEXT NOT NULL
