@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from actors.limits import Seconds
 
+# Decimals a summed cost keeps: a billionth of a dollar is below any price per token.
+COST_PLACES = 9
+
 __all__ = [
     "AttemptOutcome",
     "AttemptRecord",
@@ -100,7 +103,8 @@ class Usage(BaseModel):
             calls=self.calls + other.calls,
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
-            cost=self.cost + other.cost,
+            # Summed floats drift (0.0304 + ... = 0.030442999999999994): a sum keeps COST_PLACES.
+            cost=round(self.cost + other.cost, COST_PLACES),
         )
 
 
