@@ -201,6 +201,23 @@ def test_dispatch_writes_a_journal_that_zeus_tree_reads(
     assert "flaky-1 flaky: completed" in capsys.readouterr().out
 
 
+def test_tree_follow_on_a_pipe_prints_each_event_in_the_live_views_one_line_format(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    log = tmp_path / "events.jsonl"
+    assert main(["dispatch", "flaky", "x", "--routing", str(ROUTING), "--log", str(log)]) == 0
+    capsys.readouterr()
+
+    assert main(["tree", str(log), "--follow"]) == EXIT_OK
+    out = capsys.readouterr().out
+
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["0.00s", "zeus", "zeus"]
+    assert any(line.split()[1:2] == ["flaky-1-a1"] and "retry in" in line for line in lines)
+    assert not [line for line in lines if "=" in line]  # no key=value dumps
+    assert not [line for line in lines if ":" in line.split(" ", 1)[0]]  # no clock times
+
+
 def test_dispatch_prints_only_the_summary_when_stdout_is_not_a_terminal(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -392,7 +409,7 @@ def test_describe_says_what_each_pinned_event_means_in_words() -> None:
     )
     assert (
         describe({**base, "event": "attempt.killed", "how": "terminate", "latency_s": 0.012})
-        == "stopped (terminate) in 0.01s"
+        == "ignored the cancel; stopped by SIGTERM (in 0.01s)"
     )
     assert (
         describe(

@@ -27,9 +27,9 @@ from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, co
 from supervisor.cli.render import (
     delegation_label,
     delegation_status,
-    event_line,
     intensity_text,
     legend,
+    plain_event,
     run_label,
 )
 from supervisor.cli.rows import (
@@ -170,10 +170,15 @@ def _follow(path: Path, console: Console, all_runs: bool) -> int:
 
     with live if live is not None else contextlib.nullcontext():
         try:
+            t0: float | None = None
             for event in jr.follow(path, on_note=note, on_idle=refresh):
                 journal.apply(event)
-                if live is None and event.get("event") not in _QUIET_EVENTS:
-                    print(event_line(event))
+                if t0 is None and isinstance(event.get("ts"), int | float):
+                    t0 = float(event["ts"])
+                line = None if live is not None or event.get("event") in _QUIET_EVENTS else (
+                    plain_event(event, t0))
+                if line is not None:
+                    print(line)
         except KeyboardInterrupt:
             pass
         refresh()
