@@ -11,6 +11,7 @@ import pytest
 from rich.console import Console
 
 from supervisor import journal as jr
+from supervisor.cli.commands import table_lines
 from supervisor.cli.live import LiveTree
 from supervisor.cli.render import (
     attempt_label,
@@ -233,3 +234,39 @@ def test_every_event_reads_as_words_on_one_line_of_the_one_format(
     line = plain_event(event, t0=100.0)
 
     assert line == f"   1.25s  apollo-1-a1        {words}"
+
+
+def test_a_table_wider_than_the_screen_wraps_its_widest_column_at_spaces() -> None:
+    rows = [("retry", "flaky-1", "completed", "a transient failure, retried after a backoff"),
+            ("cancel race", "spendthrift-2", "cancelled", "the owner cancels as the budget runs "
+             "out: cancel wins by rule")]
+
+    head, rule, body = table_lines(("scenario", "delegation", "settled", "what it shows"), rows,
+                                   width=60)
+
+    assert head == ["scenario     delegation     settled    what it shows"]
+    assert len(rule) <= 60
+    assert body == [
+        "retry        flaky-1        completed  a transient failure,",
+        "                                       retried after a",
+        "                                       backoff",
+        "cancel race  spendthrift-2  cancelled  the owner cancels as",
+        "                                       the budget runs out:",
+        "                                       cancel wins by rule",
+    ]
+    assert table_lines(("a", "b"), [("x", "y z")]) == (["a  b"], "─  ───", ["x  y z"])
+
+
+def test_a_table_that_cannot_fit_by_wrapping_is_written_one_record_per_row() -> None:
+    headers = ("agent", "role", "kind", "timeout", "retries", "backoff", "fallback")
+    row = ("prometheus", "infrastructure", "orchestrator", "300s", "2", "exponential", "hermes")
+
+    head, rule, body = table_lines(headers, [row], width=40)
+
+    assert (head, rule) == ([], "")
+    assert body == [
+        "prometheus: role infrastructure; kind",
+        "    orchestrator; timeout 300s; retries",
+        "    2; backoff exponential; fallback",
+        "    hermes",
+    ]

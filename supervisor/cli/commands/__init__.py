@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -29,6 +30,7 @@ __all__ = [
     "Command",
     "console",
     "print_table",
+    "table_lines",
 ]
 
 EXIT_OK = 0
@@ -70,20 +72,70 @@ def print_table(
 ) -> None:
     """Columns padded with spaces; on a terminal the header is bold and underlined by a rule.
 
-    Rows are never wrapped or squeezed by the console (a narrow terminal folds whole
-    lines), and cells are text, never rich markup, so names with brackets print as is.
+    On a terminal the table fits its width (`table_lines`): no line is ever folded by the
+    terminal in the middle of a word. Off a terminal rows stay whole, one line each, for
+    grep and friends. Cells are text, never rich markup, so names with brackets print as is.
     """
-    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=False)]
+    width = out.size.width if out.is_terminal else None
+    titles = [] if not title else [title] if width is None else textwrap.wrap(
+        title, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+    for line in titles:
+        out.print(Text(line, style="bold" if out.is_terminal else ""), soft_wrap=True)
+    head, rule, body = table_lines(headers, rows, width)
+    for line in head:
+        out.print(Text(line, style="bold" if out.is_terminal else ""), soft_wrap=True)
+    if out.is_terminal and rule:
+        out.print(Text(rule, style="dim"), soft_wrap=True)
+    for line in body:
+        out.print(Text(line), soft_wrap=True)
 
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=False))
 
-    if title:
-        out.print(Text(title, style="bold" if out.is_terminal else ""), soft_wrap=True)
-    if out.is_terminal:
-        out.print(Text(line(headers).rstrip(), style="bold"), soft_wrap=True)
-        out.print(Text("  ".join("─" * width for width in widths), style="dim"), soft_wrap=True)
-    else:
-        out.print(Text(line(headers).rstrip()), soft_wrap=True)
+def table_lines(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | None = None
+) -> tuple[list[str], str, list[str]]:
+    """The header lines, the rule under them and the body lines of a table `width` wide.
+
+    Without a width (or when it fits), each row is one line. Otherwise the widest column
+    gives up a character at a time, its cells wrapped at spaces, until the table fits;
+    no column gets narrower than its longest word. A table that cannot fit that way is
+    written as one record per row instead: the first cell, then `header value; ...`,
+    wrapped under it. Either way no line is wider than `width` unless one word is.
+    """
+    columns = list(zip(headers, *rows, strict=False))
+    widths = [max(len(cell) for cell in column) for column in columns]
+    if width is not None and _total(widths) > width:
+        floors = [max(len(word) for cell in column for word in [*cell.split(), ""])
+                  for column in columns]
+        while _total(widths) > width:
+            shrinkable = [i for i, w in enumerate(widths) if w > floors[i]]
+            if not shrinkable:
+                return [], "", _records(headers, rows, width)
+            widest = max(shrinkable, key=lambda i: widths[i])
+            widths[widest] -= 1
+
+    def lines(cells: Sequence[str]) -> list[str]:
+        wrapped = [textwrap.wrap(cell, w, break_long_words=False, break_on_hyphens=False)
+                   or [""] for cell, w in zip(cells, widths, strict=False)]
+        return [
+            "  ".join(
+                (part[n] if n < len(part) else "").ljust(w)
+                for part, w in zip(wrapped, widths, strict=False)
+            ).rstrip()
+            for n in range(max(len(part) for part in wrapped))
+        ]
+
+    body = [line for row in rows for line in lines(row)]
+    return lines(headers), "  ".join("─" * w for w in widths), body
+
+
+def _total(widths: Sequence[int]) -> int:
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def _records(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> list[str]:
+    out: list[str] = []
     for row in rows:
-        out.print(Text(line(row).rstrip()), soft_wrap=True)
+        fields = "; ".join(f"{h} {cell}" for h, cell in zip(headers[1:], row[1:], strict=False))
+        out += textwrap.wrap(f"{row[0]}: {fields}", width, subsequent_indent="    ",
+                             break_long_words=False, break_on_hyphens=False)
+    return out
