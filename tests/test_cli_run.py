@@ -318,7 +318,7 @@ def test_run_journal_is_read_back_by_zeus_timeouts(
     log = tmp_path / "events.jsonl"
     assert main(["run", str(PLANS / "mixed.yml"), "--log", str(log)]) == EXIT_INCOMPLETE
     capsys.readouterr()
-    assert main(["timeouts", str(log)]) == EXIT_INCOMPLETE
+    assert main(["timeouts", str(log)]) == EXIT_OK  # it could read the journal; spender-1 failed
     out = capsys.readouterr().out
     assert "spender-1" in out
     assert "budget exceeded" in out

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from supervisor import Routing
 from supervisor import journal as jr
-from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK
+from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK
 from supervisor.cli.commands import demo as demo_cmd
 from supervisor.cli.commands.demo import DEMO_AGENTS, demo_routing, scenarios
 from supervisor.cli.live import open_journal
@@ -83,11 +83,11 @@ def test_demo_settles_every_scenario_as_designed_and_its_journal_reads_back(
         c.status == "completed" for c in d["athena-1"].children
     )
 
-    assert main(["tree", str(log)]) == EXIT_INCOMPLETE  # some delegations did not complete
+    assert main(["tree", str(log)]) == EXIT_OK  # it read the journal (some did not complete)
     tree_out = capsys.readouterr().out
     assert "hang-1 hang: timed_out" in tree_out
     assert "ignored the cancel; stopped by SIGTERM after" in tree_out
-    assert main(["timeouts", str(log)]) == EXIT_INCOMPLETE
+    assert main(["timeouts", str(log)]) == EXIT_OK
     timeouts_out = capsys.readouterr().out
     assert "Timeout log" in timeouts_out
     for attempt in ("talos-1-a1", "talos-1-a2", "hang-1-a1", "apollo-1-a1"):

@@ -5,7 +5,8 @@ A command module exposes two functions:
 - `add_parser(subparsers)`: add `zeus <name>` with its arguments (and help) to
   the argparse sub-parsers it is given;
 - `run(args) -> int`: do the work and return the exit code: `EXIT_OK` (0),
-  `EXIT_INCOMPLETE` (1, some delegation did not complete), `EXIT_BAD_INPUT` (2).
+  `EXIT_INCOMPLETE` (1, some delegation did not complete), `EXIT_BAD_INPUT` (2);
+  `EXIT_CODES` says what each means for each kind of command.
 
 Output goes through `console()`: styles on a terminal, plain text (no escape
 codes, no box drawing, no wrapping) on a pipe or a file.
@@ -24,6 +25,8 @@ from rich.text import Text
 
 __all__ = [
     "EXIT_BAD_INPUT",
+    "EXIT_CLOSED",
+    "EXIT_CODES",
     "EXIT_INCOMPLETE",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
@@ -37,6 +40,16 @@ EXIT_OK = 0
 EXIT_INCOMPLETE = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shell tools end after Ctrl-C
+EXIT_CLOSED = 141  # 128 + SIGPIPE: the reader of the output left (`zeus schema | head`)
+
+EXIT_CODES = """exit codes:
+  0    commands that run delegations (demo, dispatch, run): every one completed
+       (the demo: every scenario settled as designed); commands that read (tree,
+       timeouts, validate, schema, sweep --dry-run) and init: they did their job
+  1    some delegation did not complete; sweep: a process is left running
+  2    bad input: a bad routing file, plan, journal, agent name or option
+  130  interrupted (Ctrl-C)
+  141  the output was closed before the end (its reader left)"""
 
 
 class Command(Protocol):

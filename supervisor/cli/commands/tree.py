@@ -4,8 +4,8 @@ Each delegation shows its agent(s), status and duration, its attempts (pid,
 outcome, timeout, kill, what followed) and the delegations it made. With
 `--follow` the tree is redrawn as the journal grows, until `zeus.stopped` or
 Ctrl-C (on a pipe, each event is printed as a line instead, then the tree).
-Exit status: 0 when every delegation completed, 1 when some did not (or is
-still open), 2 for bad input.
+Exit status: 0 when the journal could be read (whatever its delegations did:
+the tree says that), 2 for bad input.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from rich.live import Live
 from rich.text import Text
 
 from supervisor import journal as jr
-from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console
+from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK, console
 from supervisor.cli.render import (
     delegation_label,
     delegation_status,
@@ -88,10 +88,6 @@ def shown_runs(journal: jr.Journal, all_runs: bool) -> list[jr.Run]:
     return journal.runs if all_runs else [journal.run]
 
 
-def exit_code(runs: Sequence[jr.Run]) -> int:
-    return EXIT_INCOMPLETE if any(r.incomplete() for r in runs) else EXIT_OK
-
-
 # -- rendering ------------------------------------------------------------------------------
 def render_plain(journal: jr.Journal, runs: Sequence[jr.Run]) -> str:
     lines: list[str] = []
@@ -147,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
             out.print(f"[dim]{len(journal.runs) - 1} earlier run(s) in the file: --all[/]")
     else:
         print(render_plain(journal, runs))
-    return exit_code(runs)
+    return EXIT_OK
 
 
 def _follow(path: Path, console: Console, all_runs: bool) -> int:
@@ -184,4 +180,4 @@ def _follow(path: Path, console: Console, all_runs: bool) -> int:
         refresh()
     if live is None:
         print(render_plain(journal, shown_runs(journal, all_runs)))
-    return exit_code(shown_runs(journal, all_runs))
+    return EXIT_OK
