@@ -481,3 +481,58 @@ def test_live_tree_off_a_terminal_prints_one_line_per_event_and_journals_each(
     assert len(lines) == len(shown)
     assert lines[0].split()[1:3] == ["zeus", "zeus"]
     assert "\x1b[" not in screen.getvalue()
+
+
+def test_run_lists_every_problem_of_a_plan_at_once_each_on_its_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    routing = write(
+        tmp_path / "routing.yml",
+        "agents:\n  flaky: {entrypoint: 'supervisor.examples.faulty:flaky'}\n"
+        "  idle: {timeout_s: 5}\n",
+    )
+    plan = write(
+        tmp_path / "plan.yml",
+        "- agent: flaky\n"           # 1
+        "  scope: ok\n"              # 2
+        "- agent: flakey\n"          # 3: a misspelt agent
+        "  scope: x\n"               # 4
+        "- agent: flaky\n"           # 5
+        "  scope: y\n"               # 6
+        "  timeout_s: -1\n"          # 7: a bad field
+        "- group:\n"                 # 8
+        "    - {agent: idle, scope: z}\n"  # 9: no work function
+        "    - {agent: flaky}\n"     # 10: no scope
+        "  strategy: one_for_one\n",
+    )
+
+    code = main(["run", str(plan), "--routing", str(routing), "--log", str(tmp_path / "e.jsonl")])
+
+    err = capsys.readouterr().err.splitlines()
+    assert code == EXIT_BAD_INPUT
+    assert err[0] == f"zeus run: {plan}: 4 problems; fix them and run again"
+    assert [line.split(": ", 2)[:2] for line in err[1:]] == [
+        [f"{plan}:3", "entry 2"],
+        [f"{plan}:7", "entry 3"],
+        [f"{plan}:9", "entry 4 (a group), brief 1"],
+        [f"{plan}:10", "entry 4 (a group), brief 2"],
+    ]
+    assert "unknown agent 'flakey' (did you mean 'flaky'?)" in err[1]
+    assert "timeout_s: input should be greater than 0 (found -1)" in err[2]
+    assert "agent: agent 'idle' has no work function" in err[3]
+    assert "scope: field required" in err[4]
+    assert not (tmp_path / "e.jsonl").exists()  # nothing ran
+
+
+def test_dispatch_of_an_agent_with_no_work_function_is_bad_input_not_a_failed_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    routing = write(tmp_path / "routing.yml", "agents:\n  idle: {timeout_s: 5}\n")
+
+    code = main(["dispatch", "idle", "anything", "--routing", str(routing)])
+
+    captured = capsys.readouterr()
+    assert code == EXIT_BAD_INPUT
+    assert captured.out == ""
+    assert "agent 'idle' has no work function" in captured.err
+    assert "entrypoint: pkg.module:function" in captured.err
