@@ -109,7 +109,12 @@ class Usage(BaseModel):
 
 
 class Report(BaseModel):
-    """A structured result a work function may return (the summary's sections)."""
+    """A structured result a work function may return (the summary's sections).
+
+    `incomplete`: why the work stopped short of what the brief asked (a cap reached, a
+    part skipped); the delegation then settles `partial` with it as the error, rather
+    than `completed`.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -118,6 +123,7 @@ class Report(BaseModel):
     changes: list[str] = Field(default_factory=list)
     validation: list[str] = Field(default_factory=list)
     risks: list[str] = Field(default_factory=list)
+    incomplete: str | None = None
 
 
 class AttemptRecord(BaseModel):

@@ -536,3 +536,27 @@ def test_dispatch_of_an_agent_with_no_work_function_is_bad_input_not_a_failed_ru
     assert captured.out == ""
     assert "agent 'idle' has no work function" in captured.err
     assert "entrypoint: pkg.module:function" in captured.err
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the settlement of a completed attempt must go through rules.settle.completed_step: "
+    "a one-line change in supervisor/core/ending.py (settle_completed), which is being "
+    "restructured on another branch",
+)
+def test_an_explorer_stopped_at_its_cap_settles_partial_saying_where_it_stopped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for n in range(5):
+        write(tmp_path / f"f{n}.txt", "needle\n")
+    inputs = json.dumps({"root": str(tmp_path), "max_hits": 2})
+
+    code = main(["dispatch", "scout", 'Find "needle"', "--routing", str(ROUTING),
+                 "--inputs", inputs, "--json"])
+
+    summary = Summary.model_validate_json(capsys.readouterr().out)
+    assert (code, summary.status) == (EXIT_INCOMPLETE, Status.partial)
+    assert summary.error == (
+        "stopped at 2 hits, after 2 of 5 files; narrow the search or raise inputs.max_hits"
+    )
+    assert len(summary.findings) == 2

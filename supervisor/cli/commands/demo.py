@@ -51,6 +51,7 @@ from supervisor.cli.live import LiveTree, open_journal
 from supervisor.core.handle import Handle
 from supervisor.core.zeus import Zeus
 from supervisor.errors import SupervisorError
+from supervisor.examples._common import default_roots
 from supervisor.routing import DEFAULT_ROUTING, AgentPolicy, Routing
 from supervisor.routing.table import deep_merge
 
@@ -84,6 +85,8 @@ DEMO_AGENTS: dict[str, dict[str, Any]] = {
     },
 }
 TALOS_DELAY_S = 0.3  # per file: slower than talos's 1.5 s deadline allows
+# What the explorers search: Zeus's own source, wherever it is installed (not the cwd).
+SOURCE = [str(path) for path in default_roots()]
 RACE_REASON = "the owner cancelled it as its budget ran out"
 
 Check = Callable[[Summary, LiveTree], str | None]
@@ -234,7 +237,7 @@ def scenarios(workdir: Path) -> list[Scenario]:
             Brief(
                 agent="apollo",
                 scope='Find every "__all__" in the project',
-                inputs={"delay_s": 0.25, "suffixes": [".py"]},
+                inputs={"paths": SOURCE, "delay_s": 0.25, "suffixes": [".py"]},
                 timeout_s=3,
                 partial_ok=True,
             ),
@@ -262,7 +265,7 @@ def scenarios(workdir: Path) -> list[Scenario]:
             Brief(
                 agent="athena",
                 scope='Map where "TransientError" is raised or caught',
-                inputs={"explore": {"delay_s": 0.02}},
+                inputs={"paths": SOURCE, "explore": {"delay_s": 0.02}},
             ),
             Status.completed,
             _delegated,
