@@ -778,3 +778,25 @@ def test_zeus_sweep_dry_run_exits_0_once_it_said_what_it_would_do(
     assert zeus("sweep", "--dry-run", str(journal_file)) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "1 dead, 2 supervisor running"
     assert zeus("sweep", str(journal_file)) == 1  # a sweep that acts: they are left running
+
+
+def test_the_tracking_table_gives_each_agent_of_a_fallback_chain_its_own_timeout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "e.jsonl", [
+        ev("zeus.started", 0, pid=4242),
+        dispatched(0, "talos-1", timeout=1.5),
+        started(0, "talos-1", 1, deadline=1.486011, agent="talos"),
+        ev("attempt.failed", 1.5, "talos-1", "talos-1-a1", outcome="timeout", duration_s=1.5),
+        ev("fallback.dispatched", 1.5, "talos-1", "talos-1-a1",
+           **{"from": "talos", "to": "hermes"}),
+        started(1.5, "talos-1", 2, deadline=179.999739, agent="hermes"),
+        ev("delegation.settled", 3.0, "talos-1", status="completed", duration_s=3.0, attempts=2),
+    ])
+
+    assert [row.timeouts_s for row in jr.tracking_rows(jr.load(path).run)] == [(1.5, 180.0)]
+    assert zeus("timeouts", str(path)) == 0
+    row = capsys.readouterr().out.splitlines()[2]
+    assert [cell.strip() for cell in row.split("  ") if cell.strip()][:3] == [
+        "talos -> hermes", "talos-1", "1.5s -> 180s"
+    ]

@@ -1,8 +1,9 @@
 """`zeus timeouts EVENTS.jsonl [--all] [--markdown]`: the timeout tracking table and log.
 
 The tracking table has a row per delegation: agent, timeout, status, whether
-partial results are OK, elapsed time, attempts. The timeout log lists every
-attempt that hit its deadline or went stale: when, after how long, and what
+partial results are OK, elapsed time, attempts (after a fallback, each agent
+with its own timeout: `talos -> hermes`, `1.5s -> 180s`). The timeout log lists
+every attempt that hit its deadline or went stale: when, after how long, and what
 followed (a retry, a fallback, the settlement). `--markdown` prints both as
 Markdown tables, ready to keep as a timeout log file. Exit status: 0 when the
 journal could be read (whatever its delegations did), 2 for bad input.
@@ -72,7 +73,7 @@ def tracking_table_rows(run: jr.Run, *, markdown: bool = False) -> list[list[str
             [
                 "@" + row.agent.replace(" -> ", " -> @") if markdown else row.agent,
                 row.delegation_id,
-                _timeout(row.timeout_s),
+                " -> ".join(_timeout(t) for t in row.timeouts_s or (row.timeout_s,)),
                 status,
                 _yes_no(row.partial_ok, markdown),
                 seconds(row.elapsed_s),
