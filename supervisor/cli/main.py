@@ -27,6 +27,7 @@ from supervisor.cli.commands import (
     Command,
     demo,
     dispatch,
+    init,
     mcp,
     run,
     schema,
@@ -39,7 +40,7 @@ from supervisor.cli.commands import (
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 COMMANDS: tuple[Command, ...] = (
-    demo, dispatch, run, validate, schema, tree, timeouts, sweep, mcp,
+    init, demo, dispatch, run, validate, schema, tree, timeouts, sweep, mcp,
 )
 
 
