@@ -10,6 +10,7 @@ import site
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,11 @@ WAIT_S = 60.0  # a bound on each subprocess, never the thing asserted
 def summaries_in(text: str) -> list[Summary]:
     blocks = text.split("</subtask_summary>")[:-1]
     return [Summary.parse(block + "</subtask_summary>") for block in blocks]
+
+
+def test_the_project_has_the_mit_licence_its_metadata_names() -> None:
+    assert 'license = "MIT"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License\n")
 
 
 def test_init_writes_a_routing_file_agents_and_a_host_that_validate(
@@ -151,6 +157,8 @@ def test_from_a_wheel_in_a_fresh_environment_init_validate_and_the_host_work(
             shutil.copy2(ROOT / name, source / name)
     sh(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", "dist", source)
     (wheel,) = (tmp_path / "dist").glob("zeus_supervisor-*.whl")
+    with zipfile.ZipFile(wheel) as packed:  # the MIT licence pyproject.toml names ships too
+        assert any(name.endswith("/LICENSE") for name in packed.namelist())
     sh(sys.executable, "-m", "venv", "--without-pip", "venv")
     python, zeus = tmp_path / "venv" / "bin" / "python", tmp_path / "venv" / "bin" / "zeus"
     sh(sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps",
