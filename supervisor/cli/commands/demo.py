@@ -1,6 +1,6 @@
 """`zeus demo [--routing F] [--log F]`: the pantheon at work, supervised, in a few seconds.
 
-A built-in plan runs on the repository's routing.yml (or F) and the example
+A built-in plan runs on the pantheon Zeus ships with (or F) and the example
 agents, which do real work without a model, all at once under one Zeus, with
 the live tree (one line per event when the output is not a terminal). It shows,
 for real: a retry after a transient failure, a fallback along routing.yml's
@@ -11,9 +11,13 @@ orchestrator delegating to explorers (a tree two levels deep). It ends with
 every summary, a table of what each scenario was meant to show and the final
 tree, fitted to the screen. Ctrl-C prints what had settled, the tree and the
 journal's path.
-The journal goes to F (default: zeus-demo.jsonl here), for `zeus tree` and
-`zeus timeouts`. Exit status: 0 when every scenario settled as designed, 1
-when one did not, 2 for bad input.
+The pantheon is the routing.yml inside the installed package
+(supervisor/routing/routing.yml, the same file as a checkout's routing.yml).
+Unlike the other commands, the demo does not read ./routing.yml: its plan needs
+the pantheon's agents (apollo, athena, talos, hermes); `--routing F` runs it on
+F, which must define them. The journal goes to `--log F` (default:
+zeus-demo.jsonl here), for `zeus tree` and `zeus timeouts`. Exit status: 0 when
+every scenario settled as designed, 1 when one did not, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -115,7 +119,8 @@ def add_parser(subparsers: Any) -> None:
         metavar="F",
         type=Path,
         default=DEFAULT_ROUTING,
-        help="the routing file (default: the repository's routing.yml)",
+        help="the routing file, which must define apollo, athena, talos and hermes (default: "
+        "the pantheon Zeus ships with; ./routing.yml is not read)",
     )
     parser.add_argument(
         "--log", metavar="F", type=Path, default=DEFAULT_LOG, help="the journal (appended)"
@@ -133,7 +138,8 @@ def demo_routing(base: Routing) -> Routing:
     if missing:
         raise SupervisorError(
             f"the demo runs {', '.join(NEEDED)}; {base.source or 'the routing'} lacks "
-            f"{', '.join(missing)} (use the repository's routing.yml)"
+            f"{', '.join(missing)} (without --routing the demo runs the pantheon Zeus ships "
+            "with, which has them)"
         )
     routing = base
     for name, keys in DEMO_AGENTS.items():
