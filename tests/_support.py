@@ -1,8 +1,11 @@
-"""Helpers the backend tests share: a collecting `send`, and bounded waits on real processes."""
+"""Helpers the tests share: a collecting `send`, bounded waits on real processes, a terminal."""
 
 from __future__ import annotations
 
 import asyncio
+import io
+import re
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -82,3 +85,23 @@ def cancel_once_running(
             await run
 
     asyncio.run(host())
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def terminal(monkeypatch: pytest.MonkeyPatch, width: int = 80, height: int = 24) -> Callable[
+    [], list[str]
+]:
+    """Make standard output a terminal `width` columns wide; returns a reader of the lines
+    written to it, without escape codes."""
+    screen = _Terminal()
+    monkeypatch.setattr(sys, "stdout", screen)
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setenv("LINES", str(height))
+    return lambda: _ESCAPE.sub("", screen.getvalue()).splitlines()

@@ -12,6 +12,7 @@ from supervisor import __version__
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK
 from supervisor.cli.main import COMMANDS, build_parser, main
 from supervisor.routing import DEFAULT_ROUTING, Routing
+from tests._support import terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 PANTHEON = ROOT / "tests" / "fixtures" / "pantheon_routing.yml"
@@ -259,3 +260,21 @@ def test_explain_without_an_agent_explains_every_agent_and_the_supervisor(
     heads = [line.split()[0] for line in out.splitlines() if line and not line.startswith(" ")]
     assert heads == [*Routing.load(ROOT / "routing.yml").agents, "supervisor:"]
     assert "talos (30s) -> hermes (180s) -> talos: tried already, the chain ends" in out
+
+
+@pytest.mark.parametrize("argv", [["validate"], ["validate", "--explain"]])
+def test_validate_on_an_80_column_terminal_folds_no_line(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    lines = terminal(monkeypatch, width=80)
+
+    assert main([*argv, str(ROOT / "routing.yml")]) == EXIT_OK
+
+    shown = lines()
+    assert len(shown) > 10
+    assert [line for line in shown if len(line) > 80] == []
+    if argv == ["validate"]:  # too many columns for 80: one record per agent
+        assert shown[1].startswith("apollo: role explorer; kind leaf; timeout 60s")
+    else:
+        assert shown[1].startswith("  deadline    60s an attempt")
+        assert shown[2].startswith(" " * 14)  # the rest of the sentence, under itself

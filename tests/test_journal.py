@@ -21,6 +21,7 @@ from rich.console import Console
 from supervisor import journal as jr
 from supervisor.cli.commands import tree as tree_cmd
 from supervisor.cli.main import main
+from tests._support import terminal
 
 T0 = 1_700_000_000.0
 
@@ -800,3 +801,16 @@ def test_the_tracking_table_gives_each_agent_of_a_fallback_chain_its_own_timeout
     assert [cell.strip() for cell in row.split("  ") if cell.strip()][:3] == [
         "talos -> hermes", "talos-1", "1.5s -> 180s"
     ]
+
+
+@pytest.mark.parametrize("command", ["tree", "timeouts"])
+def test_the_journal_commands_on_an_80_column_terminal_fold_no_line(
+    journal_file: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    lines = terminal(monkeypatch, width=80)
+
+    assert zeus(command, str(journal_file)) == 0
+
+    shown = lines()
+    assert len(shown) > 6
+    assert [line for line in shown if len(line) > 80] == []

@@ -32,6 +32,8 @@ __all__ = [
     "EXIT_OK",
     "Command",
     "console",
+    "fitted",
+    "print_fitted",
     "print_table",
     "table_lines",
 ]
@@ -76,6 +78,23 @@ def console(*, stderr: bool = False) -> Console:
     )
 
 
+def fitted(out: Console, line: str, *, indent: int = 2) -> list[str]:
+    """`line` as the lines a terminal should show it in: wrapped at spaces to its width, the
+    lines after the first indented by `indent` (whole off a terminal, and when it fits)."""
+    if not out.is_terminal or len(line) <= out.size.width:
+        return [line]
+    lead = len(line) - len(line.lstrip())
+    return textwrap.wrap(line.lstrip(), out.size.width, initial_indent=" " * lead,
+                         subsequent_indent=" " * max(indent, lead), break_long_words=False,
+                         break_on_hyphens=False)
+
+
+def print_fitted(out: Console, line: str, *, indent: int = 2, style: str = "") -> None:
+    """Print `line` as `fitted` lays it out (never folded mid-word by the terminal)."""
+    for part in fitted(out, line, indent=indent):
+        out.print(Text(part, style=style if out.is_terminal else ""), soft_wrap=True)
+
+
 def print_table(
     out: Console,
     headers: Sequence[str],
@@ -90,10 +109,8 @@ def print_table(
     grep and friends. Cells are text, never rich markup, so names with brackets print as is.
     """
     width = out.size.width if out.is_terminal else None
-    titles = [] if not title else [title] if width is None else textwrap.wrap(
-        title, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
-    for line in titles:
-        out.print(Text(line, style="bold" if out.is_terminal else ""), soft_wrap=True)
+    if title:
+        print_fitted(out, title, style="bold")
     head, rule, body = table_lines(headers, rows, width)
     for line in head:
         out.print(Text(line, style="bold" if out.is_terminal else ""), soft_wrap=True)

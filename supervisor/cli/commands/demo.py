@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from supervisor.cli.commands import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     console,
+    fitted,
     print_table,
 )
 from supervisor.cli.commands.dispatch import load_routing
@@ -394,12 +394,3 @@ def _demo(
     out.print(Text(footer[-1], style="bold"), soft_wrap=True)
     return EXIT_OK if not failures else EXIT_INCOMPLETE
 
-
-def fitted(out: Console, line: str, *, indent: int = 2) -> list[str]:
-    """`line` as the lines a terminal shows it in, wrapped at spaces (whole off a terminal)."""
-    if not out.is_terminal or len(line) <= out.size.width:
-        return [line]
-    lead = len(line) - len(line.lstrip())
-    return textwrap.wrap(line.lstrip(), out.size.width, initial_indent=" " * lead,
-                         subsequent_indent=" " * indent, break_long_words=False,
-                         break_on_hyphens=False)

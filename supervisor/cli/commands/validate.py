@@ -31,7 +31,13 @@ from typing import Any
 
 from rich.text import Text
 
-from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK, console, print_table
+from supervisor.cli.commands import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    console,
+    print_fitted,
+    print_table,
+)
 from supervisor.cli.commands.dispatch import default_routing, unknown_agent
 from supervisor.errors import RoutingError
 from supervisor.routing import OWNER, AgentPolicy, Routing
@@ -148,30 +154,25 @@ def run(args: argparse.Namespace) -> int:
     out = console()
     count = len(routing.agents)
     dialect = "Pantheon dialect" if routing.dialect == "pantheon" else "native dialect"
-    out.print(Text(f"{path}: valid, {count} agent{'s' if count != 1 else ''}, {dialect}"))
+    print_fitted(out, f"{path}: valid, {count} agent{'s' if count != 1 else ''}, {dialect}")
     if routing.agents:
         print_table(out, HEADERS, agent_rows(routing))
     sup = routing.supervisor
     caps = ", ".join(
         f"{name} {value:g}" for name, value in sup.budget.model_dump().items() if value is not None
     )
-    out.print(
-        Text(
-            f"supervisor: max_depth {sup.max_depth}, max_concurrent {sup.max_concurrent}, "
-            f"at most {sup.intensity.max_restarts} restarts within "
-            f"{_seconds(sup.intensity.within_s)}, tree budget: {caps or 'none'}"
-        )
+    print_fitted(
+        out,
+        f"supervisor: max_depth {sup.max_depth}, max_concurrent {sup.max_concurrent}, "
+        f"at most {sup.intensity.max_restarts} restarts within "
+        f"{_seconds(sup.intensity.within_s)}, tree budget: {caps or 'none'}",
     )
     unwired = [name for name, p in routing.agents.items() if not (p.entrypoint or p.command)]
     if unwired:
-        out.print(
-            Text(
-                "no entrypoint or command (the host registers them with zeus.register): "
-                + ", ".join(unwired)
-            )
-        )
+        print_fitted(out, "no entrypoint or command (the host registers them with "
+                     f"zeus.register): {', '.join(unwired)}")
     if args.no_import:
-        out.print(Text("entrypoints not imported (--no-import): only their form was checked"))
+        print_fitted(out, "entrypoints not imported (--no-import): only their form was checked")
     for name, policy in routing.agents.items():
         warning = shell_warning(policy.command) if policy.command else None
         if warning is not None:
@@ -180,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         if lines:
             out.print(Text(f"{heading}:"))
             for line in lines:
-                out.print(Text(f"  - {line}"))
+                print_fitted(out, f"  - {line}", indent=4)
     return EXIT_OK
 
 
@@ -197,15 +198,13 @@ def explain(routing: Routing, agent: str) -> int:
         if n:
             out.print()
         policy = routing.agents[name]
-        head = _headline(name, policy)
-        for line in [head] if width is None else textwrap.wrap(head, width, subsequent_indent="  "):
-            out.print(Text(line, style="bold" if out.is_terminal else ""), soft_wrap=True)
+        print_fitted(out, _headline(name, policy), style="bold")
         for label, text in policy_lines(name, policy, routing):
             for line in _labelled(label, text, width):
                 out.print(Text(line), soft_wrap=True)
     if agent == ALL:
         out.print()
-        out.print(Text(_supervisor_line(routing)), soft_wrap=True)
+        print_fitted(out, _supervisor_line(routing))
     return EXIT_OK
 
 
