@@ -510,7 +510,7 @@ def test_run_lists_every_problem_of_a_plan_at_once_each_on_its_line(
 
     err = capsys.readouterr().err.splitlines()
     assert code == EXIT_BAD_INPUT
-    assert err[0] == f"zeus run: {plan}: 4 problems; fix them and run again"
+    assert err[0] == f"zeus run: {plan}: 4 problems; fix and run `zeus run {plan}`"
     assert [line.split(": ", 2)[:2] for line in err[1:]] == [
         [f"{plan}:3", "entry 2"],
         [f"{plan}:7", "entry 3"],

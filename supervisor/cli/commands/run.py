@@ -22,7 +22,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -48,13 +48,13 @@ from supervisor.errors import SupervisorError
 from supervisor.routing import Routing
 from supervisor.routing.bounded import BoundExceeded, load_bounded, read_bounded
 from supervisor.routing.lines import KeyPath, Lines, Loader
+from supervisor.routing.problems import Problems
 from supervisor.rules.groups import STRATEGIES, Strategy
 
 __all__ = [
     "Entry",
     "Plan",
     "PlanError",
-    "PlanProblems",
     "add_parser",
     "check_agents",
     "load_plan",
@@ -104,32 +104,6 @@ class Plan:
     routing: Path | None = None  # the plan's own `routing:`, resolved against its directory
 
 
-@dataclass
-class PlanProblems:
-    """Every problem of a plan, each at its line, raised at once as one `PlanError`."""
-
-    path: Path
-    lines: Lines = field(default_factory=lambda: Lines(None))
-    found: list[tuple[int | None, str]] = field(default_factory=list)
-
-    def place(self, keys: KeyPath, what: str) -> str:
-        """`plan.yml:7: what`, on the line of `keys` (or its nearest ancestor's)."""
-        line = self.lines.line(keys)
-        return f"{self.path}:{line}: {what}" if line is not None else f"{self.path}: {what}"
-
-    def add(self, keys: KeyPath, text: str) -> None:
-        self.found.append((self.lines.line(keys), text))
-
-    def raise_if_any(self) -> None:
-        if not self.found:
-            return
-        body = [f"{self.path}:{line}: {text}" if line is not None else f"{self.path}: {text}"
-                for line, text in sorted(self.found, key=lambda f: (f[0] is None, f[0] or 0))]
-        if len(body) > 1:
-            body.insert(0, f"{self.path}: {len(body)} problems; fix them and run again")
-        raise PlanError("\n".join(body))
-
-
 def load_plan(path: Path) -> Plan:
     """Read and check a plan file; `PlanError` lists every problem, each with file:line."""
     plan, problems = read_plan(path)
@@ -137,7 +111,7 @@ def load_plan(path: Path) -> Plan:
     return plan
 
 
-def read_plan(path: Path) -> tuple[Plan, PlanProblems]:
+def read_plan(path: Path) -> tuple[Plan, Problems]:
     """The plan's entries that are valid, and the problems of the others (all of them).
 
     `PlanError` at once for a file that is no plan at all (unreadable, not YAML, not a
@@ -157,7 +131,7 @@ def read_plan(path: Path) -> tuple[Plan, PlanProblems]:
         where = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or exc
         raise PlanError(f"{path}{where}: not valid YAML: {problem}") from None
-    problems = PlanProblems(path, Lines(root))
+    problems = Problems(str(path), Lines(root), error=PlanError, rerun=f"zeus run {path}")
     routing: Path | None = None
     base: KeyPath = ()
     if isinstance(data, dict) and "briefs" not in data and {"agent", "scope", "group"} & set(data):
@@ -168,13 +142,13 @@ def read_plan(path: Path) -> tuple[Plan, PlanProblems]:
     if isinstance(data, dict):
         unknown = sorted(str(k) for k in data if k not in _TOP_KEYS)
         if unknown:
-            raise PlanError(problems.place(
-                (unknown[0],), f"unknown key(s) {', '.join(unknown)}; a plan mapping has "
-                "`routing:` (optional) and `briefs:` (a list)"))
+            _add(problems, (unknown[0],), f"unknown key(s) {', '.join(unknown)}; a plan "
+                 "mapping has `routing:` (optional) and `briefs:` (a list)")
+            problems.raise_if_any()
         if "routing" in data:
             if not isinstance(data["routing"], str) or not data["routing"]:
-                raise PlanError(problems.place(
-                    ("routing",), "routing: give the routing file's path as a string"))
+                _add(problems, ("routing",), "routing: give the routing file's path as a string")
+                problems.raise_if_any()
             routing = path.parent / data["routing"]
         data, base = data.get("briefs"), ("briefs",)
     if not isinstance(data, list):
@@ -189,14 +163,19 @@ def read_plan(path: Path) -> tuple[Plan, PlanProblems]:
     return Plan(tuple(e for e in entries if e is not None), routing), problems
 
 
-def _entry(problems: PlanProblems, at: KeyPath, n: int, raw: Any) -> Entry | None:
+def _add(problems: Problems, keys: KeyPath, text: str) -> None:
+    """A problem of the plan, on the line of `keys` (the text says which entry)."""
+    problems.add((), text, line=problems.lines.line(keys) if problems.lines else None)
+
+
+def _entry(problems: Problems, at: KeyPath, n: int, raw: Any) -> Entry | None:
     """The entry's valid briefs (for the checks that need routing), its problems added.
 
     A plan with any problem never runs, so an entry kept here may be incomplete.
     """
     where = f"entry {n}"
     if not isinstance(raw, dict):
-        problems.add(at, f"{where}: a brief is a mapping (agent: ..., scope: ...), "
+        _add(problems, at, f"{where}: a brief is a mapping (agent: ..., scope: ...), "
                      f"found {_kind(raw)}")
         return None
     if "group" not in raw:
@@ -205,21 +184,21 @@ def _entry(problems: PlanProblems, at: KeyPath, n: int, raw: Any) -> Entry | Non
     where += " (a group)"
     unknown = sorted(str(k) for k in raw if k not in _GROUP_KEYS)
     if unknown:
-        problems.add((*at, unknown[0]), f"{where}: unknown key(s) {', '.join(unknown)}; a "
+        _add(problems, (*at, unknown[0]), f"{where}: unknown key(s) {', '.join(unknown)}; a "
                      "group has `group:` (a list of briefs) and `strategy:`")
     strategy = next((s for s in STRATEGIES if s == raw.get("strategy", "one_for_one")), None)
     if strategy is None:
-        problems.add((*at, "strategy"), f"{where}: strategy: {raw.get('strategy')!r} is not "
+        _add(problems, (*at, "strategy"), f"{where}: strategy: {raw.get('strategy')!r} is not "
                      f"one of {', '.join(STRATEGIES)}")
     members = raw["group"]
     if not isinstance(members, list) or not members:
-        problems.add((*at, "group"), f"{where}: group: give a non-empty list of briefs")
+        _add(problems, (*at, "group"), f"{where}: group: give a non-empty list of briefs")
         return None
     briefs, places = [], []
     for m, member in enumerate(members, 1):
         inner, keys = f"{where}, brief {m}", (*at, "group", m - 1)
         if not isinstance(member, dict):
-            problems.add(keys, f"{inner}: a brief is a mapping, found {_kind(member)}")
+            _add(problems, keys, f"{inner}: a brief is a mapping, found {_kind(member)}")
             continue
         brief = _brief(problems, keys, inner, member)
         if brief is not None:
@@ -228,14 +207,14 @@ def _entry(problems: PlanProblems, at: KeyPath, n: int, raw: Any) -> Entry | Non
     return Entry(tuple(briefs), strategy or "one_for_one", tuple(places)) if briefs else None
 
 
-def _brief(problems: PlanProblems, at: KeyPath, where: str, raw: dict[str, Any]) -> Brief | None:
+def _brief(problems: Problems, at: KeyPath, where: str, raw: dict[str, Any]) -> Brief | None:
     """The brief, or None after adding each of its problems at its field's line."""
     try:
         return Brief.model_validate(raw)
     except ValidationError as exc:
         for err in exc.errors():
             fields = [str(part) for part in err["loc"]][:1]
-            problems.add((*at, *fields), f"{where}: {brief_problem(err)}")
+            _add(problems, (*at, *fields), f"{where}: {brief_problem(err)}")
         return None
 
 
@@ -243,13 +222,13 @@ def _kind(value: Any) -> str:
     return "nothing" if value is None else f"a {type(value).__name__} ({value!r:.40})"
 
 
-def check_agents(plan: Plan, routing: Routing, problems: PlanProblems) -> None:
+def check_agents(plan: Plan, routing: Routing, problems: Problems) -> None:
     """Add a problem for every brief whose agent the routing does not define or cannot run."""
     for entry in plan.entries:
         for brief, (keys, where) in zip(entry.briefs, entry.places, strict=True):
             problem = agent_problem(brief.agent, routing)
             if problem is not None:
-                problems.add((*keys, "agent"), f"{where}: agent: {problem}")
+                _add(problems, (*keys, "agent"), f"{where}: agent: {problem}")
 
 
 # -- the command ---------------------------------------------------------------------------

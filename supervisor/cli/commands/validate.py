@@ -46,6 +46,7 @@ from supervisor.rules.backoff import backoff_delay
 
 __all__ = ["add_parser", "agent_rows", "explain", "policy_lines", "run"]
 
+ALL = ""  # `--explain` without an agent: every agent
 HEADERS = (
     "agent",
     "role",
@@ -96,9 +97,6 @@ def add_parser(subparsers: Any) -> None:
         help="print every agent's effective policy (or AGENT's), each default made visible",
     )
     parser.set_defaults(run=run)
-
-
-ALL = ""  # `--explain` without an agent: every agent
 
 
 def _seconds(value: float) -> str:
@@ -157,16 +155,7 @@ def run(args: argparse.Namespace) -> int:
     print_fitted(out, f"{path}: valid, {count} agent{'s' if count != 1 else ''}, {dialect}")
     if routing.agents:
         print_table(out, HEADERS, agent_rows(routing))
-    sup = routing.supervisor
-    caps = ", ".join(
-        f"{name} {value:g}" for name, value in sup.budget.model_dump().items() if value is not None
-    )
-    print_fitted(
-        out,
-        f"supervisor: max_depth {sup.max_depth}, max_concurrent {sup.max_concurrent}, "
-        f"at most {sup.intensity.max_restarts} restarts within "
-        f"{_seconds(sup.intensity.within_s)}, tree budget: {caps or 'none'}",
-    )
+    print_fitted(out, _supervisor_line(routing))
     unwired = [name for name, p in routing.agents.items() if not (p.entrypoint or p.command)]
     if unwired:
         print_fitted(out, "no entrypoint or command (the host registers them with "
@@ -351,9 +340,7 @@ def _delegation_at_most(name: str, routing: Routing) -> float:
 
 def _supervisor_line(routing: Routing) -> str:
     sup = routing.supervisor
-    tree = _caps(sup.budget.model_dump()) or "none"
-    return (f"supervisor: max_depth {sup.max_depth} (delegations can delegate "
-            f"{sup.max_depth - 1} level(s) down), max_concurrent {sup.max_concurrent} (more "
-            f"wait their turn), at most {sup.intensity.max_restarts} restarts of one "
-            f"{sup.intensity.scope} within {_seconds(sup.intensity.within_s)}, keep_settled "
-            f"{sup.keep_settled}, tree budget: {tree}")
+    return (f"supervisor: max_depth {sup.max_depth}, max_concurrent {sup.max_concurrent}, "
+            f"at most {sup.intensity.max_restarts} restarts within "
+            f"{_seconds(sup.intensity.within_s)}, tree budget: "
+            f"{_caps(sup.budget.model_dump()) or 'none'}")
