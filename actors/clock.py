@@ -1,9 +1,11 @@
 """The one clock. Only `SystemClock` reads `time.monotonic()` or sleeps.
 
-A clock tells time (`now()`, seconds, monotonic) and runs timers
-(`call_at(when, fn)`): one timer service for the whole supervisor, not a
-thread per child. Tests inject `FakeClock`, where time moves only when the
-test calls `advance()`, and due timers run in the advancing thread, in order.
+A clock tells time (`now()`, seconds, monotonic), runs timers (`call_at(when,
+fn)`: one timer service for the whole supervisor, not a thread per child) and
+lets a child wait on it (`wait(signal, seconds)`, what `ctx.sleep` does). Tests
+inject `FakeClock`, where time moves only when the test calls `advance()` (or,
+with `autojump_threshold`, when every sleeper has waited that long in real
+time), and due timers run in the advancing thread, in order.
 """
 
 from __future__ import annotations
@@ -17,7 +19,10 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from actors.mail import CancelSignal
 
 __all__ = ["Clock", "FakeClock", "SystemClock", "Timer", "TimerError"]
 
@@ -79,6 +84,10 @@ class Clock(Protocol):
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
         """Run `callback` at clock time `when` (in the timer thread, or the advancing one)."""
+
+    def wait(self, signal: CancelSignal, seconds: float) -> bool:
+        """Wait until `signal` is set or `seconds` of this clock passed; True if it was set.
+        Called from a child's thread (`ctx.sleep`)."""
 
     def close(self) -> None:
         """Stop the timer service; pending timers never run."""
@@ -170,6 +179,10 @@ class SystemClock:
     def wall(self) -> float:
         return time.time()
 
+    def wait(self, signal: CancelSignal, seconds: float) -> bool:
+        """Real time: the signal's own wait, no timer (called from a child's thread)."""
+        return signal.wait(seconds)
+
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
         """`TimerError` (in the caller's thread) for a time that is not a finite number."""
         timer = Timer(check_when(when), callback)
@@ -186,6 +199,12 @@ class SystemClock:
                 # timers (deadlines) are cancelled long before they fall due.
                 self._cond.notify()
         return timer
+
+    def parked_until(self) -> float | None:
+        """When the timer thread, asleep now, wakes by itself (`inf`: only a new timer
+        wakes it); None while it runs or has not started. For tests, any thread."""
+        with self._cond:
+            return None if self._wake_at == float("-inf") else self._wake_at
 
     def close(self) -> None:
         with self._cond:
@@ -227,13 +246,47 @@ class SystemClock:
 
 
 class FakeClock:
-    """Time that moves only when a test calls `advance()`; timers run in that call."""
+    """Time that moves only when a test calls `advance()`; timers run in that call.
 
-    def __init__(self, start: float = 1000.0, wall_start: float = 1_700_000_000.0) -> None:
+    `wait()` (`ctx.sleep`) ends once time passes the sleeper's wake-up, or on its
+    signal. With `autojump_threshold=s` (settable at any time, as on trio's
+    `MockClock`), once threads sleep and none has come or gone for `s` seconds
+    of real time, a daemon thread jumps time to the next timer (a wake-up, or
+    any other such as a deadline). Only sleepers are seen: a thread computing
+    meanwhile does not hold time back.
+    """
+
+    def __init__(
+        self,
+        start: float = 1000.0,
+        wall_start: float = 1_700_000_000.0,
+        *,
+        autojump_threshold: float | None = None,
+    ) -> None:
         self._now = start
         self._wall_offset = wall_start - start
         self._heap = _TimerHeap()
         self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)  # a sleeper came or went, time moved
+        self._threshold: float | None = None
+        self._sleepers = 0
+        self._quiet_since = time.monotonic()  # real time of the last change the jumper sees
+        self._jumper: threading.Thread | None = None
+        self.jumps = 0  # how many times the autojump thread moved time (for assertions)
+        self.autojump_threshold = autojump_threshold
+
+    @property
+    def autojump_threshold(self) -> float | None:
+        """Seconds of real time every sleeper waits before time jumps (None: never)."""
+        return self._threshold
+
+    @autojump_threshold.setter
+    def autojump_threshold(self, seconds: float | None) -> None:
+        if seconds is not None and not seconds >= 0:
+            raise ValueError(f"autojump_threshold must be seconds >= 0 or None, not {seconds!r}")
+        with self._lock:
+            self._threshold = seconds
+            self._sleeper_changed(0)
 
     def now(self) -> float:
         return self._now
@@ -248,6 +301,75 @@ class FakeClock:
             self._heap.push(timer)
         return timer
 
+    def wait(self, signal: CancelSignal, seconds: float) -> bool:
+        """Wait until `signal` is set or this clock reaches now + `seconds`; True if set.
+        Called from a child's thread; time moves in another (the test's, or the jumper)."""
+        if signal.is_set() or not seconds > 0:  # nan, as with a real wait: no wait at all
+            return signal.is_set()
+        woke = threading.Event()
+        with self._lock:
+            # Forever (inf) is no timer: only the signal, or nothing, wakes the sleeper.
+            timer = Timer(self._now + seconds, woke.set)
+            if math.isfinite(timer.when):
+                self._heap.push(timer)
+            self._sleeper_changed(+1)
+        forget = signal.on_set(woke.set)
+        try:
+            woke.wait()
+        finally:
+            forget()
+            timer.cancel()
+            with self._lock:
+                self._sleeper_changed(-1)
+        return signal.is_set()
+
+    def sleepers(self) -> int:
+        """How many threads wait in `wait()` now (`wait_for_sleepers` waits for some)."""
+        with self._lock:
+            return self._sleepers
+
+    def wait_for_sleepers(self, count: int = 1, timeout: float = 10.0) -> None:
+        """Block until at least `count` threads wait in `wait()` (a safety bound, not an
+        assertion: `AssertionError` if they did not within `timeout` seconds of real time)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._sleepers >= count, timeout):
+                raise AssertionError(f"{self._sleepers} sleeper(s), not {count}, after {timeout}s")
+
+    def _sleeper_changed(self, delta: int) -> None:
+        """With the lock held: count a sleeper in or out; start the jumper if it is needed."""
+        self._sleepers += delta
+        self._quiet_since = time.monotonic()
+        self._changed.notify_all()
+        if self._threshold is not None and self._sleepers and self._jumper is None:
+            self._jumper = threading.Thread(
+                target=self._autojump, name=f"fake-clock-autojump-{id(self):x}", daemon=True
+            )
+            self._jumper.start()
+
+    def _autojump(self) -> None:
+        """Runs in the `fake-clock-autojump` thread while anyone sleeps on this clock."""
+        me = threading.current_thread()
+        try:
+            while True:
+                with self._changed:
+                    threshold = self._threshold
+                    if not self._sleepers or threshold is None:
+                        self._jumper = None  # in the same hold: the next sleeper starts one
+                        return
+                    quiet = time.monotonic() - self._quiet_since
+                    when = self._heap.next_when()
+                    if quiet < threshold or when is None:
+                        self._changed.wait(None if when is None else threshold - quiet)
+                        continue
+                    self.jumps += 1
+                    self._quiet_since = time.monotonic()
+                self.advance(max(0.0, when - self._now))
+        except BaseException:  # a timer's callback raised: the test sees it; the next
+            with self._lock:  # sleeper starts another jumper
+                if self._jumper is me:
+                    self._jumper = None
+            raise
+
     def advance(self, seconds: float) -> None:
         """Move time forward, running every timer that falls due, in order."""
         if seconds < 0:
@@ -258,6 +380,8 @@ class FakeClock:
                 timer = self._heap.pop_due(target)
                 if timer is None:
                     self._now = target
+                    self._quiet_since = time.monotonic()
+                    self._changed.notify_all()
                     return
                 self._now = max(self._now, timer.when)
             callback = timer.callback

@@ -113,8 +113,17 @@ class Context:
         return max(0.0, self.deadline - self._clock.now())
 
     def sleep(self, seconds: float) -> None:
-        """Wait up to `seconds` of real time; raise `Cancelled` if cancelled meanwhile."""
-        if self._cancel.wait(seconds):
+        """Wait `seconds` on the attempt's clock; raise `Cancelled` if cancelled meanwhile.
+
+        Real time under `SystemClock`; under a test's `FakeClock` it returns once
+        the clock is advanced past the wake-up time.
+        """
+        cancel = self._cancel
+        if isinstance(cancel, CancelSignal):
+            woken = self._clock.wait(cancel, seconds)
+        else:  # a plain event given by a caller: it cannot wake a clock's sleeper, so real time
+            woken = cancel.wait(seconds)
+        if woken:
             raise Cancelled(self.attempt_id)
 
     def receive(self, timeout: float | None = 0) -> object | None:

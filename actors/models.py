@@ -43,7 +43,9 @@ class Status(StrEnum):
 
 
 class AttemptOutcome(StrEnum):
-    """How one attempt ended. `transient`, `timeout`, `stale` and `crash` can be retried."""
+    """How one attempt ended. `transient`, `timeout`, `stale`, `crash` and `lost` can be
+    retried. `lost`: the supervisor that ran it died, and its child was confirmed gone
+    when a new supervisor recovered the store (docs/design.md, the store)."""
 
     completed = "completed"
     error = "error"
@@ -53,6 +55,7 @@ class AttemptOutcome(StrEnum):
     crash = "crash"
     budget_exceeded = "budget_exceeded"
     cancelled = "cancelled"
+    lost = "lost"
 
 
 class Brief(BaseModel):
@@ -141,8 +144,8 @@ class AttemptRecord(BaseModel):
     losing_causes: list[str] = Field(default_factory=list)
     fenced: bool = False
     killed: str | None = None  # cooperative | terminate | kill, when Zeus stopped it
-    # The evidence it left (DESIGN §15): its progress counter at the end, how many tool
-    # calls it made, the last one, and its last heartbeat note.
+    # The evidence it left (docs/design.md, "Stopping a child"): its progress counter at
+    # the end, how many tool calls it made, the last one, and its last heartbeat note.
     progress: int = 0
     tool_calls: int = 0
     last_tool: str | None = None

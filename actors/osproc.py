@@ -25,9 +25,12 @@ import time
 __all__ = [
     "ProcessTree",
     "become_subreaper",
+    "child_gone",
     "descendants",
     "describe_exit",
+    "group_empty",
     "kill_descendants",
+    "process_running",
     "process_start_time",
     "signal_group",
 ]
@@ -220,3 +223,48 @@ def process_start_time(pid: int) -> float | None:
     # Field 22 (starttime, in clock ticks since boot); the name in field 2 may hold spaces.
     fields = stat.rsplit(b")", 1)[1].split()
     return _boot_time + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def process_running(pid: int, started: float | None) -> bool | None:
+    """Whether the process (pid, start time) still runs: False when the pid is gone, a
+    zombie, or reused by another process (its start time differs); None when that cannot
+    be told (no start time was recorded, or there is no `/proc`)."""
+    now = process_start_time(pid)
+    if now is None:
+        if os.path.exists("/proc/self/stat"):
+            return False
+        return None
+    if started is None:
+        return None
+    if now != started:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
+def group_empty(pgid: int) -> bool | None:
+    """Whether no process is left in process group `pgid`: None when that cannot be told
+    (the group id now holds processes this user may not signal: someone else's)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return None
+    return False
+
+
+def child_gone(pid: int | None, started: float | None, pgid: int | None) -> bool:
+    """Confirmed: the child process (pid, start time) and its process group are gone.
+
+    False whenever it cannot be confirmed (the child or a member of its group still
+    runs, or a fact cannot be read). A child without a pid (a thread child) ran in its
+    supervisor's process: the caller knows whether that process is gone.
+    """
+    if pid is not None and process_running(pid, started) is not False:
+        return False
+    return pgid is None or group_empty(pgid) is True

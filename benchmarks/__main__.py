@@ -1,6 +1,7 @@
 """Run every benchmark: `python -m benchmarks` (tables on stdout, JSON in benchmarks/results/).
 
-`python -m benchmarks chaos [--n 1000] [--seed 1] [--storm]`: the chaos run instead.
+`python -m benchmarks chaos [--n 1000] [--seed 1] [--storm]`: the chaos run instead;
+`python -m benchmarks store`: the durable store alone, against memory and DBOS.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from benchmarks import (
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["store"]:
+        from benchmarks import bench_store
+
+        bench_store.main(sys.argv[2:])
+        return
     if sys.argv[1:2] == ["chaos"]:
         from benchmarks import chaos
 
@@ -42,6 +48,13 @@ def main() -> None:
     bench_throughput.main([])
     print("== Ray children (skipped without the ray extra) ==")
     bench_ray.main([])
+    print("== zeus ui (skipped without the ui extra) ==")
+    try:
+        from benchmarks import bench_ui
+    except ImportError as exc:
+        print(f"skipped: {exc.name} is missing (pip install -e '.[ui,test]')")
+    else:
+        bench_ui.main()
 
 
 if __name__ == "__main__":

@@ -81,7 +81,10 @@ HANG_S = 3.5  # a deaf hang ends by itself after this long (a fenced thread then
 def chaos_work(brief: Brief, ctx: Context) -> str:
     """The work function of every chaos agent; runs in the child (thread or process)."""
     kind = brief.inputs["kind"]
-    in_process = os.getpid() != brief.inputs["host_pid"]
+    # The host's pid: in the brief, or (a brief that must read the same after a host
+    # restart, under its key) in the environment the host's children inherit.
+    host_pid = brief.inputs.get("host_pid") or int(os.environ.get("CHAOS_HOST_PID", "0"))
+    in_process = os.getpid() != host_pid
     ctx.heartbeat(kind)
     if kind == "slow":
         ctx.sleep(brief.inputs["delay_s"])
@@ -357,11 +360,26 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"comma-separated, from: {', '.join(ISOLATIONS)}")
     parser.add_argument("--storm", action="store_true",
                         help="also open one agent's circuit on purpose and compare")
+    parser.add_argument("--host-crashes", type=int, default=0, metavar="N",
+                        help="run on a store and SIGKILL the host N times (chaos_crash.py)")
     args = parser.parse_args(argv)
     isolations = tuple(args.isolation.split(","))
     unknown = [m for m in isolations if m not in ISOLATIONS]
     if unknown:
         parser.error(f"unknown isolation {unknown}; allowed: {', '.join(ISOLATIONS)}")
+    if args.host_crashes:
+        from benchmarks.chaos_crash import run_crash_chaos
+
+        crashed = run_crash_chaos(args.n, seed=args.seed, isolations=isolations,
+                                  host_crashes=args.host_crashes)
+        print(f"chaos with {crashed.crashes} host crashes: {crashed.delegations} delegations "
+              f"on {', '.join(isolations)} in {crashed.seconds:.1f}s; "
+              f"{dict(crashed.by_status)}; attempts lost with a host: {crashed.lost_attempts}")
+        for line in crashed.violations[:50]:
+            print("  " + line)
+        print("OK" if not crashed.violations else f"FAILED: {len(crashed.violations)} "
+              "violation(s)")
+        return 1 if crashed.violations else 0
     report = run_chaos(args.n, seed=args.seed, isolations=isolations)
     print(f"chaos: {report.delegations} delegations on {', '.join(isolations)} in "
           f"{report.seconds:.1f}s; {dict(report.by_status)}; cancels that won: "

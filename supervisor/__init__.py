@@ -5,13 +5,17 @@ from supervisor.core.handle import GroupHandle, Handle
 from supervisor.core.zeus import Zeus
 from supervisor.errors import (
     DelegationRefused,
+    KeyConflict,
     RoutingError,
+    StoreBusy,
+    StoreError,
     SupervisorError,
     UnknownAgent,
     UnknownDelegation,
     ZeusStopped,
 )
 from supervisor.routing import AgentPolicy, Routing
+from supervisor.store import Recovery
 
 __version__ = "0.1.0"
 
@@ -21,10 +25,14 @@ __all__ = [
     "DelegationRefused",
     "GroupHandle",
     "Handle",
+    "KeyConflict",
+    "Recovery",
     "Report",
     "Routing",
     "RoutingError",
     "Status",
+    "StoreBusy",
+    "StoreError",
     "Summary",
     "SupervisorError",
     "UnknownAgent",

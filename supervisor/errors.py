@@ -9,7 +9,10 @@ from actors import DelegationRefused as _ChildDelegationRefused
 
 __all__ = [
     "DelegationRefused",
+    "KeyConflict",
     "RoutingError",
+    "StoreBusy",
+    "StoreError",
     "SupervisorError",
     "UnknownAgent",
     "UnknownDelegation",
@@ -46,6 +49,35 @@ class DelegationRefused(SupervisorError, _ChildDelegationRefused):
 
 class ZeusStopped(SupervisorError):
     """The supervisor was stopped; it takes no new delegations."""
+
+
+class StoreError(SupervisorError):
+    """The store cannot be used: not a Zeus store, corrupt, of a newer schema, or not
+    writable. The message names the file and what to do."""
+
+
+class StoreBusy(StoreError):
+    """Another Zeus, still alive, owns the store; the message names it (pid, host, since)."""
+
+    def __init__(self, message: str, *, pid: int, host: str, since: float) -> None:
+        super().__init__(message)
+        self.pid = pid
+        self.host = host
+        self.since = since
+
+
+class KeyConflict(SupervisorError):
+    """A key was given again with a different brief; `fields` names the fields that differ."""
+
+    def __init__(self, key: str, delegation_id: str, fields: tuple[str, ...]) -> None:
+        super().__init__(
+            f"key {key!r} already names delegation {delegation_id} with a different brief "
+            f"({', '.join(fields)} differ): give the same brief to get that delegation "
+            "back, or a new key for new work"
+        )
+        self.key = key
+        self.delegation_id = delegation_id
+        self.fields = fields
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:

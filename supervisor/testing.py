@@ -1,5 +1,7 @@
 """For people who test their agents and hosts: a clock that moves only when told,
-an event recorder, and the two mailbox controls that force a race into a known order.
+an event recorder, the mailbox controls that force a race into a known order,
+a few read-outs of Zeus's inside that a test may assert on, and a store that
+runs out of room (`store_full`).
 
 ```python
 clock, events = FakeClock(), EventRecorder()
@@ -9,21 +11,52 @@ with Zeus.start(routing, log=events, clock=clock) as zeus:
         zeus.cancel(handle.id)
     sync(zeus)                        # every message sent so far has been handled
 ```
+
+`tell(zeus, message)` puts a child's message in the mailbox as its backend would,
+and `wait_queued(zeus, n)` waits until n messages wait there (a child's `Finished`
+while the mailbox is held, say).
+
+`FakeClock` also drives `ctx.sleep`: a child sleeping on it wakes when the test
+advances the clock (`clock.wait_for_sleepers()` waits until it sleeps), or, with
+`FakeClock(autojump_threshold=0.01)`, when every sleeper has waited that long.
+
+A host process can be made to die at each step of a delegation's life in the
+store: `ZEUS_STORE_CRASH_AFTER=KIND[:N]` in its environment (read when a store
+opens) ends it with `os._exit(supervisor.store.CRASH_EXIT)` right after the N-th
+commit holding a write of KIND (`recorded`, `attempt_started`,
+`attempt_identity`, `charge`, `partial`, `attempt_ended`, `retry_scheduled`,
+`settled`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from actors.clock import FakeClock
 
 if TYPE_CHECKING:
     from supervisor.core.zeus import Zeus
+    from supervisor.store import SqliteStore
 
-__all__ = ["EventRecorder", "FakeClock", "held", "sync"]
+__all__ = [
+    "EventCosts",
+    "EventRecorder",
+    "FakeClock",
+    "event_costs",
+    "held",
+    "kept",
+    "queued",
+    "store_full",
+    "sync",
+    "tell",
+    "wait_queued",
+    "wait_stopped",
+]
 
 
 def held(zeus: Zeus) -> contextlib.AbstractContextManager[None]:
@@ -34,6 +67,80 @@ def held(zeus: Zeus) -> contextlib.AbstractContextManager[None]:
 def sync(zeus: Zeus) -> None:
     """Wait until Zeus has handled every message sent before this call."""
     zeus._sync()
+
+
+@contextlib.contextmanager
+def store_full(store: SqliteStore | Zeus) -> Iterator[None]:
+    """For the block, the store's file may not grow: a commit that needs a new page fails
+    as on a full disk (SQLite's own `SQLITE_FULL`). Call from the store's thread; for a
+    Zeus's own store, enter and leave it while Zeus's mailbox is `held`."""
+    from supervisor.core.zeus import Zeus
+    from supervisor.store import SqliteStore
+
+    if isinstance(store, Zeus):
+        store = store._store  # type: ignore[assignment]
+    assert isinstance(store, SqliteStore), "store_full needs a SQLite store (or its Zeus)"
+    con = store._con
+    (pages,) = con.execute("PRAGMA page_count").fetchone()
+    (limit,) = con.execute("PRAGMA max_page_count").fetchone()
+    con.execute(f"PRAGMA max_page_count = {int(pages)}")
+    try:
+        yield
+    finally:
+        con.execute(f"PRAGMA max_page_count = {int(limit)}")
+
+
+def tell(zeus: Zeus, message: object) -> None:
+    """Put `message` in Zeus's mailbox as a child's backend would (an `actors.protocol`
+    message such as a `Charge` or a `Finished`): with `held`, a race in a chosen order."""
+    zeus._tell(message)
+
+
+def queued(zeus: Zeus) -> int:
+    """How many messages wait in Zeus's mailbox now (any thread; exact while `held`)."""
+    inbox: Any = zeus._ref.actor_inbox  # Zeus's actor makes it a `queue.SimpleQueue`
+    return int(inbox.qsize())
+
+
+def wait_queued(zeus: Zeus, count: int = 1, timeout: float = 10.0) -> None:
+    """Block until at least `count` messages wait in Zeus's mailbox, for instance a
+    child's `Finished` while the mailbox is `held` (a safety bound, not an assertion:
+    `AssertionError` if they did not come within `timeout` seconds of real time)."""
+    end = time.monotonic() + timeout
+    while (have := queued(zeus)) < count:
+        if time.monotonic() > end:
+            raise AssertionError(f"{have} message(s) in Zeus's mailbox, not {count}, "
+                                 f"after {timeout}s")
+        time.sleep(0.001)
+
+
+def wait_stopped(zeus: Zeus, timeout: float = 10.0) -> bool:
+    """Wait until `zeus.stop()` (or `astop()`, in its own thread) has finished; True if so."""
+    return zeus._stopped.wait(timeout)
+
+
+def kept(zeus: Zeus) -> int:
+    """How many delegations Zeus keeps a handle for: the open ones and the settled ones
+    within `keep_settled`."""
+    return len(zeus._book)
+
+
+@dataclass(frozen=True)
+class EventCosts:
+    """What Zeus's events cost now: whether it builds them at all (`enabled`: a log, a
+    journal or a subscriber wants them), whether any stream is subscribed, and how many
+    records were offered to subscribers so far."""
+
+    enabled: bool
+    subscribed: bool
+    published: int
+
+
+def event_costs(zeus: Zeus) -> EventCosts:
+    """Read `EventCosts` (from any thread; `sync(zeus)` first for a settled figure)."""
+    events = zeus._events
+    return EventCosts(events.enabled, events.subscriptions.active,
+                      events.subscriptions.published)
 
 
 class EventRecorder:

@@ -1,4 +1,9 @@
-"""Helpers the tests share: a collecting `send`, bounded waits on real processes, a terminal."""
+"""The helpers every test file shares: work functions a test steers (`Gate`, `Steps`,
+`wait_cancelled`), a collecting `send` (`Outbox`), bounded waits on real processes, and a
+fake terminal (`terminal`).
+
+One set for the suite: a file needing another kind of helper adds it here.
+"""
 
 from __future__ import annotations
 
@@ -14,26 +19,115 @@ from typing import Any
 import psutil
 import pytest
 
+from actors import Brief, Context
 from actors.protocol import Finished
 from supervisor.testing import EventRecorder
 
 WAIT_S = 20.0  # a safety bound on waits, never the thing asserted
 
+# A sleep no test waits out, on the fake clock or the real one: the child sleeping
+# it ends when it is cancelled (far past any `clock.advance` a test makes).
+FOREVER_S = 10.0**9
 
-class Inbox:
-    """A collecting `send`: every message in order, and an event when `Finished` arrives."""
+
+def wait_cancelled(brief: Any, ctx: Any) -> None:
+    """A work function that reports once, then waits until Zeus cancels it."""
+    ctx.heartbeat("started")
+    ctx.sleep(FOREVER_S)
+
+
+class Gate:
+    """A work function that reports it started, then waits until the test calls `open()`
+    or Zeus cancels the attempt (woken by the cancel itself, no polling).
+
+    `stopped` says how each attempt ended ("returned" or "cancelled"), written from
+    the child's own thread; the value returned is the brief's scope.
+    """
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.stopped: list[str] = []
+        self._cond = threading.Condition()
+        self._open = False
+
+    def open(self) -> None:
+        """Let every attempt waiting at the gate, and every later one, through (any thread)."""
+        with self._cond:
+            self._open = True
+            self._cond.notify_all()
+
+    def _wake(self) -> None:  # in the thread that cancels the attempt
+        with self._cond:
+            self._cond.notify_all()
+
+    def __call__(self, brief: Brief, ctx: Context) -> str:
+        ctx.heartbeat()  # sent before `started`: a test that syncs Zeus then has it handled
+        self.started.set()
+        forget = ctx.on_cancel(self._wake)
+        try:
+            with self._cond:
+                self._cond.wait_for(lambda: self._open or ctx.cancelled, 3 * WAIT_S)
+            ctx.check()
+        except BaseException:
+            self.stopped.append("cancelled")
+            raise
+        finally:
+            forget()
+        self.stopped.append("returned")
+        return brief.scope
+
+
+class Steps:
+    """Lets a test walk a child through its steps: `step()` releases one, then waits
+    until the child has reported it."""
+
+    def __init__(self) -> None:
+        self._go = threading.Semaphore(0)
+        self._done = threading.Semaphore(0)
+
+    def wait(self) -> None:  # the child's side
+        assert self._go.acquire(timeout=WAIT_S)
+
+    def did(self) -> None:  # the child's side
+        self._done.release()
+
+    def step(self) -> None:  # the test's side
+        self._go.release()
+        assert self._done.acquire(timeout=WAIT_S)
+
+    def let_go(self) -> None:  # the test's side: one more step, not waited for
+        self._go.release()
+
+
+class Outbox:
+    """A child's `send` that keeps every message in order, with an event when `Finished`
+    arrives. `after(n, kind, fn)` runs `fn(message)` on the n-th message of `kind`, in
+    the sender's thread; `cancel` is a plain event a `Context` may take as its signal."""
 
     def __init__(self) -> None:
         self.messages: list[object] = []
         self.finished_event = threading.Event()
+        self.cancel = threading.Event()
         self._cond = threading.Condition()
+        self._hooks: list[tuple[type, int, Callable[[Any], None]]] = []
 
     def __call__(self, message: object) -> None:
         with self._cond:
             self.messages.append(message)
             self._cond.notify_all()
+            due = [fn for kind, n, fn in self._hooks
+                   if isinstance(message, kind) and self._count(kind) == n]
+        for fn in due:
+            fn(message)
         if isinstance(message, Finished):
             self.finished_event.set()
+
+    def after(self, n: int, kind: type, fn: Callable[[Any], None]) -> None:
+        with self._cond:
+            self._hooks.append((kind, n, fn))
+
+    def _count(self, kind: type) -> int:
+        return sum(isinstance(m, kind) for m in self.messages)
 
     def finished(self, timeout: float = WAIT_S) -> Finished:
         assert self.finished_event.wait(timeout), f"no Finished within {timeout}s: {self.messages}"
@@ -42,9 +136,7 @@ class Inbox:
     def wait_for(self, kind: type, timeout: float = WAIT_S, count: int = 1) -> Any:
         """The first message of `kind`, once `count` of them arrived."""
         with self._cond:
-            ok = self._cond.wait_for(
-                lambda: sum(isinstance(m, kind) for m in self.messages) >= count, timeout
-            )
+            ok = self._cond.wait_for(lambda: self._count(kind) >= count, timeout)
             assert ok, f"no {count} x {kind.__name__} within {timeout}s: {self.messages}"
             return next(m for m in self.messages if isinstance(m, kind))
 

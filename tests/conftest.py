@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,10 +63,12 @@ def make_zeus(clock: FakeClock, recorder: Recorder) -> Iterator[ZeusFactory]:
         zeus.stop(timeout=5)
 
 
-def wait_cancelled(brief: Any, ctx: Any) -> None:
-    """A work function that reports once, then waits until Zeus cancels it."""
-    ctx.heartbeat("started")
-    ctx.sleep(60)
+@pytest.fixture(scope="session")
+def demo_journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real `zeus demo` run's journal, made once for the session's `zeus ui` tests."""
+    from tests._ui import run_demo
+
+    return run_demo(tmp_path_factory.mktemp("demo") / "demo.jsonl")
 
 
 RAY_SKIP = "the ray extra is not installed (pip install 'zeus-supervisor[ray]')"

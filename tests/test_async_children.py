@@ -17,7 +17,7 @@ import pytest
 from actors import Brief, Context, Status
 from supervisor import Routing, Zeus
 from supervisor.core.handle import AWAITER_CANCELLED
-from supervisor.testing import held, sync
+from supervisor.testing import held, sync, wait_queued
 from tests._support import alive, eventually
 
 pytestmark = pytest.mark.realtime
@@ -79,9 +79,10 @@ def cancel_while_awaiting(
         handle = zeus.dispatch(Brief(agent=agent, scope=str(marker)))
         task = asyncio.ensure_future(handle)
         started = Path(str(marker) + ".started")
-        while not started.exists():
+        while not started.exists():  # a wait on the child's own mark, bounded by the test
             await asyncio.sleep(0.005)
-        await asyncio.sleep(0.05)  # inside its await / its loop
+        # The child runs its work now; a cancel that comes before it reaches its await
+        # (or its next check) is raised there all the same.
         cancelled_at = time.time()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -177,8 +178,6 @@ def test_a_process_child_and_its_awaiting_task_cancelled_in_every_order(
     r = Routing.from_dict({"version": 1, "agents": {"w": quiet}})
     events: list[dict[str, Any]] = []
     with Zeus.start(r, agents={"w": wait_for_file}, log=events.append) as zeus:
-        inbox = zeus._ref.actor_inbox  # type: ignore[attr-defined]
-
         async def main() -> None:
             handle = zeus.dispatch(Brief(agent="w", scope=str(release)))
             task = asyncio.ensure_future(handle)
@@ -193,13 +192,12 @@ def test_a_process_child_and_its_awaiting_task_cancelled_in_every_order(
                 with held(zeus):
                     if order == "finished_first":
                         release.write_text("")
-                        assert eventually(lambda: inbox.qsize() >= 1)  # its Finished
+                        wait_queued(zeus, 1, timeout=20)  # its Finished
                         task.cancel()
-                        await asyncio.sleep(0.01)
+                        await asyncio.to_thread(wait_queued, zeus, 2)  # then the Cancel
                     else:
                         task.cancel()
-                        await asyncio.sleep(0.01)
-                        assert inbox.qsize() >= 1  # the Cancel
+                        await asyncio.to_thread(wait_queued, zeus, 1)  # the Cancel
                         release.write_text("")
             with pytest.raises(asyncio.CancelledError):
                 await task

@@ -17,30 +17,9 @@ import pytest
 from actors import Brief, Context, Status
 from supervisor import Zeus
 from supervisor.core.handle import AWAITER_CANCELLED
-from supervisor.testing import held, sync
-from tests._support import eventually
+from supervisor.testing import held, sync, wait_queued
+from tests._support import Gate
 from tests.conftest import Recorder, ZeusFactory
-
-
-class Gate:
-    """A work function that reports it started, then waits for `release` or a cancel."""
-
-    def __init__(self) -> None:
-        self.started = threading.Event()
-        self.release = threading.Event()
-        self.stopped: list[str] = []  # how each attempt ended, from the child's own thread
-
-    def __call__(self, brief: Brief, ctx: Context) -> str:
-        self.started.set()
-        ctx.heartbeat()
-        try:
-            while not self.release.wait(0.005):
-                ctx.check()
-        except BaseException:
-            self.stopped.append("cancelled")
-            raise
-        self.stopped.append("returned")
-        return brief.scope
 
 
 def echo(brief: Brief, ctx: Context) -> str:
@@ -84,8 +63,9 @@ def test_a_handle_is_awaited_from_several_loops_at_once(make_zeus: ZeusFactory, 
 
     def host() -> None:
         async def main() -> str:
-            task = asyncio.ensure_future(handle)  # awaits in this loop
-            await asyncio.sleep(0)
+            awaiting = asyncio.Event()
+            task = asyncio.ensure_future(_await(handle, awaiting))
+            await awaiting.wait()  # the task now awaits the handle in this loop
             waiting.wait(10)
             return (await task).output
 
@@ -95,7 +75,7 @@ def test_a_handle_is_awaited_from_several_loops_at_once(make_zeus: ZeusFactory, 
     for t in threads:
         t.start()
     waiting.wait(10)  # three loops, each awaiting the same handle
-    gate.release.set()
+    gate.open()
     for t in threads:
         t.join(10)
     assert results == ["shared"] * 3
@@ -112,7 +92,7 @@ def test_awaiting_never_blocks_the_loop(make_zeus: ZeusFactory, gate: Gate) -> N
             await asyncio.sleep(0)
             ticks += 1
         assert not waiter.done()
-        gate.release.set()
+        gate.open()
         await waiter
         return ticks
 
@@ -125,20 +105,25 @@ def test_a_loop_closed_before_settlement_breaks_nothing_and_logs_nothing(
     zeus = make_zeus(works={"gate": gate})
     handle = zeus.dispatch(Brief(agent="gate", scope="x"))
     loop = asyncio.new_event_loop()
-    task = loop.create_task(_await(handle))
-    loop.run_until_complete(asyncio.sleep(0.01))  # the task now waits on the handle
+    awaiting = asyncio.Event()
+    task = loop.create_task(_await(handle, awaiting))
+    loop.run_until_complete(awaiting.wait())  # the task now waits on the handle
     assert not task.done()
     task._log_destroy_pending = False  # type: ignore[attr-defined]  # left pending on purpose
     loop.close()
     with caplog.at_level(logging.DEBUG):
-        gate.release.set()
+        gate.open()
         summary = handle.result(10)
         sync(zeus)
     assert summary.status is Status.completed
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
-async def _await(awaitable: Any) -> Any:
+async def _await(awaitable: Any, awaiting: asyncio.Event | None = None) -> Any:
+    """Await `awaitable`; `awaiting` is set as the task starts to: a coroutine that waited
+    on it resumes once the task's first step is over, that is, once it awaits."""
+    if awaiting is not None:
+        awaiting.set()
     return await awaitable
 
 
@@ -204,7 +189,7 @@ def test_shield_opts_out(make_zeus: ZeusFactory, recorder: Recorder, gate: Gate)
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(asyncio.shield(handle), 0.05)
         assert not handle.done()
-        gate.release.set()
+        gate.open()
         return await handle
 
     assert asyncio.run(main()).status is Status.completed
@@ -223,7 +208,7 @@ def test_a_sync_wait_that_runs_out_cancels_nothing(
         handle.future.result(0.01)
     sync(zeus)
     assert not handle.done()
-    gate.release.set()
+    gate.open()
     assert handle.result(10).status is Status.completed
     assert recorder.named("delegation.cancel_requested") == []
 
@@ -235,9 +220,10 @@ def test_cancelling_the_task_after_settlement_cancels_nothing(
 
     async def main() -> None:
         handle = zeus.dispatch(Brief(agent="gate", scope="x"))
-        task = asyncio.ensure_future(_await(handle))
-        await asyncio.sleep(0.01)
-        gate.release.set()
+        awaiting = asyncio.Event()
+        task = asyncio.ensure_future(_await(handle, awaiting))
+        await awaiting.wait()
+        gate.open()
         handle.result(10)  # blocks this loop on purpose: settled before the task resumes
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -254,7 +240,6 @@ def test_the_task_cancelled_as_the_child_finishes_settles_once_in_either_order(
     make_zeus: ZeusFactory, recorder: Recorder, gate: Gate, first: str
 ) -> None:
     zeus = make_zeus(works={"gate": gate})
-    inbox = zeus._ref.actor_inbox  # type: ignore[attr-defined]
 
     async def main() -> None:
         handle = zeus.dispatch(Brief(agent="gate", scope="x"))
@@ -263,17 +248,15 @@ def test_the_task_cancelled_as_the_child_finishes_settles_once_in_either_order(
         sync(zeus)
         with held(zeus):
             if first == "finished":
-                gate.release.set()
-                assert eventually(lambda: inbox.qsize() >= 1)  # the child's Finished is queued
+                gate.open()
+                wait_queued(zeus, 1)  # the child's Finished is queued
                 task.cancel()
-                await asyncio.sleep(0)
-                await asyncio.sleep(0)
+                await asyncio.to_thread(wait_queued, zeus, 2)  # then the task's Cancel
             else:
                 task.cancel()
-                await asyncio.sleep(0)
-                await asyncio.sleep(0)
-                assert inbox.qsize() >= 1  # the Cancel is queued first
-                gate.release.set()
+                await asyncio.to_thread(wait_queued, zeus, 1)  # the Cancel is queued first
+                gate.open()
+                await asyncio.to_thread(wait_queued, zeus, 2)  # then the child's Finished
         with pytest.raises(asyncio.CancelledError):
             await task
         await asyncio.wrap_future(handle.future)
@@ -342,14 +325,15 @@ def test_the_task_cancelled_before_its_delegation_started_cancels_it_unstarted(
     async def main() -> None:
         busy = zeus.dispatch(Brief(agent="gate", scope="holds the only slot"))
         queued = zeus.dispatch(Brief(agent="echo", scope="waits for a slot"))
-        task = asyncio.ensure_future(_await(queued))
-        await asyncio.sleep(0.01)
+        awaiting = asyncio.Event()
+        task = asyncio.ensure_future(_await(queued, awaiting))
+        await awaiting.wait()
         assert zeus.tree()["queued"] == 1
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         assert (await asyncio.wrap_future(queued.future)).status is Status.cancelled
-        gate.release.set()
+        gate.open()
         assert (await busy).status is Status.completed
 
     asyncio.run(main())
@@ -372,8 +356,11 @@ def test_a_burst_of_settlements_wakes_the_loop_once(make_zeus: ZeusFactory) -> N
         loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
         with held(zeus):
             handles = [zeus.dispatch(Brief(agent="echo", scope=str(i))) for i in range(50)]
-            tasks = [asyncio.ensure_future(h) for h in handles]
-            await asyncio.sleep(0)  # every task now waits on its open handle
+            awaiting = [asyncio.Event() for _ in handles]
+            tasks = [asyncio.ensure_future(_await(h, a))
+                     for h, a in zip(handles, awaiting, strict=True)]
+            for each in awaiting:
+                await each.wait()  # every task now waits on its open handle
         for handle in handles:
             handle.result(10)  # blocks the loop on purpose: all 50 settle meanwhile
         return [s.output for s in await asyncio.gather(*tasks)]

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 
 import pytest
 
 from actors import Brief, Context, Status
 from supervisor import Routing, SupervisorError, UnknownDelegation, Zeus, ZeusStopped
-from supervisor.testing import sync
+from supervisor.testing import kept, sync, wait_stopped
+from tests._support import Gate
 from tests.conftest import Recorder, ZeusFactory
 
 
@@ -55,10 +55,10 @@ def test_async_with_stops_zeus_without_blocking_the_loop() -> None:
     async def main() -> Zeus:
         stop = asyncio.Event()
         ticking = asyncio.ensure_future(ticker.run(stop))
-        async with Zeus.start(routing, agents={"deaf": deaf}) as zeus:
+        recorder = Recorder()
+        async with Zeus.start(routing, agents={"deaf": deaf}, log=recorder) as zeus:
             handle = zeus.dispatch(Brief(agent="deaf", scope="x"))
-            await asyncio.sleep(0.05)
-            zeus.tree()
+            await asyncio.to_thread(recorder.wait_for, "attempt.started")  # its stop waits
             ticks_before = ticker.ticks
         # `stop()` held the thread for grace_s; `astop()` held the loop for none of it.
         assert ticker.ticks - ticks_before >= 20
@@ -90,34 +90,35 @@ def test_cancelling_the_task_awaiting_astop_does_not_cancel_the_stop(
     zeus = make_zeus(works={"echo": echo})
 
     async def main() -> None:
-        task = asyncio.ensure_future(zeus.astop())
-        await asyncio.sleep(0)
+        stopping = asyncio.Event()
+
+        async def astop() -> None:
+            stopping.set()
+            await zeus.astop()
+
+        task = asyncio.ensure_future(astop())
+        await stopping.wait()  # the task's first step is over: astop() has begun
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
     asyncio.run(main())
-    assert zeus._stopped.wait(10)
+    assert wait_stopped(zeus, 10)
 
 
 # -- lookup by id -------------------------------------------------------------------------
 
 
 def test_handle_finds_open_and_settled_delegations(make_zeus: ZeusFactory) -> None:
-    release = threading.Event()
-
-    def wait(brief: Brief, ctx: Context) -> str:
-        release.wait(10)
-        return "done"
-
-    zeus = make_zeus(works={"echo": echo, "wait": wait})
+    gate = Gate()
+    zeus = make_zeus(works={"echo": echo, "wait": gate})
     open_one = zeus.dispatch(Brief(agent="wait", scope="x"))
     settled = zeus.dispatch(Brief(agent="echo", scope="y"))
     settled.result(10)
     assert zeus.handle(open_one.id) is open_one
     assert zeus.handle(settled.id) is settled
     assert zeus.handle(settled.id).result().output == "y"
-    release.set()
+    gate.open()
 
 
 def test_keep_settled_drops_the_oldest_first(make_zeus: ZeusFactory) -> None:
@@ -133,7 +134,7 @@ def test_keep_settled_drops_the_oldest_first(make_zeus: ZeusFactory) -> None:
         zeus.handle(handles[0].id)
     zeus.cancel(handles[0].id)  # an id it had: a no-op, not an error
     assert zeus.send(handles[0].id, "late") is False
-    assert len(zeus._book) == 2
+    assert kept(zeus) == 2
 
 
 def test_an_id_zeus_never_had_is_an_unknown_delegation_naming_the_nearest(

@@ -43,3 +43,14 @@ def test_a_storm_that_opens_one_agents_circuit_changes_nothing_for_the_others() 
     assert stormy.storm_trips == 1  # the circuit opened, on purpose
     assert calm.violations == [] and stormy.violations == []
     assert differ == []
+
+
+@pytest.mark.realtime
+@pytest.mark.process
+def test_chaos_with_the_host_killed_twice_settles_each_delegation_once_and_leaks_nothing() -> None:
+    from benchmarks.chaos_crash import run_crash_chaos
+
+    report = run_crash_chaos(60, seed=3, isolations=("thread", "process"), host_crashes=2)
+    assert report.violations == []
+    assert sum(report.by_status.values()) == 60
+    assert report.lost_attempts > 0  # the host really died with attempts running

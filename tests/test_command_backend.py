@@ -14,7 +14,7 @@ from actors.backends import ChildSpec, CommandChild, ProcessBackend
 from actors.backends.command import command_argv
 from actors.clock import SystemClock
 from actors.protocol import Finished, Heartbeat, Partial
-from tests._support import Inbox, alive, eventually
+from tests._support import Outbox, alive, eventually
 
 
 def spec(command: tuple[str, ...], **overrides: Any) -> ChildSpec:
@@ -35,16 +35,16 @@ def spec(command: tuple[str, ...], **overrides: Any) -> ChildSpec:
     return ChildSpec(**fields)
 
 
-Run = Callable[..., tuple[CommandChild, Inbox]]
+Run = Callable[..., tuple[CommandChild, Outbox]]
 
 
 @pytest.fixture
 def run() -> Iterator[Run]:
     backend = ProcessBackend()
-    inboxes: list[Inbox] = []
+    inboxes: list[Outbox] = []
 
-    def start(command: tuple[str, ...], **overrides: Any) -> tuple[CommandChild, Inbox]:
-        inbox = Inbox()
+    def start(command: tuple[str, ...], **overrides: Any) -> tuple[CommandChild, Outbox]:
+        inbox = Outbox()
         inboxes.append(inbox)
         handle = backend.start(spec(command, **overrides), inbox)
         assert isinstance(handle, CommandChild)
@@ -180,7 +180,7 @@ def test_a_quiet_command_still_sends_liveness_heartbeats(run: Run) -> None:
 @pytest.mark.process
 def test_close_kills_running_commands_and_their_groups() -> None:
     backend = ProcessBackend()
-    inbox = Inbox()
+    inbox = Outbox()
     handle = backend.start(spec(("sh", "-c", "sleep 1000 & echo $!; wait")), inbox)
     grandchild = int(inbox.wait_for(Partial).item)
     backend.close()

@@ -8,12 +8,12 @@ import pytest
 
 from actors import AttemptOutcome, AttemptRecord, Brief, Cancelled, Status, TransientError, Usage
 from actors.run import classify_exception
-from supervisor.core.tree import budget_left, previous_error
+from supervisor.core.state import previous_error
 from supervisor.routing import AgentPolicy, BudgetPolicy, IntensityPolicy, RetryPolicy
-from supervisor.rules.admission import writer_partial_refusal
 from supervisor.rules.backoff import backoff_delay
-from supervisor.rules.budget import budget_overrun
+from supervisor.rules.budget import budget_left, budget_overrun
 from supervisor.rules.circuit import admit_restart, when_circuit_open
+from supervisor.rules.delegation import writer_partial_refusal
 from supervisor.rules.intensity import RestartWindow
 from supervisor.rules.settle import Fallback, Retry, Settle
 from supervisor.rules.stale import ProgressWatch
@@ -170,7 +170,6 @@ def test_errors_are_classified_transient_or_permanent(
 # -- restart intensity as a circuit per agent (DESIGN §6) ---------------------------------
 
 AGENT3 = IntensityPolicy(max_restarts=3, within_s=60)
-SUPERVISOR3 = IntensityPolicy(max_restarts=3, within_s=60, scope="supervisor")
 
 
 @pytest.mark.parametrize(
@@ -191,12 +190,6 @@ def test_an_agents_circuit_opens_past_max_restarts_and_closes_when_the_window_ha
     admission = admit_restart(RestartWindow(restarts), now, AGENT3, was_open=was_open)
     assert (admission.allowed, admission.tripped) == (allowed, tripped)
     assert len(admission.window.restarts) == kept
-
-
-def test_scope_supervisor_records_the_restart_that_exceeds_the_limit() -> None:
-    admission = admit_restart(RestartWindow((1.0, 2.0, 3.0)), 4.0, SUPERVISOR3, was_open=False)
-    assert (admission.allowed, admission.tripped, len(admission.window.restarts)) == (
-        False, True, 4)
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 from actors import Brief, Context
-from supervisor.testing import sync
+from supervisor.testing import event_costs, sync
 from tests.conftest import Recorder, ZeusFactory
 
 
@@ -60,14 +60,17 @@ def test_many_subscribers_sync_and_async_each_see_everything(make_zeus: ZeusFact
     def consume_sync() -> None:
         seen.append(names(list(streams[0])))
 
-    async def consume_async(index: int) -> list[str]:
+    async def consume_async(index: int, reading: asyncio.Event) -> list[str]:
+        reading.set()
         return [e["event"] async for e in streams[index]]
 
     async def main() -> list[list[str]]:
         consumer = threading.Thread(target=consume_sync)
         consumer.start()
-        tasks = [asyncio.ensure_future(consume_async(i)) for i in (1, 2)]
-        await asyncio.sleep(0)
+        reading = [asyncio.Event(), asyncio.Event()]
+        tasks = [asyncio.ensure_future(consume_async(i, reading[i - 1])) for i in (1, 2)]
+        for each in reading:
+            await each.wait()  # both tasks read their streams while the child runs
         reporter.go.set()
         result = list(await asyncio.gather(*tasks))
         consumer.join(10)
@@ -86,7 +89,7 @@ def test_a_stream_of_a_settled_delegation_ends_at_once(make_zeus: ZeusFactory) -
     handle = zeus.dispatch(Brief(agent="r", scope="x"))
     handle.result(10)
     assert list(handle.events()) == []
-    assert zeus._events.subscriptions.active is False  # nothing left subscribed
+    assert event_costs(zeus).subscribed is False  # nothing left subscribed
 
 
 def test_closing_a_stream_unsubscribes(make_zeus: ZeusFactory) -> None:
@@ -94,9 +97,9 @@ def test_closing_a_stream_unsubscribes(make_zeus: ZeusFactory) -> None:
     zeus = make_zeus(works={"r": reporter}, log=None)
     handle = zeus.dispatch(Brief(agent="r", scope="x"))
     stream = handle.events()
-    assert zeus._events.enabled
+    assert event_costs(zeus).enabled
     stream.close()
-    assert not zeus._events.enabled  # no journal, no subscriber: events cost nothing again
+    assert not event_costs(zeus).enabled  # no journal, no subscriber: events cost nothing again
     reporter.go.set()
     handle.result(10)
     assert list(stream) == []
@@ -109,9 +112,8 @@ def test_no_subscriber_costs_zeus_nothing(make_zeus: ZeusFactory) -> None:
     zeus = make_zeus(works={"r": reporter}, log=None)
     for i in range(20):
         zeus.dispatch(Brief(agent="r", scope=str(i))).result(10)
-    subscriptions = zeus._events.subscriptions
-    assert subscriptions.published == 0
-    assert not zeus._events.enabled
+    assert event_costs(zeus).published == 0
+    assert not event_costs(zeus).enabled
 
 
 def test_a_subscriber_gets_only_its_own_delegation(make_zeus: ZeusFactory) -> None:
@@ -124,7 +126,7 @@ def test_a_subscriber_gets_only_its_own_delegation(make_zeus: ZeusFactory) -> No
     other.go.set()
     unwatched.result(10)
     sync(zeus)
-    published_meanwhile = zeus._events.subscriptions.published
+    published_meanwhile = event_costs(zeus).published
     watched.go.set()
     events = list(stream)
     assert published_meanwhile == 0  # the other delegation's events reached nobody
@@ -146,4 +148,4 @@ def test_a_watched_dispatch_streams_every_event_from_the_first(make_zeus: ZeusFa
     assert "attempt.started" in seen and seen.count("attempt.partial") == 3
     assert list(unwatched.events()) == []
     assert list(watched.events()) == []  # the stream opened at the dispatch is given once
-    assert zeus._events.subscriptions.active is False
+    assert event_costs(zeus).subscribed is False

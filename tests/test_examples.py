@@ -7,8 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,29 +18,9 @@ from actors.clock import FakeClock
 from actors.protocol import Charge, DelegateRequest, Heartbeat, Partial, ToolCall
 from actors.run import run_work
 from supervisor.examples import explorer, faulty, hotfix, implementer, orchestrator, reviewer
+from tests._support import Outbox
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-class Outbox:
-    """A child's `send`: keeps every message; `after(n, kind, fn)` runs fn on the n-th kind."""
-
-    def __init__(self) -> None:
-        self.messages: list[object] = []
-        self.cancel = threading.Event()
-        self._hooks: list[tuple[type, int, Callable[[object], None]]] = []
-
-    def __call__(self, message: object) -> None:
-        self.messages.append(message)
-        for kind, n, fn in self._hooks:
-            if isinstance(message, kind) and len(self.of(kind)) == n:
-                fn(message)
-
-    def after(self, n: int, kind: type, fn: Callable[[object], None]) -> None:
-        self._hooks.append((kind, n, fn))
-
-    def of(self, kind: type) -> list[Any]:
-        return [m for m in self.messages if isinstance(m, kind)]
 
 
 def context(

@@ -16,6 +16,7 @@ import pytest
 from actors import Brief, Cancelled, Context
 from supervisor import Zeus
 from supervisor.core.handle import AWAITER_CANCELLED
+from tests._support import eventually
 from tests.conftest import Recorder, ZeusFactory
 
 
@@ -67,8 +68,8 @@ def test_a_framework_tool_awaiting_a_handle_is_cancelled_with_the_run(
 
     async def main() -> None:
         run = asyncio.ensure_future(agent_run([research_tool] * 3))
-        await asyncio.sleep(0.05)
-        run.cancel()  # the user aborts the agent run
+        assert await asyncio.to_thread(eventually, lambda: children.running == 3)
+        run.cancel()  # the user aborts the agent run, its three children running
         with pytest.raises(asyncio.CancelledError):
             await run
 

@@ -22,7 +22,7 @@ from actors.backends.inputs import INPUTS_FILE_ENV, inputs_json, write_inputs_fi
 from actors.clock import SystemClock
 from actors.protocol import Finished
 from supervisor import Routing, RoutingError
-from tests._support import Inbox
+from tests._support import Outbox
 
 INPUTS = {"files": ["a.py", "b c.py"], "token": "s3cret", "note": "line\nbreak é"}
 PY = sys.executable
@@ -54,7 +54,7 @@ def run() -> Iterator[Run]:
     backend = ProcessBackend()
 
     def start(command: tuple[str, ...], **overrides: Any) -> Finished:
-        inbox = Inbox()
+        inbox = Outbox()
         handle = backend.start(spec(command, **overrides), inbox)
         assert isinstance(handle, CommandChild)
         return inbox.finished()

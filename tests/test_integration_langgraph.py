@@ -20,8 +20,8 @@ from supervisor import SupervisorError
 from supervisor.integrations._bridge import AWAITER_CANCELLED
 from supervisor.integrations.langgraph import fan_out
 from tests._integration_agents import echo
-from tests._support import cancel_once_running
-from tests.conftest import Recorder, ZeusFactory, wait_cancelled
+from tests._support import cancel_once_running, wait_cancelled
+from tests.conftest import Recorder, ZeusFactory
 
 
 class State(TypedDict, total=False):

@@ -19,8 +19,8 @@ from actors import Status
 from supervisor.integrations._bridge import AWAITER_CANCELLED
 from supervisor.integrations.openai_agents import delegate_tool
 from tests._integration_agents import echo
-from tests._support import cancel_once_running
-from tests.conftest import Recorder, ZeusFactory, wait_cancelled
+from tests._support import cancel_once_running, wait_cancelled
+from tests.conftest import Recorder, ZeusFactory
 
 set_tracing_disabled(True)
 

@@ -22,7 +22,8 @@ from supervisor import Zeus
 from supervisor.integrations.otel import tracing
 from supervisor.testing import sync
 from tests._integration_agents import echo
-from tests.conftest import Recorder, ZeusFactory, wait_cancelled
+from tests._support import wait_cancelled
+from tests.conftest import Recorder, ZeusFactory
 
 
 @pytest.fixture

@@ -28,8 +28,8 @@ from supervisor import UnknownAgent
 from supervisor.integrations._bridge import AWAITER_CANCELLED
 from supervisor.integrations.pydantic_ai import delegate_tool
 from tests._integration_agents import echo
-from tests._support import cancel_once_running
-from tests.conftest import Recorder, ZeusFactory, wait_cancelled
+from tests._support import cancel_once_running, wait_cancelled
+from tests.conftest import Recorder, ZeusFactory
 
 
 def calls_delegate(args: dict[str, Any], seen: list[str]) -> FunctionModel:

@@ -23,7 +23,8 @@ from supervisor.integrations._extras import missing_extra
 from supervisor.routing import PricingPolicy
 from supervisor.rules.budget import priced
 from tests._integration_agents import echo
-from tests.conftest import Recorder, ZeusFactory, wait_cancelled
+from tests._support import wait_cancelled
+from tests.conftest import Recorder, ZeusFactory
 
 # -- log= with several targets ----------------------------------------------------------
 

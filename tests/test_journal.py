@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -558,11 +558,14 @@ def test_process_start_time_reads_what_psutil_reads_and_none_for_a_dead_pid() ->
 
 @pytest.mark.process
 def test_sweep_stops_a_live_orphan_with_sigterm_to_its_group(
-    tmp_path: Path, orphan: subprocess.Popen[bytes]
+    tmp_path: Path, orphan: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     start = psutil.Process(orphan.pid).create_time()
+    sent = spy_on_signals(monkeypatch)
 
     results = jr.sweep(journal_naming(tmp_path, orphan.pid, start))
+
+    assert ("killpg", orphan.pid, signal.SIGTERM) in sent  # the spy sees what the sweep sends
 
     assert [(r.action, r.detail) for r in results] == [
         (jr.SweepAction.stopped, "SIGTERM to its process group")
@@ -570,16 +573,35 @@ def test_sweep_stops_a_live_orphan_with_sigterm_to_its_group(
     assert orphan.wait(timeout=10) == -signal.SIGTERM
 
 
+def spy_on_signals(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int]]:
+    """Every signal sent through `os.kill` / `os.killpg` from now on (still sent)."""
+    sent: list[tuple[str, int, int]] = []
+
+    def spy(name: str) -> Callable[[int, int], None]:
+        real = getattr(os, name)
+
+        def send(pid: int, sig: int) -> None:
+            sent.append((name, pid, sig))
+            real(pid, sig)
+
+        return send
+
+    for name in ("kill", "killpg"):
+        monkeypatch.setattr(os, name, spy(name))
+    return sent
+
+
 @pytest.mark.process
 def test_sweep_never_signals_a_live_pid_whose_start_time_is_not_the_recorded_one(
-    tmp_path: Path, orphan: subprocess.Popen[bytes]
+    tmp_path: Path, orphan: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     start = psutil.Process(orphan.pid).create_time()
+    sent = spy_on_signals(monkeypatch)
 
     results = jr.sweep(journal_naming(tmp_path, orphan.pid, start - 120))
 
     assert [r.action for r in results] == [jr.SweepAction.reused]
-    time.sleep(0.05)
+    assert sent == []  # no signal at all, so none on its way to the orphan either
     assert orphan.poll() is None
 
 

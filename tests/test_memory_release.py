@@ -7,7 +7,6 @@ nothing else: not its brief, its inputs, its attempts or their contexts.
 from __future__ import annotations
 
 import gc
-import threading
 import weakref
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from actors import Brief, Context, Status
 from supervisor import Routing, Zeus
 from supervisor.testing import sync
+from tests._support import WAIT_S, Gate
 from tests.conftest import ZeusFactory
 
 
@@ -63,25 +63,20 @@ def test_settled_delegations_release_their_inputs_long_before_their_deadline(
 def test_a_delegation_cancelled_while_it_waits_releases_its_inputs(
     make_zeus: ZeusFactory,
 ) -> None:
-    release = threading.Event()
-
-    def waits(brief: Brief, ctx: Context) -> None:
-        ctx.heartbeat()
-        while not release.wait(0.01):
-            ctx.check()
-
+    gate = Gate()  # woken by the cancel itself
     zeus = make_zeus({"w": {"timeout_s": 3600, "shutdown": {"grace_s": 3600}}},
-                     works={"w": waits})
+                     works={"w": gate})
     blob = _Blob()
     ref = weakref.ref(blob)
     handle = zeus.dispatch(Brief(agent="w", scope="s", inputs={"blob": blob}))
     del blob
-    sync(zeus)
+    assert gate.started.wait(WAIT_S)  # cancelled while it waits, not before it ran
     zeus.cancel(handle.id)
     assert handle.result(10).status is Status.cancelled
     del handle
     sync(zeus)
-    release.set()
+    gate.open()
+    assert gate.stopped == ["cancelled"]
     assert _alive([ref]) == 0
 
 

@@ -21,11 +21,11 @@ from actors.clock import SystemClock
 from supervisor import Routing, RoutingError, Zeus
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK
 from supervisor.cli.main import main
+from supervisor.core.results import shape_result
 from supervisor.journal.private_files import safe_file_name, write_private
 from supervisor.routing import ResultPolicy
 from supervisor.routing.commands import shell_warning, unknown_placeholders
 from supervisor.routing.policies import agent_name_problem
-from supervisor.rules.results import shape_result
 
 # Each bad name, and how a problem's key path shows it (quoted when it is not plain).
 SHOWN = {"../../trav": '["../../trav"]', "/etc/passwd": '["/etc/passwd"]', "": '[""]',

@@ -25,7 +25,7 @@ from actors import AttemptOutcome, Brief, Context, DelegationRefused, Status, Su
 from actors.backends import ChildSpec, ProcessBackend, ProcessChild
 from actors.clock import FakeClock, SystemClock
 from actors.protocol import DelegateRequest, Finished, Heartbeat, Partial
-from tests._support import WAIT_S, Inbox, alive, eventually
+from tests._support import WAIT_S, Outbox, alive, eventually
 
 pytestmark = pytest.mark.process
 
@@ -34,7 +34,7 @@ class Harness:
 
     def __init__(self, backend: ProcessBackend) -> None:
         self.backend = backend
-        self.inboxes: list[Inbox] = []
+        self.inboxes: list[Outbox] = []
         self._n = 0
 
     def spec(self, work: Callable[..., Any], agent: str = "apollo", **overrides: Any) -> ChildSpec:
@@ -57,8 +57,8 @@ class Harness:
 
     def start(
         self, work: Callable[..., Any], agent: str = "apollo", **overrides: Any
-    ) -> tuple[ProcessChild, Inbox]:
-        inbox = Inbox()
+    ) -> tuple[ProcessChild, Outbox]:
+        inbox = Outbox()
         self.inboxes.append(inbox)
         handle = self.backend.start(self.spec(work, agent, **overrides), inbox)
         assert isinstance(handle, ProcessChild)

@@ -16,7 +16,7 @@ import pytest
 from actors import AttemptOutcome, Brief, Status, Usage
 from actors.clock import FakeClock
 from actors.protocol import Charge, Finished
-from supervisor.testing import held
+from supervisor.testing import held, tell
 from tests.conftest import Recorder, ZeusFactory
 
 RACER = {"timeout_s": 10, "budget": {"max_cost": 1.0}, "shutdown": {"grace_s": 5}}
@@ -57,10 +57,10 @@ def run_race(
     attempt_id = f"{handle.id}-a1"
     send = {
         "cancel": lambda: zeus.cancel(handle.id, "owner changed their mind"),
-        "budget": lambda: zeus._tell(Charge(attempt_id, 1, Usage(cost=2.0))),
+        "budget": lambda: tell(zeus, Charge(attempt_id, 1, Usage(cost=2.0))),
         "deadline": lambda: clock.advance(10),  # the attempt's timer fires into the mailbox
-        "result": lambda: zeus._tell(
-            Finished(attempt_id, AttemptOutcome.completed, value="done", progress=2)
+        "result": lambda: tell(
+            zeus, Finished(attempt_id, AttemptOutcome.completed, value="done", progress=2)
         ),
     }
     with held(zeus):

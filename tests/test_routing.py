@@ -279,7 +279,7 @@ def test_an_unknown_retry_outcome_is_refused_naming_its_index(tmp_path: Path) ->
                 - oom
     """)
     assert_names(message, path, line_of(text, "- oom"), "agents.apollo.retry.on[1]",
-                 "found 'oom'; allowed: a list of transient, timeout, stale, crash")
+                 "found 'oom'; allowed: a list of transient, timeout, stale, crash, lost")
 
 
 @pytest.mark.parametrize(

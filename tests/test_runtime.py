@@ -13,7 +13,8 @@ from actors import Brief, Context, Report, Status, TransientError
 from actors.clock import FakeClock
 from supervisor import UnknownAgent
 from supervisor.testing import held, sync
-from tests.conftest import Recorder, ZeusFactory, wait_cancelled
+from tests._support import wait_cancelled
+from tests.conftest import Recorder, ZeusFactory
 
 # Long enough that a quiet child is never stale in tests about deadlines.
 NEVER_STALE = {"heartbeat": {"interval_s": 1, "stale_after_s": 1000}}

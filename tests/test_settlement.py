@@ -87,6 +87,11 @@ RETRY2 = AgentPolicy(retry=RetryPolicy(max_retries=2), fallback="athena")
         (O.stale, {"has_partials": True, "partial_ok": True}, Settle(Status.partial, "stale")),
         (O.timeout, {"has_partials": True, "partial_ok": False}, Retry(1)),
         (O.timeout, {"has_partials": False, "partial_ok": True}, Retry(1)),
+        # lost: its supervisor died and its child was confirmed gone on recovery
+        (O.lost, {}, Retry(1)),
+        (O.lost, {"retries_used": 2}, Fallback("athena")),
+        (O.lost, {"retries_used": 2, "visited": ["apollo", "athena"]}, Settle(Status.failed)),
+        (O.lost, {"has_partials": True, "partial_ok": True}, Retry(1)),  # not a timeout
     ],
 )
 def test_next_step_table(outcome: O, kw: dict[str, object], expected: object) -> None:
@@ -111,6 +116,12 @@ def test_retry_on_limits_which_outcomes_retry() -> None:
     only_timeouts = AgentPolicy(retry=RetryPolicy(max_retries=3, on=("timeout",)))
     assert _next(O.timeout, only_timeouts) == Retry(1)
     assert _next(O.crash, only_timeouts) == Settle(Status.failed)
+    assert _next(O.lost, only_timeouts) == Settle(Status.failed)
+
+
+def test_retry_on_defaults_to_every_retryable_outcome_lost_included() -> None:
+    assert [str(w) for w in RetryPolicy().on] == ["transient", "timeout", "stale", "crash",
+                                                  "lost"]
 
 
 def test_fallback_zeus_returns_the_failure_to_the_owner() -> None:

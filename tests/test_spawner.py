@@ -20,7 +20,7 @@ from actors.protocol import Heartbeat, Spawned
 from supervisor import Routing, Zeus
 from supervisor import journal as jr
 from supervisor.testing import sync
-from tests._support import Inbox
+from tests._support import Outbox
 
 pytestmark = [pytest.mark.process, pytest.mark.realtime]
 
@@ -67,7 +67,7 @@ def test_a_cold_worker_and_a_command_start_outside_the_callers_thread(
 
     monkeypatch.setattr(backend, "_spawn", recording_spawn)
     monkeypatch.setattr(_command.subprocess, "Popen", recording_popen)
-    worker_inbox, command_inbox = Inbox(), Inbox()
+    worker_inbox, command_inbox = Outbox(), Outbox()
     child = backend.start(_spec("a-1-a1"), worker_inbox)
     command = backend.start(
         _spec("c-1-a1", work=None, command=(sys.executable, "-c", "print('hi')")), command_inbox
@@ -90,7 +90,7 @@ def test_a_kill_or_cancel_before_the_process_starts_ends_the_attempt_without_one
     spawn = backend._spawn
     monkeypatch.setattr(backend, "_spawn", lambda agent: spawned.append(agent) or spawn(agent))
     backend._spawner.submit(lambda: gate.wait(10))  # the spawner is busy
-    killed_inbox, cancelled_inbox, command_inbox = Inbox(), Inbox(), Inbox()
+    killed_inbox, cancelled_inbox, command_inbox = Outbox(), Outbox(), Outbox()
     killed = backend.start(_spec("a-1-a1"), killed_inbox)
     cancelled = backend.start(_spec("a-2-a1"), cancelled_inbox)
     command = backend.start(

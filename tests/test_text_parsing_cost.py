@@ -4,15 +4,21 @@ Agent-written text can hold shapes that made the parsers quadratic (a blank line
 scanned ahead to the next label, a label regex that backtracked over spaces,
 each open tag compared with every close tag). The property test hides a valid
 block behind such noise and asks for the block back within a per-example
-deadline; the 1 MB tests are the benchmark's figure with a loose bound
-(benchmarks/bench_parsing.py measures it against `str.splitlines`).
+deadline; noise inside a block must cost Python work in proportion to its size
+(lines run, counted at two sizes); what a count cannot see, a regex that
+backtracks, the 1 MB tests see: they are the benchmark's figure with a loose
+bound (benchmarks/bench_parsing.py measures it against `str.splitlines`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
+from types import FrameType
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -57,17 +63,48 @@ def test_a_block_behind_adversarial_noise_is_read_back_in_one_pass(shape: str, s
     assert Brief.parse(noise + "\n" + BRIEF.render()) == BRIEF
 
 
-@settings(max_examples=60, deadline=timedelta(seconds=1))
-@given(shape=st.sampled_from(sorted(SHAPES)), size=st.integers(min_value=1, max_value=40_000))
-def test_noise_inside_a_block_is_read_or_refused_but_never_costs_more_than_a_pass(
-    shape: str, size: int
+HEADS = {
+    "brief": (Brief.parse, "SUBTASK BRIEF\nAgent: a\n"),
+    "summary": (Summary.parse, "<subtask_summary>\nStatus: completed\nAgent: a\n"),
+}
+
+
+def parse_inside(kind: str, noise: str) -> None:
+    """Parse a block with `noise` inside it; refusing the text is fine, only the cost counts."""
+    parse, head = HEADS[kind]
+    with contextlib.suppress(ValueError):
+        parse(head + noise + "\nScope: s\n")
+
+
+def python_lines_run(fn: Callable[[], None]) -> int:
+    """How many lines of Python `fn()` executes (its loops' passes, counted, not timed)."""
+    count = 0
+
+    def tracer(frame: FrameType, event: str, arg: object) -> Any:
+        nonlocal count
+        count += event == "line"
+        return tracer
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        fn()
+    finally:
+        sys.settrace(previous)
+    return count
+
+
+@pytest.mark.parametrize("kind", sorted(HEADS))
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_noise_inside_a_block_costs_python_work_in_proportion_to_its_size(
+    shape: str, kind: str
 ) -> None:
-    noise = SHAPES[shape](size)
-    for parse, head in ((Brief.parse, "SUBTASK BRIEF\nAgent: a\n"),
-                        (Summary.parse, "<subtask_summary>\nStatus: completed\nAgent: a\n")):
-        # Refusing the text is fine; only the time and the kind of error matter.
-        with contextlib.suppress(ValueError):
-            parse(head + noise + "\nScope: s\n")
+    """Four times the noise, at most about four times the lines run: a parser that scans
+    ahead, or compares each tag with every other, runs sixteen times as many."""
+    parse_inside(kind, SHAPES[shape](10))  # the first call's one-off work is not counted
+    small = python_lines_run(lambda: parse_inside(kind, SHAPES[shape](1_000)))
+    large = python_lines_run(lambda: parse_inside(kind, SHAPES[shape](4_000)))
+    assert large <= 6 * small, (shape, kind, small, large)
 
 
 DEEP = "[" * 100_000  # deeper than json can read: a RecursionError before

@@ -10,7 +10,7 @@ from actors.backends import ThreadBackend
 from actors.backends.base import ChildSpec
 from actors.clock import SystemClock
 from actors.protocol import Finished
-from tests._support import Inbox
+from tests._support import Outbox
 
 
 def spec(work: Any, attempt_id: str) -> ChildSpec:
@@ -24,7 +24,7 @@ def which_thread(brief: Brief, ctx: Context) -> int:
 
 
 def test_a_finished_attempts_thread_takes_the_next_attempt() -> None:
-    backend, inbox = ThreadBackend(), Inbox()
+    backend, inbox = ThreadBackend(), Outbox()
     for n in range(3):
         backend.start(spec(which_thread, f"a-1-a{n}"), inbox)
         inbox.wait_for(Finished, count=n + 1)
@@ -33,7 +33,7 @@ def test_a_finished_attempts_thread_takes_the_next_attempt() -> None:
 
 
 def test_a_thread_still_running_is_never_handed_a_second_attempt() -> None:
-    backend, inbox = ThreadBackend(), Inbox()
+    backend, inbox = ThreadBackend(), Outbox()
     release = threading.Event()
 
     def stuck(brief: Brief, ctx: Context) -> int:
@@ -50,7 +50,7 @@ def test_a_thread_still_running_is_never_handed_a_second_attempt() -> None:
 
 
 def test_an_idle_thread_retires_after_its_idle_wait() -> None:
-    backend, inbox = ThreadBackend(idle_s=0.05), Inbox()
+    backend, inbox = ThreadBackend(idle_s=0.05), Outbox()
     backend.start(spec(which_thread, "a-1-a1"), inbox)
     inbox.wait_for(Finished, count=1)
     (thread,) = [t for t in threading.enumerate() if t.ident == inbox.of(Finished)[0].value]
@@ -65,7 +65,7 @@ def test_starting_an_attempt_never_waits_for_a_new_thread_to_start(monkeypatch: 
     """Zeus's thread calls `start`: a thread start that hangs must not hold it up."""
     from actors.backends import thread as thread_module
 
-    backend, inbox = ThreadBackend(), Inbox()
+    backend, inbox = ThreadBackend(), Outbox()
     gate = threading.Event()
     real = thread_module._PooledThread.__init__
 
@@ -91,7 +91,7 @@ def test_a_thread_that_cannot_start_fails_its_attempt_with_the_reason(monkeypatc
         raise RuntimeError("can't start new thread")
 
     monkeypatch.setattr(thread_module._PooledThread, "__init__", no_thread)
-    backend, inbox = ThreadBackend(), Inbox()
+    backend, inbox = ThreadBackend(), Outbox()
     backend.start(spec(which_thread, "a-1-a1"), inbox)
     finished = inbox.wait_for(Finished, count=1)
     assert finished.outcome.value == "error"
@@ -101,7 +101,7 @@ def test_a_thread_that_cannot_start_fails_its_attempt_with_the_reason(monkeypatc
 
 def test_attempts_still_start_when_no_second_starter_can(monkeypatch: Any) -> None:
     """The first starter starts the others; a process out of threads keeps just the one."""
-    backend, inbox = ThreadBackend(), Inbox()
+    backend, inbox = ThreadBackend(), Outbox()
     real_start = threading.Thread.start
 
     def start(self: threading.Thread) -> None:
@@ -120,7 +120,7 @@ def test_attempts_still_start_when_no_second_starter_can(monkeypatch: Any) -> No
 def test_an_attempt_no_starter_can_take_fails_at_its_start_and_never_runs(
     monkeypatch: Any,
 ) -> None:
-    backend, inbox = ThreadBackend(), Inbox()
+    backend, inbox = ThreadBackend(), Outbox()
     real_start = threading.Thread.start
     ran: list[str] = []
 

@@ -7,7 +7,6 @@ Zeus; if it died, no delegation of that Zeus would ever time out again.
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -16,6 +15,7 @@ from actors.backends.hub import Hub
 from actors.clock import FakeClock, SystemClock, TimerError
 from supervisor import Routing, Zeus
 from supervisor.testing import sync
+from tests._support import eventually
 from tests.conftest import Recorder, ZeusFactory
 
 
@@ -87,7 +87,8 @@ def test_a_timer_due_beyond_the_platform_limit_does_not_stop_sooner_ones(delay: 
     fired = threading.Event()
     try:
         far = clock.call_at(clock.now() + delay, fired.clear)
-        time.sleep(0.05)  # let the timer thread go to sleep on the far timer (not asserted)
+        # The case under test: the timer thread asleep on the far timer when a sooner one comes.
+        assert eventually(lambda: clock.parked_until() == far.when), clock.parked_until()
         clock.call_at(clock.now() + 0.01, fired.set)
         assert fired.wait(10)
         assert errors == []

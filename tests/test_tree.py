@@ -13,7 +13,8 @@ from actors import Brief, Context, Report, Status, TransientError
 from actors.clock import FakeClock
 from supervisor import DelegationRefused, SupervisorError
 from supervisor.testing import sync
-from tests.conftest import Recorder, ZeusFactory, wait_cancelled
+from tests._support import wait_cancelled
+from tests.conftest import Recorder, ZeusFactory
 
 ORCH = {"kind": "orchestrator"}
 LEAF = {"kind": "leaf", "heartbeat": {"stale_after_s": 1000}}

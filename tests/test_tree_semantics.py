@@ -15,31 +15,10 @@ from actors.backends import ChildSpec, ThreadChild
 from actors.clock import FakeClock
 from supervisor import DelegationRefused
 from supervisor.testing import sync
-from tests.conftest import Recorder, ZeusFactory, wait_cancelled
+from tests._support import Steps, wait_cancelled
+from tests.conftest import Recorder, ZeusFactory
 
 WAIT = 10.0  # a safety bound on waits, never the thing asserted
-
-
-class Steps:
-    """Lets a test walk a child through its steps: `step()` releases one, then waits
-    until the child has reported it."""
-
-    def __init__(self) -> None:
-        self._go = threading.Semaphore(0)
-        self._done = threading.Semaphore(0)
-
-    def wait(self) -> None:  # the child's side
-        assert self._go.acquire(timeout=WAIT)
-
-    def did(self) -> None:  # the child's side
-        self._done.release()
-
-    def step(self) -> None:  # the test's side
-        self._go.release()
-        assert self._done.acquire(timeout=WAIT)
-
-    def let_go(self) -> None:  # the test's side: one more step, not waited for
-        self._go.release()
 
 
 # -- 1. an orchestrator waiting on its children is working --------------------------------
@@ -477,7 +456,7 @@ def test_a_nested_brief_cannot_make_a_writer_settle_partial(make_zeus: ZeusFacto
 def test_a_failing_handler_raises_in_the_host_instead_of_coming_back_as_a_value(
     make_zeus: ZeusFactory, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import supervisor.core.snapshot
+    import supervisor.core.tree_view
 
     def broken(d: Any, now: float) -> dict[str, Any]:
         raise RuntimeError("snapshot broke")
@@ -485,7 +464,7 @@ def test_a_failing_handler_raises_in_the_host_instead_of_coming_back_as_a_value(
     zeus = make_zeus({"w": {}}, works={"w": wait_cancelled})
     handle = zeus.dispatch(Brief(agent="w", scope="s"))
     recorder.wait_for("attempt.started")
-    monkeypatch.setattr(supervisor.core.snapshot, "snapshot_node", broken)
+    monkeypatch.setattr(supervisor.core.tree_view, "snapshot_node", broken)
     with pytest.raises(RuntimeError, match="snapshot broke"):
         zeus.tree()
     monkeypatch.undo()

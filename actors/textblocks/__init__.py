@@ -1,4 +1,4 @@
-"""The text formats of references/001: the `SUBTASK BRIEF` and `<subtask_summary>` blocks.
+"""The text formats of docs/formats.md: the `SUBTASK BRIEF` and `<subtask_summary>` blocks.
 
 `Brief.render`/`Brief.parse` and `Summary.render`/`Summary.parse` are the public
 way in; these are the functions behind them. One value per line, JSON when plain

@@ -1,4 +1,4 @@
-"""The reference table's `## subtask_summary` markdown block (references/000), read.
+"""The reference table's `## subtask_summary` markdown block (docs/formats.md), read.
 
 `**status:** complete | partial | escalated`, `**files_changed:** [paths]`,
 `**summary:**` (the output), `**tests:**` (the validation). Only read, never written.
@@ -39,7 +39,7 @@ _MD_LABELS = {
 
 
 def markdown_block(text: str) -> list[str] | None:
-    """The lines under the last `## subtask_summary` heading (references/000), if any."""
+    """The lines under the last `## subtask_summary` heading (docs/formats.md), if any."""
     lines = split_lines(text)
     starts = [i for i, line in enumerate(lines) if _MD_HEADING.fullmatch(line.strip())]
     if not starts:

@@ -1,4 +1,4 @@
-"""One value on one line (references/001): plain when it reads back unchanged, else JSON.
+"""One value on one line (docs/formats.md): plain when it reads back unchanged, else JSON.
 
 The pieces both blocks are written and read with: a value, a number, a duration,
 a `Label: value` line, a status word, an error that says what to fix. Every

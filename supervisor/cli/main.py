@@ -34,13 +34,14 @@ from supervisor.cli.commands import (
     sweep,
     timeouts,
     tree,
+    ui,
     validate,
 )
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 COMMANDS: tuple[Command, ...] = (
-    init, demo, dispatch, run, validate, schema, tree, timeouts, sweep, mcp,
+    init, demo, dispatch, run, validate, schema, tree, timeouts, sweep, mcp, ui,
 )
 
 

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from actors import Summary
 
 if TYPE_CHECKING:
-    from supervisor.core.handle import Handle, Settled
+    from supervisor.core.future import DelegationFuture
+    from supervisor.core.handle import Handle
 
 __all__ = ["HandleBook"]
 
@@ -37,7 +38,7 @@ class HandleBook:
         self._open: dict[str, Handle] = {}
         self._settled: OrderedDict[str, tuple[weakref.ref[Handle], Summary]] = OrderedDict()
 
-    def add(self, handle: Handle, settled: Settled) -> None:
+    def add(self, handle: Handle, settled: DelegationFuture) -> None:
         """Before Zeus hears of the delegation (`settled` is the handle's future)."""
         delegation_id = handle.id
         with self._lock:

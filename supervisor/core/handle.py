@@ -11,22 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from actors import Summary
+from supervisor.core.future import DelegationFuture
 from supervisor.core.loopwake import waker
+from supervisor.journal.streams import EventStream
 
-if TYPE_CHECKING:
-    from supervisor.core.zeus import Zeus
-    from supervisor.journal.streams import EventStream
-
-__all__ = ["AWAITER_CANCELLED", "GroupHandle", "Handle", "Settled"]
-
-_log = logging.getLogger("supervisor")
+__all__ = ["AWAITER_CANCELLED", "GroupHandle", "Handle", "Steering"]
 
 # Taken only by the handles of watched dispatches: no lock of its own built per handle.
 _FIRST_STREAM_TAKEN = threading.Lock()
@@ -35,69 +30,26 @@ _FIRST_STREAM_TAKEN = threading.Lock()
 AWAITER_CANCELLED = "the awaiting task was cancelled"
 
 
-class Settled(concurrent.futures.Future[Summary]):
-    """The future of one delegation's summary, set once, in Zeus's actor thread.
+class Steering(Protocol):
+    """What a handle asks of the Zeus that made it (`Zeus` is one): the host's public
+    calls on a delegation by id. Called from any of the host's threads."""
 
-    `cancel()` never cancels the future itself (a delegation settles exactly
-    once, with a summary): it asks Zeus to cancel the delegation, whose
-    `cancelled` summary then settles the future. That is what makes a task
-    awaiting `asyncio.wrap_future(handle.future)` cancel the delegation too.
-    """
+    def cancel(self, delegation_id: str, reason: str | None = None) -> None: ...
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.on_cancel: Callable[[], None] | None = None  # set by Zeus for the host's handles
-        # Zeus's own note of the settlement (its handle book), called with the summary right
-        # after the done-callbacks: cheaper than one more of them, and never the host's code.
-        self.on_settled: Callable[[Summary], None] | None = None
+    def send(self, delegation_id: str, message: object) -> bool: ...
 
-    def set(self, summary: Summary) -> bool:
-        """Settle with `summary`; False (and nothing changes) if already settled."""
-        try:  # one lock round trip, not two: the hot path of every delegation
-            self.set_result(summary)
-        except concurrent.futures.InvalidStateError:
-            return False
-        if self.on_settled is not None:
-            self.on_settled(summary)
-        return True
-
-    def cancel(self) -> bool:
-        """Ask Zeus to cancel the delegation; returns False: the future settles with its summary."""
-        if self.on_cancel is not None and not self.done():
-            self.on_cancel()
-        return False
-
-    def add_callback(self, callback: Callable[[Summary], None]) -> None:
-        """Run `callback(summary)` once settled (at once, in this thread, if already)."""
-        self.add_done_callback(lambda future: _call(callback, future.result()))
-
-    def wait_done(self, timeout: float | None) -> bool:
-        """Wait up to `timeout` seconds; True once settled."""
-        done, _ = concurrent.futures.wait([self], timeout)
-        return bool(done)
-
-    @property
-    def summary(self) -> Summary | None:
-        return self.result() if self.done() else None
-
-
-def _call(callback: Callable[[Summary], None], summary: Summary) -> None:
-    """Run a done-callback; its failure is the host's bug, logged, never Zeus's end."""
-    try:
-        callback(summary)
-    except Exception:  # noqa: BLE001 - any failure of host code, logged
-        _log.exception("a done-callback of %s raised; Zeus goes on", summary.id)
+    def events(self, delegation_id: str) -> EventStream: ...
 
 
 class Handle:
     """The host's handle on one delegation. Thread-safe; awaitable from asyncio."""
 
     def __init__(
-        self, delegation_id: str, zeus: Zeus, settled: Settled,
+        self, delegation_id: str, steering: Steering, settled: DelegationFuture,
         first_stream: EventStream | None = None,
     ) -> None:
         self.id = delegation_id
-        self._zeus = zeus
+        self._steering = steering
         self._settled = settled
         self._first_stream = first_stream  # opened at dispatch (`watch=True`), not yet taken
 
@@ -125,7 +77,7 @@ class Handle:
 
     def cancel(self, reason: str | None = None) -> None:
         """Ask Zeus to cancel this delegation (a no-op once settled)."""
-        self._zeus.cancel(self.id, reason=reason)
+        self._steering.cancel(self.id, reason=reason)
 
     def send(self, message: object) -> bool:
         """Put `message` in the running child's own mailbox (`ctx.receive()`).
@@ -134,7 +86,7 @@ class Handle:
         attempt. `TypeError` at once when it cannot cross to the child (a
         process child needs a picklable object, a command a JSON-able one).
         """
-        return self._zeus.send(self.id, message)
+        return self._steering.send(self.id, message)
 
     def events(self) -> EventStream:
         """This delegation's events from now on; iterate (sync or async) until settled.
@@ -147,7 +99,10 @@ class Handle:
                 stream, self._first_stream = self._first_stream, None
             if stream is not None:
                 return stream
-        return self._zeus._subscribe(self.id, self._settled)
+        stream = self._steering.events(self.id)
+        if self._settled.done():  # nothing more will come (its `delegation.settled` may have)
+            stream.close()
+        return stream
 
     def add_done_callback(self, callback: Callable[[Summary], None]) -> None:
         """Call `callback(summary)` once settled, in Zeus's thread (or at once if settled).
@@ -172,10 +127,9 @@ class GroupHandle:
     awaits cancels every member still open.
     """
 
-    def __init__(self, group_id: str, handles: list[Handle], zeus: Zeus) -> None:
+    def __init__(self, group_id: str, handles: list[Handle]) -> None:
         self.id = group_id
         self.handles = handles
-        self._zeus = zeus
 
     @property
     def ids(self) -> list[str]:

@@ -9,26 +9,30 @@ every delegation.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from actors import Brief, Summary
 from actors.mail import Mail
-from supervisor.core.handle import Settled
+from supervisor.core.future import DelegationFuture
 from supervisor.rules.groups import Group
 
 __all__ = [
     "AttemptDue",
     "BackoffOver",
     "Cancel",
-    "Deliver",
     "Dispatch",
     "ForceSettle",
     "GraceOver",
     "Hold",
+    "OwnerMessage",
     "Ping",
+    "Recover",
+    "RetryStore",
     "ReviewDone",
     "Snapshot",
     "StopAll",
+    "StoredLookup",
 ]
 
 
@@ -36,9 +40,10 @@ __all__ = [
 class Dispatch:
     delegation_id: str
     brief: Brief
-    settled: Settled
+    settled: DelegationFuture
     parent_id: str | None = None
     group: Group | None = None
+    key: str | None = None  # the host's idempotency key (`dispatch(brief, key=...)`)
 
 
 @dataclass(slots=True)
@@ -48,7 +53,7 @@ class Cancel:
 
 
 @dataclass(slots=True)
-class Deliver:
+class OwnerMessage:
     """The owner's message for the delegation's running child (`handle.send`)."""
 
     delegation_id: str
@@ -97,6 +102,28 @@ class Hold:
 
     release: threading.Event
     held: threading.Event
+
+
+@dataclass(slots=True)
+class Recover:
+    """Recover what the store's last Zeus left open (once, as Zeus starts);
+    `keep_handle(id, future)` gives the host a handle on each recovered root."""
+
+    keep_handle: Callable[[str, DelegationFuture], None]
+
+
+@dataclass(slots=True)
+class StoredLookup:
+    """A delegation the host no longer holds a handle on, looked up in the store by its
+    key or its id: (id, brief, summary or None while open), or None."""
+
+    key: str | None = None
+    delegation_id: str | None = None
+
+
+@dataclass(slots=True)
+class RetryStore:
+    """Try the store's buffered writes again (a dispatch while it could not be written)."""
 
 
 @dataclass(slots=True)

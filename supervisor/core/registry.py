@@ -63,6 +63,12 @@ class Registry:
             self._issued[agent] = n
             return f"{agent}-{n}"
 
+    def continue_from(self, issued: dict[str, int]) -> None:
+        """Give out ids after those already stored (a Zeus recovering a store)."""
+        with self._lock:
+            for agent, n in issued.items():
+                self._issued[agent] = max(self._issued.get(agent, 0), n)
+
     def issued(self, delegation_id: str) -> bool:
         """Whether `delegation_id` is one `next_id` gave out."""
         agent, _, n = delegation_id.rpartition("-")

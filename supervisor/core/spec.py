@@ -9,8 +9,7 @@ from typing import Any
 from actors.backends import ChildSpec
 from actors.clock import Clock
 from supervisor.core.registry import Registry
-from supervisor.core.state import Attempt, Delegation
-from supervisor.core.tree import previous_error
+from supervisor.core.state import Attempt, Delegation, previous_error
 from supervisor.errors import SupervisorError
 from supervisor.rules.framing import FramingHeads, role_framing
 

@@ -16,10 +16,10 @@ from actors import AttemptOutcome, AttemptRecord, Brief, Report, Status, Summary
 from actors.backends import ChildHandle
 from actors.clock import Timer
 from actors.protocol import Finished
-from supervisor.core.handle import Settled
+from supervisor.core.future import DelegationFuture
+from supervisor.core.results import shape_result
 from supervisor.routing import AgentPolicy
 from supervisor.rules.groups import Group, review_verdict
-from supervisor.rules.results import shape_result
 from supervisor.rules.settle import Settle
 from supervisor.rules.stale import ProgressWatch
 
@@ -31,6 +31,7 @@ __all__ = [
     "attempt_record",
     "build_summary",
     "how_killed",
+    "previous_error",
 ]
 
 
@@ -56,7 +57,7 @@ class Attempt:
     due: Timer | None = None  # the timer at its deadline or stale moment
     due_at: float = float("inf")  # when `due` falls due
     last_logged_beat: float = float("-inf")
-    # The evidence it leaves (DESIGN §15).
+    # The evidence it leaves (docs/design.md, "What a summary says about a stopped attempt").
     tool_calls: int = 0
     last_tool: str | None = None
     last_note: str | None = None
@@ -76,7 +77,7 @@ class Delegation:
     brief: Brief
     parent_id: str | None
     depth: int
-    settled: Settled
+    settled: DelegationFuture
     dispatched_at: float
     agent: str
     policy: AgentPolicy
@@ -235,3 +236,11 @@ def grouped(values: Sequence[Any]) -> list[Any]:
             key = repr(value)
         groups.setdefault(key, []).append(value)
     return [value for group in groups.values() for value in group]
+
+
+def previous_error(attempts: list[AttemptRecord]) -> str | None:
+    """How the delegation's last attempt ended, for the next one (`ctx.previous_error`)."""
+    if not attempts:
+        return None
+    last = attempts[-1]
+    return f"{last.outcome.value}: {last.error}" if last.error else last.outcome.value

@@ -22,25 +22,39 @@ from actors.clock import Clock, SystemClock
 from actors.mail import Mail
 from supervisor.core.actor import ZeusActor
 from supervisor.core.book import HandleBook
-from supervisor.core.handle import AWAITER_CANCELLED, GroupHandle, Handle, Settled
+from supervisor.core.durable import Durable
+from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import AWAITER_CANCELLED, GroupHandle, Handle
+from supervisor.core.keys import Keys
 from supervisor.core.messages import (
     Cancel,
-    Deliver,
     Dispatch,
     ForceSettle,
     Hold,
+    OwnerMessage,
     Ping,
+    Recover,
+    RetryStore,
     Snapshot,
     StopAll,
+    StoredLookup,
 )
 from supervisor.core.registry import Registry
-from supervisor.errors import DelegationRefused, SupervisorError, UnknownDelegation, ZeusStopped
+from supervisor.core.startup import open_store, prestart, process_backends, ray_backends
+from supervisor.errors import (
+    DelegationRefused,
+    StoreError,
+    SupervisorError,
+    UnknownDelegation,
+    ZeusStopped,
+)
 from supervisor.journal.events import EventLog, LogTarget
 from supervisor.journal.streams import EventStream
 from supervisor.routing import AgentPolicy, Routing
 from supervisor.routing.ray_setup import ray_backend, wants_ray
-from supervisor.rules.admission import writer_partial_refusal
+from supervisor.rules.delegation import writer_partial_refusal
 from supervisor.rules.groups import STRATEGIES, Group, Strategy
+from supervisor.store import Recovery
 
 __all__ = ["Zeus"]
 
@@ -55,30 +69,51 @@ class Zeus:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         backends: Mapping[str, Backend] | None = None,
+        store: str | Path | None = None,
+        agents: Mapping[str, Callable[..., Any]] | None = None,
     ) -> None:
         self._owns_clock = clock is None
         self._clock: Clock = clock if clock is not None else SystemClock(self._timer_failed)
         self._registry = Registry(routing)
+        # The store first of all: a busy or bad one is refused before anything starts.
+        self._store = open_store(routing, store, self._clock)
+        if self._store is not None:
+            self._registry.continue_from(self._store.issued())
+        self._keys = Keys(None if self._store is None else self._stored_key)
         # Ray first: it may refuse to start (not installed, unreachable), and nothing else
         # has been started then.
-        ray = {} if (backends and "ray" in backends) else _ray_backends(routing)
+        ray = {} if (backends and "ray" in backends) else ray_backends(routing)
         self._events = EventLog(log, self._clock.wall)
         self._backends: dict[str, Backend] = {"thread": ThreadBackend(), **ray}
         if backends:
             self._backends.update(backends)
         else:
-            self._backends.update(_process_backends(routing))
+            self._backends.update(process_backends(routing))
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
         self._book = HandleBook(routing.supervisor.keep_settled, self._settled_handle)
+        durable = None if self._store is None else Durable(self._store, self._clock,
+                                                           self._events)
         self._ref = ZeusActor.start(
             registry=self._registry,
             clock=self._clock,
             events=self._events,
             backends=self._backends,
             rng=rng if rng is not None else random.Random(),
+            durable=durable,
         )
-        self._events.emit("zeus.started", pid=os.getpid(), routing=routing.source)
+        self._events.emit("zeus.started", pid=os.getpid(), routing=routing.source,
+                          store=None if self._store is None else self._store.path)
+        for name, work in (agents or {}).items():  # before recovery: it may run them again
+            self.register(name, work)
+        self.recovered = Recovery()
+        """What this start found in its store and did with it (empty without a store)."""
+        if self._store is not None:
+            try:
+                self.recovered = self._ask(Recover(self._keep_recovered))
+            except BaseException:
+                self.stop()  # nothing is left running, and the store is given up
+                raise
 
     @classmethod
     def start(
@@ -90,6 +125,7 @@ class Zeus:
         clock: Clock | None = None,
         rng: random.Random | None = None,
         backends: Mapping[str, Backend] | None = None,
+        store: str | Path | None = None,
     ) -> Zeus:
         """Start the root actor.
 
@@ -97,16 +133,20 @@ class Zeus:
         (agents registered with `agents=` or `register()` then get the default policy).
         `log`: a path for the JSON-lines journal, an open text file, a structlog
         logger, or a callable taking each event dict; or a list of these.
+        `store`: a SQLite file where delegations outlive this process (or
+        `supervisor.store.path` in routing.yml); a start on it first recovers what the
+        last Zeus left open (`zeus.recovered`), so give the agents it may run again
+        here (`agents=`, or entrypoints), not by `register()` after it returns.
+        `StoreBusy` when a live Zeus owns it,
+        `StoreError` when it is not a usable store (the file is then not changed).
         `clock` and `rng` are for tests.
         """
         if routing is None:
             routing = Routing.from_dict({"version": 1, "agents": {}})
         elif not isinstance(routing, Routing):
             routing = Routing.load(routing)
-        zeus = cls(routing, log=log, clock=clock, rng=rng, backends=backends)
-        for name, work in (agents or {}).items():
-            zeus.register(name, work)
-        return zeus
+        return cls(routing, log=log, clock=clock, rng=rng, backends=backends, store=store,
+                   agents=agents)
 
     # -- the host's calls --------------------------------------------------------------
 
@@ -115,8 +155,9 @@ class Zeus:
     ) -> None:
         """Use `work(brief, ctx)` for `agent` (its routing policy, or the defaults).
 
-        Registering a process agent readies the process backend here, in the host's
-        thread, so that its first attempt does not hold up Zeus's mailbox.
+        Registering a process agent starts readying the process backend on a thread of
+        its own, so that neither the host's thread (an event loop, say) nor, mostly, its
+        first attempt waits for the fork server.
         """
         self._registry.register(agent, work, policy)
         if "ray" not in self._backends and wants_ray([self._registry.policy(agent)]):
@@ -124,20 +165,40 @@ class Zeus:
         if self._registry.policy(agent).isolation == "process":
             backend = self._backends.get("process")
             if isinstance(backend, ProcessBackend):
-                backend.prestart()
+                prestart(backend)
 
     @property
     def routing(self) -> Routing:
         return self._registry.routing
 
-    def dispatch(self, brief: Brief | Mapping[str, Any], *, watch: bool = False) -> Handle:
+    def dispatch(
+        self, brief: Brief | Mapping[str, Any], *, key: str | None = None, watch: bool = False
+    ) -> Handle:
         """Dispatch one brief; returns at once. `UnknownAgent` if nobody defines the agent.
 
-        `watch=True`: the handle's first `events()` stream is opened before Zeus hears
-        of the delegation, so it holds every event from `delegation.dispatched` on (a
-        stream opened after `dispatch` returns may miss the first ones).
+        `key`: the delegation already dispatched under `key` (open, resumed or settled,
+        in the store or in this Zeus) is returned instead of starting another;
+        `KeyConflict` when its brief differs, naming the fields. `watch=True`: the
+        handle's first `events()` stream is opened before Zeus hears of the delegation,
+        so it holds every event from `delegation.dispatched` on (a stream opened after
+        `dispatch` returns may miss the first ones). With a store that cannot be
+        written, `StoreError`: nothing starts that the store does not record.
         """
-        return self._dispatch(self._check(brief), None, watch=watch)
+        checked = self._check(brief)
+        if key is None:
+            return self._dispatch(checked, None, watch=watch)
+        with self._keys.lock:  # one dispatch per key, whichever thread asks first
+            found = self._keys.find(key, checked)
+            if found is not None:
+                return self.handle(found)
+            handle = self._dispatch(checked, None, watch=watch, key=key)
+            self._keys.add(key, handle.id, checked)
+            return handle
+
+    def _stored_key(self, key: str) -> tuple[str, Brief] | None:
+        """(id, brief) of the stored delegation of `key` (asked of Zeus's thread)."""
+        stored = self._ask(StoredLookup(key=key))
+        return None if stored is None else (stored[0], stored[1])
 
     def dispatch_group(
         self, briefs: Iterable[Brief | Mapping[str, Any]], strategy: Strategy = "one_for_one"
@@ -155,7 +216,7 @@ class Zeus:
         checked = [self._check(b) for b in briefs]  # all or nothing: refuse before dispatching
         group = Group(self._registry.next_id("group"), strategy)
         handles = [self._dispatch(b, group) for b in checked]
-        return GroupHandle(group.id, handles, self)
+        return GroupHandle(group.id, handles)
 
     def _check(self, brief: Brief | Mapping[str, Any]) -> Brief:
         if not isinstance(brief, Brief):
@@ -167,20 +228,33 @@ class Zeus:
             raise ZeusStopped("Zeus is stopped; start a new one to dispatch")
         return brief
 
-    def _dispatch(self, brief: Brief, group: Group | None, *, watch: bool = False) -> Handle:
+    def _dispatch(
+        self, brief: Brief, group: Group | None, *, watch: bool = False, key: str | None = None
+    ) -> Handle:
+        if self._store is not None and not self._store.writable and not self._ask(RetryStore()):
+            raise StoreError(
+                f"{self._store.path}: the store cannot be written, so nothing new starts "
+                "(what already runs goes on): free disk space or make it writable"
+            )
         delegation_id = self._registry.next_id(brief.agent)
-        settled = Settled()
+        settled = DelegationFuture()
         settled.on_cancel = lambda: self.cancel(delegation_id, AWAITER_CANCELLED)
         first = self._events.subscriptions.subscribe(delegation_id) if watch else None
         handle = Handle(delegation_id, self, settled, first_stream=first)
         self._book.add(handle, settled)
         self._events.dispatching(delegation_id)
-        self._tell(Dispatch(delegation_id, brief, settled, group=group))
+        self._tell(Dispatch(delegation_id, brief, settled, group=group, key=key))
         return handle
+
+    def _keep_recovered(self, delegation_id: str, settled: DelegationFuture) -> None:
+        """Runs in Zeus's thread during recovery: the host gets a handle on a recovered
+        delegation of its own, as if it had dispatched it now."""
+        settled.on_cancel = lambda: self.cancel(delegation_id, AWAITER_CANCELLED)
+        self._book.add(Handle(delegation_id, self, settled), settled)
 
     def _settled_handle(self, delegation_id: str, summary: Summary) -> Handle:
         """A new handle on a settled delegation whose first handle the host let go."""
-        settled = Settled()
+        settled = DelegationFuture()
         settled.set(summary)
         return Handle(delegation_id, self, settled)
 
@@ -204,6 +278,10 @@ class Zeus:
         if handle is not None:
             return handle
         self._known(delegation_id)
+        if self._store is not None and not self._stopped.is_set():
+            stored = self._ask(StoredLookup(delegation_id=delegation_id))
+            if stored is not None and stored[2] is not None:
+                return self._settled_handle(delegation_id, stored[2])
         raise UnknownDelegation(
             f"no handle for {delegation_id!r}: it was delegated by a child, or it settled "
             f"before the last {self._book.keep} kept (supervisor.keep_settled)"
@@ -225,8 +303,8 @@ class Zeus:
         mail = Mail(message).encode("command" if policy.command else policy.isolation)
         try:
             if handle is None:  # a child's delegation: only Zeus knows whether it is open
-                return bool(self._ask(Deliver(delegation_id, mail)))
-            self._tell(Deliver(delegation_id, mail))
+                return bool(self._ask(OwnerMessage(delegation_id, mail)))
+            self._tell(OwnerMessage(delegation_id, mail))
         except (ZeusStopped, pykka.ActorDeadError):
             return False
         return True
@@ -238,9 +316,16 @@ class Zeus:
             hint = f"; did you mean {' or '.join(map(repr, nearest))}?" if nearest else ""
             raise UnknownDelegation(f"Zeus never had a delegation {delegation_id!r}{hint}")
 
-    def _subscribe(self, delegation_id: str, settled: Settled) -> EventStream:
+    def events(self, delegation_id: str) -> EventStream:
+        """The delegation's events from now on (`handle.events()`); iterate, sync or
+        async, until it settles. A settled one's stream is closed: nothing more comes.
+
+        `UnknownDelegation` for an id Zeus never had.
+        """
+        self._known(delegation_id)
         stream = self._events.subscriptions.subscribe(delegation_id)
-        if settled.done():  # nothing more will come (its `delegation.settled` may have)
+        handle = self._book.get(delegation_id)
+        if handle is not None and handle.done():
             stream.close()
         return stream
 
@@ -279,7 +364,7 @@ class Zeus:
         with self._stop_lock:
             if self._stopped.is_set():
                 return
-            pending: list[Settled] = self._ask(StopAll("zeus is stopping"))
+            pending: list[DelegationFuture] = self._ask(StopAll("zeus is stopping"))
             deadline = time.monotonic() + timeout
             for settled in pending:
                 remaining = deadline - time.monotonic()
@@ -291,6 +376,8 @@ class Zeus:
                 backend.close()
             self._events.emit("zeus.stopped")
             self._ref.stop()
+            if self._store is not None:
+                self._store.close()  # every summary committed; ownership given up
             if self._owns_clock:
                 self._clock.close()
             self._events.close()
@@ -353,19 +440,3 @@ class Zeus:
             self._ref.tell(message)
         except pykka.ActorDeadError:
             raise ZeusStopped("Zeus is stopped; start a new one") from None
-
-
-def _process_backends(routing: Routing) -> dict[str, Backend]:
-    """The process backend. Its fork server starts now when an agent will need it,
-    so that the first process attempt does not stall Zeus's mailbox on imports."""
-    backend = ProcessBackend()
-    if any(p.isolation == "process" or p.command for p in routing.agents.values()):
-        backend.prestart()
-    return {"process": backend}
-
-
-def _ray_backends(routing: Routing) -> dict[str, Backend]:
-    """The Ray backend, when an agent runs on Ray (Ray is started or joined now)."""
-    if not wants_ray(routing.agents.values()):
-        return {}
-    return {"ray": ray_backend(routing)}

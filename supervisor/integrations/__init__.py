@@ -1,4 +1,4 @@
-"""Where agent hosts meet Zeus: each module is an optional extra (DESIGN §13).
+"""Where agent hosts meet Zeus: each module is an optional extra (docs/integrations.md).
 
 - `supervisor.integrations.mcp`: the `zeus mcp` stdio server (extra `mcp`).
 - `supervisor.integrations.pydantic_ai`: `delegate_tool` (extra `pydantic-ai`).

@@ -2,7 +2,8 @@
 
 Every integration goes through these functions and nothing else of the way a
 host waits (`await_summary`, `await_group`: a handle cancels its delegation when
-the task awaiting it is cancelled, DESIGN §12) or steers a running child (`send`).
+the task awaiting it is cancelled: docs/design.md, "Async hosts") or steers a
+running child (`send`).
 A delegation's events are the handle's own (`handle.events()`), as for any host.
 """
 
@@ -28,7 +29,7 @@ async def await_summary(handle: Handle) -> Summary:
     """The summary, awaited without blocking the loop.
 
     Cancelling the awaiting task cancels the delegation with `AWAITER_CANCELLED`,
-    and the `CancelledError` goes on up (a handle does this itself, DESIGN §12).
+    and the `CancelledError` goes on up (a handle does this itself: docs/design.md, "Async hosts").
     """
     return await handle
 

@@ -1,7 +1,7 @@
 """`zeus mcp`: Zeus as a stdio MCP server, so any MCP client can delegate through it.
 
 Tools: `delegate`, `status`, `result`, `cancel`, `send`, `tree`, `agents`
-(DESIGN §13). While `delegate` waits, the delegation's heartbeats, attempts,
+(docs/integrations.md). While `delegate` waits, the delegation's heartbeats, attempts,
 retries and fallbacks reach the client as progress notifications (when it asked
 for progress); a client that cancels the call, or whose read times out, cancels
 the delegation. `result` only waits: running out of `timeout_s` or being

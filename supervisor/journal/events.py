@@ -1,7 +1,7 @@
 """The event journal: structlog, one JSON object per line, flushed per event.
 
 Every event carries `ts`, `event`, `delegation_id`, `attempt_id`, `parent_id`
-and `agent`; names are API (DESIGN §7). The library never calls
+and `agent`; names are API (docs/design.md, "Events"). The library never calls
 `structlog.configure()`: with `log=` a path (or an open text file) Zeus writes
 its own JSON lines through a private structlog pipeline; with `log=` a
 structlog logger (`structlog.get_logger()`), events go through the host's

@@ -1,4 +1,5 @@
-"""Reading Zeus's journal: the append-only JSONL event log (DESIGN §7), after the fact.
+"""Reading Zeus's journal, after the fact: the append-only JSONL event log
+(docs/design.md, "Events").
 
 - `read_events` / `load`: read a journal tolerantly. Blank lines are skipped; a
   torn or garbled line (a crash mid-write) is skipped with a note, never fatal.

@@ -169,6 +169,7 @@ def _timed_out(
         a.stale_after_s = elapsed
     else:
         a.timed_out_after_s = elapsed
+    run.unresolved_timeouts.setdefault(d.id, []).append(len(run.timeouts))
     run.timeouts.append(
         TimeoutEntry(
             ts, d.id, a.id, a.agent, "stale" if stale else "deadline", elapsed, a.deadline_s
@@ -219,9 +220,8 @@ def _ended(
 
 def _then(run: Run, d: ReplayedDelegation, what: str) -> None:
     """Say in the timeout log what followed the delegation's unresolved timeouts."""
-    for i, entry in enumerate(run.timeouts):
-        if entry.delegation_id == d.id and entry.then is None:
-            run.timeouts[i] = dataclasses.replace(entry, then=what)
+    for i in run.unresolved_timeouts.pop(d.id, ()):
+        run.timeouts[i] = dataclasses.replace(run.timeouts[i], then=what)
 
 
 def _retry(

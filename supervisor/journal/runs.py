@@ -52,7 +52,8 @@ class ReplayedAttempt:
     fenced: str | None = None  # the reason, for a thread that could not be stopped
     progress: Any = None
     note: str | None = None
-    tool_calls: int | None = None  # how many it made, once it ended (DESIGN §15)
+    # How many it made, once it ended (docs/design.md, "Stopping a child").
+    tool_calls: int | None = None
     last_tool: str | None = None
     last_ts: float | None = None
     then: str | None = None  # what Zeus did next: "retry in 1.20s", "fallback apollo -> athena"
@@ -148,6 +149,9 @@ class Run:
     attempts: dict[str, ReplayedAttempt] = field(default_factory=dict)
     roots: list[ReplayedDelegation] = field(default_factory=list)
     timeouts: list[TimeoutEntry] = field(default_factory=list)
+    # delegation id -> the indexes in `timeouts` of its entries that say nothing yet of what
+    # followed (so a journal of many delegations is not scanned once per settlement)
+    unresolved_timeouts: dict[str, list[int]] = field(default_factory=dict, repr=False)
     intensity: list[Event] = field(default_factory=list)
     events: int = 0
     last_ts: float | None = None

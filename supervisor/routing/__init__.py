@@ -17,6 +17,7 @@ from supervisor.routing.policies import (
     RetryOn,
     RetryPolicy,
     ShutdownPolicy,
+    StorePolicy,
     SupervisorPolicy,
 )
 from supervisor.routing.table import Routing
@@ -38,5 +39,6 @@ __all__ = [
     "RetryPolicy",
     "Routing",
     "ShutdownPolicy",
+    "StorePolicy",
     "SupervisorPolicy",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "RetryOn",
     "RetryPolicy",
     "ShutdownPolicy",
+    "StorePolicy",
     "SupervisorPolicy",
     "agent_name_problem",
 ]
@@ -50,6 +51,7 @@ class RetryOn(StrEnum):
     timeout = "timeout"
     stale = "stale"
     crash = "crash"
+    lost = "lost"  # the supervisor died; its child was confirmed gone on recovery
 
 
 class RetryPolicy(Frozen):
@@ -143,6 +145,10 @@ class AgentPolicy(Frozen):
     retry_after_tool_calls: bool = False
     read_only: bool = False
     stateful: bool = False
+    idempotent: bool = Field(
+        default=False,
+        description="Safe to run again when a crash of the supervisor left its outcome unknown.",
+    )
     review_by: str | None = Field(default=None, description="The agent that reviews a `task`.")
     entrypoint: str | None = Field(default=None, description="The work function, 'pkg.module:fn'.")
     command: tuple[str, ...] | None = Field(
@@ -179,6 +185,18 @@ class RayPolicy(Frozen):
     connect_timeout_s: float = Field(default=10.0, gt=0)
 
 
+class StorePolicy(Frozen):
+    """Where delegations outlive the supervisor's process (docs/design.md, the store)."""
+
+    path: str | None = Field(default=None, description="The SQLite store; null: memory only.")
+    # normal: survives any crash of the host process; full: also a power loss.
+    synchronous: Literal["normal", "full"] = "normal"
+    keep_days: float = Field(
+        default=30.0, gt=0, allow_inf_nan=False,
+        description="Settled delegations are pruned after this many days.",
+    )
+
+
 class SupervisorPolicy(Frozen):
     max_depth: int = Field(default=2, ge=1, description="Levels of delegation below the host.")
     max_concurrent: int = Field(default=64, ge=1)
@@ -188,6 +206,18 @@ class SupervisorPolicy(Frozen):
     intensity: IntensityPolicy = IntensityPolicy()
     budget: BudgetPolicy = BudgetPolicy()
     ray: RayPolicy = RayPolicy()
+    store: StorePolicy = StorePolicy()
+    # How long a child whose supervisor is gone waits to be picked up; None: 30 s with a
+    # store, 0 without (`orphan_grace(stored)`).
+    orphan_grace_s: Seconds | None = Field(
+        default=None, ge=0, description="Seconds an orphaned child waits to be picked up."
+    )
+
+    def orphan_grace(self, stored: bool) -> float:
+        """The orphan grace in force: as set, else 30 s with a store and 0 without."""
+        if self.orphan_grace_s is not None:
+            return float(self.orphan_grace_s)
+        return 30.0 if stored else 0.0
 
 
 # The keys `defaults:` may set: all but those that belong to one agent.

@@ -1,6 +1,6 @@
 """Restart intensity as a circuit breaker per agent. Pure functions, tested by tables.
 
-DESIGN §6: with `scope: agent` (the default), more than `max_restarts`
+With `scope: agent` (the default), more than `max_restarts`
 restarts of one agent within `within_s` open that agent's circuit: its
 failures are no longer restarted (retries, group restarts) until the window
 has room again; a fallback to another agent is still allowed, and attempts
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from actors import AttemptOutcome, Status
 from supervisor.routing import OWNER, AgentPolicy, IntensityPolicy
 from supervisor.rules.intensity import RestartWindow
-from supervisor.rules.settle import Fallback, NextStep, Retry, Settle
+from supervisor.rules.settle import TIMEOUT_KIND, Fallback, NextStep, Retry, Settle
 
 __all__ = ["Admission", "admit_restart", "circuit_reason", "when_circuit_open"]
 
@@ -42,9 +42,6 @@ def admit_restart(
     kept = RestartWindow(tuple(t for t in window.restarts if now - t < policy.within_s))
     if len(kept.restarts) < policy.max_restarts:
         return Admission(True, kept.record(now, policy), tripped=False)
-    if policy.scope == "supervisor":
-        # OTP: the restart that exceeds the limit is recorded, and the supervisor gives up.
-        return Admission(False, kept.record(now, policy), tripped=True)
     return Admission(False, kept, tripped=not was_open)
 
 
@@ -55,9 +52,6 @@ def circuit_reason(agent: str, policy: IntensityPolicy) -> str:
                 f"within {policy.within_s:g} s; the supervisor stopped restarting")
     return (f"restart intensity exceeded for agent {agent}: more than {policy.max_restarts} "
             f"restarts within {policy.within_s:g} s; not restarted until the window has room")
-
-
-_TIMEOUT_KIND = {AttemptOutcome.timeout: "deadline", AttemptOutcome.stale: "stale"}
 
 
 def when_circuit_open(
@@ -75,9 +69,7 @@ def when_circuit_open(
     if (policy.fallback is not None and policy.fallback != OWNER
             and policy.fallback not in visited):
         return Fallback(policy.fallback)
-    kind = _TIMEOUT_KIND.get(outcome)
-    if kind == "deadline":
-        return Settle(Status.timed_out, "deadline", reason)
-    if kind == "stale":
-        return Settle(Status.timed_out, "stale", reason)
+    kind = TIMEOUT_KIND.get(outcome)
+    if kind is not None:
+        return Settle(Status.timed_out, kind, reason)
     return Settle(Status.failed, reason=reason)

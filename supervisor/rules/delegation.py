@@ -1,5 +1,6 @@
-"""Who may delegate to whom: the checks on a child's `ctx.delegate()`, made in Zeus's
-thread before the nested delegation is dispatched. Pure functions."""
+"""Whether a brief may be dispatched at all: the checks on a brief against its agent's
+policy (made before anything starts, in the host's thread, or Zeus's for a nested
+delegation), and who may delegate to whom (a child's `ctx.delegate()`). Pure functions."""
 
 from __future__ import annotations
 
@@ -7,9 +8,8 @@ from collections.abc import Callable
 
 from actors import Brief
 from supervisor.routing import AgentPolicy
-from supervisor.rules.admission import writer_partial_refusal
 
-__all__ = ["delegation_refusal"]
+__all__ = ["delegation_refusal", "writer_partial_refusal"]
 
 
 def delegation_refusal(
@@ -39,3 +39,20 @@ def delegation_refusal(
         allowed = list(policy.can_delegate_to)
         return f"{agent} may delegate only to {allowed}, not to {brief.agent!r}"
     return writer_partial_refusal(brief, policy_of(brief.agent))
+
+
+def writer_partial_refusal(brief: Brief, policy: AgentPolicy) -> str | None:
+    """Why `brief` may not ask `policy`'s agent for partial results, or None.
+
+    A brief may narrow a policy, never widen it for a writer: an agent that is
+    neither `read_only` nor `partial_ok` must complete or fail: partial results on a
+    timeout are never for implementers.
+    """
+    if brief.partial_ok and not policy.partial_ok and not policy.read_only:
+        return (
+            f"brief asks {brief.agent} for partial results (partial_ok: true), but "
+            f"{brief.agent} writes (read_only: false) and its policy has partial_ok: false; "
+            "a writer must complete or fail: drop partial_ok from the brief, or make the "
+            "agent read_only or partial_ok in routing.yml"
+        )
+    return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from actors import Usage
+from supervisor.rules.budget import caps_of
 
 if TYPE_CHECKING:
     from supervisor.routing import AgentPolicy, Routing
@@ -33,16 +34,8 @@ def role_framing(
     if policy.reasoning_effort is not None:
         lines.append(f"Reasoning effort: {policy.reasoning_effort}.")
     budget = policy.budget
-    caps = [
-        f"{name} {used:g}/{cap:g}"
-        for name, used, cap in (
-            ("calls", usage.calls, budget.max_calls),
-            ("input tokens", usage.input_tokens, budget.max_input_tokens),
-            ("output tokens", usage.output_tokens, budget.max_output_tokens),
-            ("cost", usage.cost, budget.max_cost),
-        )
-        if cap is not None
-    ]
+    caps = [f"{name.replace('_', ' ')} {used:g}/{cap:g}"
+            for name, used, cap in caps_of(usage, budget)]
     if caps:
         lines.append("Budget used: " + ", ".join(caps) + ".")
     return "\n".join(lines)

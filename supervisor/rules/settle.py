@@ -1,7 +1,7 @@
 """Settlement: how an attempt ended, and what happens next. Pure functions, tested by tables.
 
-Precedence (DESIGN §6): once the owner or an ancestor asked to cancel, the
-delegation settles `cancelled`, whatever raced it, and nothing restarts.
+Precedence (docs/design.md, "Settlement precedence"): once the owner or an ancestor
+asked to cancel, the delegation settles `cancelled`, whatever raced it, and nothing restarts.
 Among causes that race without a cancel, `budget_exceeded` > `timed_out`
 (deadline or stale) > `failed`. A result processed before any stop cause stays
 `completed`: the delegation settled with it and later causes find nothing open.
@@ -93,6 +93,7 @@ NextStep = Settle | Retry | Fallback
 COMPLETED = Settle(Status.completed)
 
 
+
 def completed_step(value: object) -> Settle:
     """How a delegation settles when its attempt returned `value`: `completed`, or
     `partial` with the reason when the work said it stopped short (`Report.incomplete`)."""
@@ -100,7 +101,9 @@ def completed_step(value: object) -> Settle:
         return Settle(Status.partial, reason=value.incomplete)
     return COMPLETED
 
-_TIMEOUT_KIND: dict[AttemptOutcome, Literal["deadline", "stale"]] = {
+
+# What each timing-out outcome is called in a summary's `timeout_kind`: the one table.
+TIMEOUT_KIND: dict[AttemptOutcome, Literal["deadline", "stale"]] = {
     AttemptOutcome.timeout: "deadline",
     AttemptOutcome.stale: "stale",
 }
@@ -129,7 +132,7 @@ def decide_next(
         return Settle(Status.cancelled)
     if outcome is AttemptOutcome.budget_exceeded:
         return Settle(Status.budget_exceeded)
-    kind = _TIMEOUT_KIND.get(outcome)
+    kind = TIMEOUT_KIND.get(outcome)
     if kind is not None and partial_ok and has_partials:
         return Settle(Status.partial, timeout_kind=kind)
     final = Settle(Status.timed_out, timeout_kind=kind) if kind else Settle(Status.failed)

@@ -23,6 +23,7 @@ every scenario settled as designed, 1 when one did not, 2 for bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -43,6 +44,7 @@ from supervisor.cli.commands import (
     console,
     fitted,
     print_table,
+    ui,
 )
 from supervisor.cli.commands.dispatch import load_routing
 from supervisor.cli.commands.run import (
@@ -125,6 +127,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--log", metavar="F", type=Path, default=DEFAULT_LOG, help="the journal (appended)"
     )
+    parser.add_argument("--ui", action="store_true", help="follow it in a browser (zeus ui)")
     parser.set_defaults(run=run)
 
 
@@ -312,11 +315,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         routing = demo_routing(base)
         journal = open_journal(args.log)
+        page = ui.Beside(args.log, "demo") if args.ui else contextlib.nullcontext()
     except SupervisorError as exc:
         print(f"zeus demo: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        with tempfile.TemporaryDirectory(prefix="zeus-demo-") as workdir:
+        with page, tempfile.TemporaryDirectory(prefix="zeus-demo-") as workdir:
             return _demo(routing, journal, Path(args.log), Path(workdir))
     finally:
         journal.close()

@@ -19,6 +19,7 @@ the entry and the field) or bad routing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -39,6 +40,7 @@ from supervisor.cli.commands import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     console,
+    ui,
 )
 from supervisor.cli.commands.dispatch import agent_problem, brief_problem, load_routing
 from supervisor.cli.live import LiveTree, open_journal
@@ -81,6 +83,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--routing", metavar="F", type=Path, help="the routing file")
     parser.add_argument("--log", metavar="F", type=Path, help="append the event journal to F")
     parser.add_argument("--json", action="store_true", help="print the summaries as JSON")
+    parser.add_argument("--ui", action="store_true", help="follow the journal in a browser")
     parser.set_defaults(run=run)
 
 
@@ -252,7 +255,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.log is not None:
             journal = open_journal(args.log)
-        return _run(plan, routing, journal, args.log, as_json=args.json)
+        with ui.Beside(args.log, "run") if args.ui else contextlib.nullcontext():
+            return _run(plan, routing, journal, args.log, as_json=args.json)
     except SupervisorError as exc:
         print(f"zeus run: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -38,6 +38,8 @@ from supervisor.cli.rows import (
     rows,
     tree_of,
 )
+from supervisor.errors import StoreError
+from supervisor.store import is_sqlite_file, store_events
 
 __all__ = ["add_parser", "load_or_fail", "run"]
 
@@ -62,7 +64,10 @@ def add_parser(subparsers: Any) -> None:
 
 # -- shared with the other journal commands ------------------------------------------------
 def load_or_fail(path: Path, command: str) -> jr.Journal | None:
-    """The journal at `path`, or None after saying on stderr why it cannot be read."""
+    """The journal at `path` (a JSONL journal, or a store read as one), or None after
+    saying on stderr why it cannot be read."""
+    if is_sqlite_file(path):
+        return _load_store(path, command)
     try:
         journal = jr.load(path)
     except IsADirectoryError:
@@ -81,6 +86,17 @@ def load_or_fail(path: Path, command: str) -> jr.Journal | None:
         return None
     for note in journal.notes:
         print(f"zeus {command}: {path}: {note}", file=sys.stderr)
+    return journal
+
+
+def _load_store(path: Path, command: str) -> jr.Journal | None:
+    journal = jr.Journal()
+    try:
+        for event in store_events(path):
+            journal.apply(event)
+    except StoreError as exc:
+        print(f"zeus {command}: {exc}", file=sys.stderr)
+        return None
     return journal
 
 
@@ -147,6 +163,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _follow(path: Path, console: Console, all_runs: bool) -> int:
+    if is_sqlite_file(path):
+        print(f"zeus tree: {path} is a store; --follow takes a journal (log=)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if not path.is_file():
         why = "is a directory" if path.is_dir() else "does not exist"
         print(f"zeus tree: {path} {why}; give the journal file", file=sys.stderr)

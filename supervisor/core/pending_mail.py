@@ -19,7 +19,7 @@ class PendingMail:
     def __init__(self) -> None:
         self._waiting: dict[str, list[Mail]] = {}
 
-    def deliver(self, delegation_id: str, child: Any, mail: Mail) -> None:
+    def post(self, delegation_id: str, child: Any, mail: Mail) -> None:
         """Hand `mail` to the running `child`, or keep it for the next attempt (child None)."""
         if child is None:
             self._waiting.setdefault(delegation_id, []).append(mail)

@@ -10,7 +10,7 @@ from typing import Any
 from actors import Usage
 from supervisor.core.state import Delegation
 from supervisor.rules.lag import MailboxLag
-from supervisor.rules.snapshot import nest
+from supervisor.rules.tree_shape import nest
 
 __all__ = ["snapshot_node", "tree_snapshot"]
 

@@ -1,10 +1,10 @@
-"""The shape of `zeus.tree()` (`supervisor.rules.snapshot.nest`)."""
+"""The shape of `zeus.tree()` (`supervisor.rules.tree_shape.nest`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from supervisor.rules.snapshot import nest
+from supervisor.rules.tree_shape import nest
 
 
 def node(id_: str, parent: str | None) -> dict[str, Any]:

@@ -1,4 +1,6 @@
-"""The result policy: truncation with a counted marker, overflow to an artifact, schema checks."""
+"""The result policy carried out: truncation with a counted marker, overflow to an artifact
+file (written here, owner-only), schema checks (the schema imported here). Runs in Zeus's
+actor thread as a delegation settles."""
 
 from __future__ import annotations
 

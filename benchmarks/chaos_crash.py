@@ -1,0 +1,231 @@
+"""Chaos with host crashes: the mixed-fault chaos run on a store, with the host itself
+SIGKILLed at random moments and started again each time, judged across all restarts.
+
+Run: `python -m benchmarks chaos --host-crashes 3 [--n 200] [--isolation thread,process]`.
+The suite runs a short one (tests/test_chaos.py).
+
+A host process (`python -m benchmarks.chaos_crash host ...`) dispatches every planned
+delegation under its own key, on one store; the driver kills it after a random delay
+(seeded), `host_crashes` times, then lets the last one finish. Each start recovers
+what the one before left open. The judge then reads the store and every run's journal:
+
+- exactly once: one stored delegation per key, settled, and at most one
+  `delegation.settled` for it across all the journals;
+- nothing misjudged: the status its kind settles with, `cancelled` once a cancel was
+  logged, or `timed_out` when its deadline passed while no host ran;
+- no overlap: each attempt starts after the previous one ended (`attempt.lost`, after
+  a restart, is an end);
+- no spend lost: each summary's calls are those its stored attempts charged;
+- nothing left running: no child process any run started is alive at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks import chaos
+
+__all__ = ["CrashReport", "run_crash_chaos"]
+
+_ENDS = ("attempt.completed", "attempt.failed", "attempt.lost")
+
+
+@dataclass
+class CrashReport:
+    delegations: int
+    crashes: int
+    seconds: float
+    by_status: Counter[str] = field(default_factory=Counter)
+    lost_attempts: int = 0
+    violations: list[str] = field(default_factory=list)
+
+
+def _routing(isolations: Sequence[str], host_crashes: int) -> dict[str, Any]:
+    # A lost attempt is retried as a transient one is: as many times as the host may crash.
+    policy = {**chaos.POLICY, "retry": {**chaos.POLICY["retry"], "on": ["transient", "lost"],
+                                        "max_retries": host_crashes + 1}}
+    return {"version": 1, "supervisor": {"max_concurrent": 64},
+            "agents": {f"c_{mode}": {**policy, **chaos.ISOLATIONS[mode]}
+                       for mode in isolations}}
+
+
+def host(store: str, log: str, n: int, seed: int, isolations: Sequence[str],
+         host_crashes: int) -> None:
+    """One host run: dispatch the plan under its keys, cancel some, wait for all."""
+    import threading
+
+    from actors import Brief
+    from supervisor import Routing, Zeus
+
+    os.environ["CHAOS_HOST_PID"] = str(os.getpid())  # not in the brief: it must not change
+    routing = Routing.from_dict(_routing(isolations, host_crashes))
+    agents = {f"c_{mode}": chaos.chaos_work for mode in isolations}
+    with Zeus.start(routing, agents=agents, store=store, log=log) as zeus:
+        handles = []
+        for p in chaos.plan(n, seed, isolations, 0.25):
+            brief = Brief(agent=f"c_{p.isolation}", scope=f"{p.kind}:{p.index}",
+                          inputs={"kind": p.kind, "delay_s": p.delay_s})
+            handle = zeus.dispatch(brief, key=f"chaos-{p.index}")
+            handles.append(handle)
+            if p.cancel_after_s is not None:
+                timer = threading.Timer(p.cancel_after_s, handle.cancel, args=("chaos cancel",))
+                timer.daemon = True
+                timer.start()
+        for handle in handles:
+            handle.result()
+
+
+def run_crash_chaos(
+    n: int = 200, *, seed: int = 1, isolations: Sequence[str] = ("thread", "process"),
+    host_crashes: int = 3, folder: Path | None = None,
+) -> CrashReport:
+    """Run the plan through `host_crashes` killed hosts and a last one, then judge it."""
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        where = folder or Path(tmp)
+        store = where / "chaos.db"
+        logs = [where / f"run{i}.jsonl" for i in range(host_crashes + 1)]
+        started = time.monotonic()
+        for i, log in enumerate(logs):
+            cmd = [sys.executable, "-m", "benchmarks.chaos_crash", "host", str(store), str(log),
+                   str(n), str(seed), ",".join(isolations), str(host_crashes)]
+            proc = subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                sys.path)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if i < host_crashes:
+                _await_attempts(store, proc)
+                time.sleep(rng.uniform(0.05, 1.0))  # a random moment of the run
+                proc.send_signal(signal.SIGKILL)
+                proc.communicate(timeout=60)
+            else:
+                _, err = proc.communicate(timeout=600)
+                if proc.returncode != 0:
+                    raise RuntimeError(f"the last host failed:\n{err[-3000:]}")
+        report = CrashReport(delegations=n, crashes=host_crashes,
+                             seconds=time.monotonic() - started)
+        _judge(report, store, logs, n, seed, isolations)
+    return report
+
+
+def _await_attempts(store: Path, proc: subprocess.Popen[str]) -> None:
+    """Until the host has attempts running (its start-up is not the moment to test)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
+                (open_,) = con.execute("SELECT count(*) FROM attempts WHERE outcome IS NULL"
+                                       ).fetchone()
+            if open_:
+                return
+        except sqlite3.Error:
+            pass  # not created yet
+        time.sleep(0.02)
+
+
+def _events(logs: Sequence[Path]) -> list[dict[str, Any]]:
+    events = []
+    for log in logs:
+        if not log.exists():
+            continue
+        for line in log.read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError):  # the torn last line of a killed host
+                events.append(json.loads(line))
+    return events
+
+
+def _judge(report: CrashReport, store: Path, logs: Sequence[Path], n: int, seed: int,
+           isolations: Sequence[str]) -> None:
+    events = _events(logs)
+    settled_events = Counter(e["delegation_id"] for e in events
+                             if e["event"] == "delegation.settled")
+    cancel_logged = {e["delegation_id"] for e in events
+                     if e["event"] == "delegation.cancel_requested"}
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
+        rows = con.execute("SELECT id, key, status, summary FROM delegations").fetchall()
+        spent = dict(con.execute("SELECT delegation_id, sum(calls) FROM attempts"
+                                 " GROUP BY delegation_id").fetchall())
+        pids = con.execute("SELECT pid, pid_start_time FROM attempts WHERE pid IS NOT NULL"
+                           ).fetchall()
+    by_key = Counter(key for _, key, _, _ in rows)
+    planned = {f"chaos-{p.index}": p for p in chaos.plan(n, seed, isolations, 0.25)}
+    for key in planned:
+        if by_key[key] != 1:
+            report.violations.append(f"{by_key[key]} stored delegations for key {key}")
+    for delegation_id, key, status, summary_json in rows:
+        if status is None:
+            report.violations.append(f"lost: {delegation_id} never settled")
+            continue
+        if settled_events[delegation_id] > 1:
+            report.violations.append(f"settled {settled_events[delegation_id]} times: "
+                                     f"{delegation_id}")
+        summary = json.loads(summary_json)
+        report.by_status[status] += 1
+        outcomes = [a["outcome"] for a in summary["attempts"]]
+        report.lost_attempts += outcomes.count("lost")
+        p = planned[key]
+        expected = {s.value for s in chaos.KINDS[p.kind]}
+        if delegation_id in cancel_logged:
+            expected.add("cancelled")
+        if "lost" in outcomes:
+            expected.add("timed_out")  # its deadline may have passed while no host ran
+        if status not in expected:
+            report.violations.append(f"misjudged: {delegation_id} ({p.kind}) settled {status}, "
+                                     f"expected {' or '.join(sorted(expected))}")
+        if summary["usage"]["calls"] != (spent.get(delegation_id) or 0):
+            report.violations.append(
+                f"spend: {delegation_id}'s summary has {summary['usage']['calls']} calls, "
+                f"its stored attempts {spent.get(delegation_id) or 0}")
+    report.violations += _overlaps(events)
+    report.violations += _alive(pids)
+
+
+def _overlaps(events: list[dict[str, Any]]) -> list[str]:
+    """Attempts of one delegation that ran at the same time, across all the runs."""
+    running: dict[str, str] = {}
+    found = []
+    for e in events:
+        name, delegation = e["event"], str(e.get("delegation_id"))
+        if name == "attempt.started":
+            if delegation in running and running[delegation] != e["attempt_id"]:
+                found.append(f"overlap: {e['attempt_id']} started while "
+                             f"{running[delegation]} ran")
+            running[delegation] = e["attempt_id"]
+        elif name in _ENDS and running.get(delegation) == e.get("attempt_id"):
+            running.pop(delegation, None)
+    return found
+
+
+def _alive(pids: Sequence[tuple[int, float | None]]) -> list[str]:
+    from actors.osproc import process_running
+
+    end = time.monotonic() + 5.0  # a child killed at the end may still be dying
+    alive = []
+    for pid, start in pids:
+        while process_running(pid, start) and time.monotonic() < end:
+            time.sleep(0.05)
+        if process_running(pid, start):
+            alive.append(f"leak: child process {pid} is alive after the last host stopped")
+    return alive
+
+
+def main(argv: Sequence[str]) -> None:
+    """`host STORE LOG N SEED ISOLATIONS CRASHES`: one host run (the driver starts it)."""
+    _, store, log, n, seed, isolations, crashes = argv
+    host(store, log, int(n), int(seed), tuple(isolations.split(",")), int(crashes))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,91 @@
+"""The future of one delegation's summary, as Zeus's actor thread sets it.
+
+A real `concurrent.futures.Future`, so every standard tool (`as_completed`,
+`asyncio.wrap_future`) works on it; the host reaches it as `handle.future`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from actors import Summary
+
+__all__ = ["DelegationFuture"]
+
+_log = logging.getLogger("supervisor")
+_PENDING = "PENDING"  # the state name concurrent.futures gives a new future
+_MAKING_CONDITION = threading.Lock()  # taken only while a future's condition is first made
+
+
+class DelegationFuture(concurrent.futures.Future[Summary]):
+    """The future of one delegation's summary, set once, in Zeus's actor thread.
+
+    `cancel()` never cancels the future itself (a delegation settles exactly
+    once, with a summary): it asks Zeus to cancel the delegation, whose
+    `cancelled` summary then settles the future. That is what makes a task
+    awaiting `asyncio.wrap_future(handle.future)` cancel the delegation too.
+    """
+
+    def __init__(self) -> None:
+        # `Future.__init__` without its `Condition` (an RLock and a deque, most of what a
+        # future costs to build): that is made on first use, which for most delegations
+        # is Zeus's thread setting the result, not the host's thread dispatching.
+        self._state = _PENDING
+        self._result = None
+        self._exception = None
+        self._waiters: list[Any] = []
+        self._done_callbacks: list[Callable[[concurrent.futures.Future[Summary]], object]] = []
+        self.on_cancel: Callable[[], None] | None = None  # set by Zeus for the host's handles
+        # Zeus's own note of the settlement (its handle book), called with the summary right
+        # after the done-callbacks: cheaper than one more of them, and never the host's code.
+        self.on_settled: Callable[[Summary], None] | None = None
+
+    @property
+    def _condition(self) -> threading.Condition:  # type: ignore[override]
+        """The future's condition, made once, by whichever thread needs it first."""
+        made: threading.Condition | None = self.__dict__.get("_made_condition")
+        if made is None:
+            with _MAKING_CONDITION:
+                made = self.__dict__.setdefault("_made_condition", threading.Condition())
+        return made
+
+    def set(self, summary: Summary) -> bool:
+        """Settle with `summary`; False (and nothing changes) if already settled."""
+        try:  # one lock round trip, not two: the hot path of every delegation
+            self.set_result(summary)
+        except concurrent.futures.InvalidStateError:
+            return False
+        if self.on_settled is not None:
+            self.on_settled(summary)
+        return True
+
+    def cancel(self) -> bool:
+        """Ask Zeus to cancel the delegation; returns False: the future settles with its summary."""
+        if self.on_cancel is not None and not self.done():
+            self.on_cancel()
+        return False
+
+    def add_callback(self, callback: Callable[[Summary], object]) -> None:
+        """Run `callback(summary)` once settled (at once, in this thread, if already)."""
+        self.add_done_callback(lambda future: _call(callback, future.result()))
+
+    def wait_done(self, timeout: float | None) -> bool:
+        """Wait up to `timeout` seconds; True once settled."""
+        done, _ = concurrent.futures.wait([self], timeout)
+        return bool(done)
+
+    @property
+    def summary(self) -> Summary | None:
+        return self.result() if self.done() else None
+
+
+def _call(callback: Callable[[Summary], object], summary: Summary) -> None:
+    """Run a done-callback; its failure is the host's bug, logged, never Zeus's end."""
+    try:
+        callback(summary)
+    except Exception:  # noqa: BLE001 - any failure of host code, logged
+        _log.exception("a done-callback of %s raised; Zeus goes on", summary.id)

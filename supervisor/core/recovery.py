@@ -1,0 +1,268 @@
+"""Recovery: what a Zeus starting on a store does with what the last one left open
+(docs/design.md, "The store"). Runs once, in Zeus's actor thread, before `Zeus.start`
+returns; it rebuilds each open delegation and hands it to the supervisor's verbs (it
+calls the supervisor, never the other way round).
+
+In order: every open delegation is rebuilt in the open tree (parents first, with its
+attempts, spend and partial results); every attempt that had not ended is confirmed
+gone (its pid and pid start time, its process group; a survivor is killed first) and
+ends `lost`; then each delegation's plan (`rules.recovery.recover`) is carried out:
+settled (timed out, over budget, blocked writers), or run again per its policy. An
+orchestrator run again replays its stored sub-delegations (`Supervisor.dispatch_nested`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from actors import AttemptOutcome, AttemptRecord, Status
+from actors.osproc import child_gone, process_running
+from supervisor.core.future import DelegationFuture
+from supervisor.core.state import Delegation
+from supervisor.core.supervisor import Supervisor
+from supervisor.errors import SupervisorError
+from supervisor.routing import AgentPolicy
+from supervisor.rules.recovery import (
+    AttemptFacts,
+    Replay,
+    Resume,
+    Start,
+    Wait,
+    recover,
+)
+from supervisor.rules.settle import Fallback, Retry, Settle
+from supervisor.store import OpenDelegation, Recovery, StoredAttempt
+
+__all__ = ["recover_store"]
+
+LOST_ERROR = "its supervisor stopped while it ran; its child is confirmed gone"
+UNCONFIRMED = (
+    "its supervisor stopped while it ran, and its child could not be confirmed stopped "
+    "(pid {pid}): nothing runs in its place; check that process and dispatch it again"
+)
+# How long recovery waits for a surviving child it killed to be gone.
+CONFIRM_WAIT_S = 5.0
+
+
+@dataclass(slots=True)
+class _Rebuilt:
+    stored: OpenDelegation
+    d: Delegation
+    known: bool  # its agent is still in the routing
+    unconfirmed: int | None = None  # the pid of a child that could not be confirmed gone
+
+
+def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture], None]) -> (
+        Recovery):
+    """Recover the store's open delegations; `keep_handle(id, future)` gives the host a
+    handle on each of the host's own (a root)."""
+    assert sup.durable is not None
+    store = sup.durable.store
+    sup.spending.tree_usage = store.total_spent()
+    rebuilt = [_rebuild(sup, stored) for stored in store.open_delegations()]
+    for r in rebuilt:
+        if r.d.parent_id is None:
+            keep_handle(r.d.id, r.d.settled)
+    _carry_spend(sup, rebuilt)
+    for r in rebuilt:
+        _end_lost(sup, r)
+    rerun: list[str] = []
+    blocked: list[str] = []
+    for r in rebuilt:
+        if r.d.state == "settled":
+            continue  # its parent settled first, and cancelled it
+        if _carry_out(sup, r):
+            rerun.append(r.d.id)
+        elif r.d.settled.done() and r.d.settled.result().status is Status.blocked:
+            blocked.append(r.d.id)
+    recovery = Recovery(rerun=tuple(rerun), blocked=tuple(blocked),
+                        settled=store.counts().settled)
+    sup.durable.commit_now()
+    sup.events.emit("zeus.recovered", **recovery.model_dump(mode="json"))
+    return recovery
+
+
+def _rebuild(sup: Supervisor, stored: OpenDelegation) -> _Rebuilt:
+    """The open delegation as it was, back in the open tree (not yet running)."""
+    sd = stored.delegation
+    attempts = stored.attempts
+    agent = _current_agent(stored)
+    known = True
+    try:
+        policy = sup.registry.policy(agent)
+    except SupervisorError:
+        policy, known = AgentPolicy(), False
+    parent = sup.tree.get(sd.parent_id) if sd.parent_id else None
+    now = sup.clock.now()
+    d = Delegation(
+        id=sd.id, brief=sd.brief, parent_id=sd.parent_id,
+        depth=parent.depth + 1 if parent else (2 if sd.parent_id else 1),
+        settled=DelegationFuture(),
+        dispatched_at=now - max(0.0, sup.clock.wall() - sd.created),
+        agent=agent, policy=policy, visited=_visited(stored),
+    )
+    d.attempt_count = len(attempts)
+    d.attempts = [a.record for a in attempts if a.record is not None]
+    d.retries_used = max(0, sum(a.agent == agent for a in attempts) - 1)
+    d.partials = list(stored.partials)
+    d.usage = stored.spent
+    if d.attempts and d.attempts[-1].error:
+        d.last_error = d.attempts[-1].error
+    sup.tree.add(d)
+    return _Rebuilt(stored, d, known)
+
+
+def _current_agent(stored: OpenDelegation) -> str:
+    """The agent the delegation was on: a scheduled fallback's, else its last attempt's."""
+    last = stored.attempts[-1] if stored.attempts else None
+    if stored.retry is not None and (last is None or stored.retry.after_attempt == last.id):
+        return stored.retry.agent
+    return last.agent if last is not None else stored.delegation.agent
+
+
+def _visited(stored: OpenDelegation) -> list[str]:
+    seen = [stored.delegation.brief.agent]
+    for agent in [a.agent for a in stored.attempts] + (
+            [stored.retry.agent] if stored.retry else []):
+        if agent not in seen:
+            seen.append(agent)
+    return seen
+
+
+def _carry_spend(sup: Supervisor, rebuilt: list[_Rebuilt]) -> None:
+    """Spend counts across the crash: each delegation's own charges, its settled
+    sub-delegations' summaries and its open ones' spend count against it and its
+    ancestors, as they did before."""
+    store = sup.durable.store if sup.durable else None
+    assert store is not None
+    for r in rebuilt:
+        if r.d.policy.kind == "orchestrator":
+            for child in store.children(r.d.id):
+                summary = store.summary(child.id) if not child.open else None
+                if summary is not None:
+                    r.d.usage = r.d.usage + summary.usage
+    for r in reversed(rebuilt):  # children first: theirs is complete when it is passed up
+        parent = sup.tree.get(r.d.parent_id) if r.d.parent_id else None
+        if parent is not None:
+            parent.usage = parent.usage + r.d.usage
+
+
+def _end_lost(sup: Supervisor, r: _Rebuilt) -> None:
+    """Every attempt that had not ended: confirmed gone (a survivor killed first), then
+    ended `lost`; one that cannot be confirmed gone is kept open in `r.unconfirmed`."""
+    assert sup.durable is not None
+    for a in r.stored.attempts:
+        if not a.open:
+            continue
+        if not _confirm_gone(a, r.d.policy):
+            r.unconfirmed = a.pid
+            continue
+        record = AttemptRecord(
+            id=a.id, agent=a.agent, outcome=AttemptOutcome.lost,
+            duration_s=round(max(0.0, sup.clock.wall() - a.started), 6),
+            error=LOST_ERROR, pid=a.pid,
+        )
+        r.d.attempts.append(record)
+        r.d.last_error = record.error
+        sup.durable.attempt_ended(record)
+        sup.events.emit("attempt.lost", delegation_id=r.d.id, attempt_id=a.id,
+                        parent_id=r.d.parent_id, agent=a.agent, pid=a.pid, reason=LOST_ERROR)
+
+
+def _confirm_gone(a: StoredAttempt, policy: AgentPolicy) -> bool:
+    """Whether the attempt's child is confirmed gone, killing a survivor first.
+
+    A thread child ran inside the dead Zeus's process, which is gone (its store was
+    claimed). A process child is checked by pid, start time and process group."""
+    if a.pid is None:
+        return True  # a thread, or a process not yet started when its Zeus died
+    if child_gone(a.pid, a.pid_start_time, a.pgid):
+        return True
+    if policy.isolation == "ray":
+        # A Ray worker process is Ray's and may run other tasks: never signalled here.
+        # Gone once Ray ended it (its driver died with the old Zeus); else unconfirmed.
+        return _gone_within(a, CONFIRM_WAIT_S)
+    if process_running(a.pid, a.pid_start_time):
+        _signal(lambda: os.kill(a.pid or 0, signal.SIGKILL))
+    if a.pgid is not None and a.pgid == a.pid and a.pgid != os.getpgrp():
+        _signal(lambda: os.killpg(a.pgid or 0, signal.SIGKILL))
+    return _gone_within(a, CONFIRM_WAIT_S)
+
+
+def _gone_within(a: StoredAttempt, seconds: float) -> bool:
+    """Whether the child is confirmed gone within `seconds` of real time (it is dying)."""
+    give_up = time.monotonic() + seconds
+    while time.monotonic() < give_up:
+        if child_gone(a.pid, a.pid_start_time, a.pgid):
+            return True
+        time.sleep(0.01)  # Zeus's thread, before Zeus.start returns: nothing else runs
+    return False
+
+
+def _signal(send: Callable[[], None]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        send()  # gone meanwhile, or not ours: confirmation decides
+
+
+def _carry_out(sup: Supervisor, r: _Rebuilt) -> bool:
+    """The delegation's plan carried out; True when it runs again."""
+    d, stored = r.d, r.stored
+    if not r.known:
+        sup.settle(d, Settle(Status.failed, reason=(
+            f"agent {d.agent!r} is no longer in the routing; the store's delegation cannot "
+            "run again: add the agent back, or dispatch it to another")))
+        return False
+    if d.parent_id is not None and sup.tree.get(d.parent_id) is None:
+        sup.settle(d, Settle(Status.cancelled, reason=f"its parent {d.parent_id} had settled"))
+        return False
+    if r.unconfirmed is not None:
+        sup.settle(d, Settle(Status.blocked, reason=UNCONFIRMED.format(pid=r.unconfirmed)))
+        return False
+    open_attempt = next((a for a in reversed(stored.attempts) if a.open), None)
+    deadline = open_attempt.deadline if open_attempt is not None else stored.delegation.deadline
+    partial_ok = d.brief.partial_ok if d.brief.partial_ok is not None else d.policy.partial_ok
+    plan = recover(
+        [AttemptFacts(a.id, a.open, True, None if a.open else _outcome(a.outcome))
+         for a in stored.attempts],
+        d.policy, deadline=deadline, now=sup.clock.wall(), spent=d.usage,
+        has_partials=bool(d.partials), partial_ok=partial_ok, retries_used=d.retries_used,
+        visited=d.visited, retry_pending=stored.retry is not None,
+    )
+    step = plan.step
+    if isinstance(step, Settle):
+        sup.settle(d, step)
+        return False
+    if isinstance(step, Wait):  # (children were confirmed gone above: not reached)
+        sup.settle(d, Settle(Status.blocked, reason=UNCONFIRMED.format(pid="?")))
+        return False
+    if isinstance(step, Retry):
+        d.retries_used += 1
+    elif isinstance(step, Fallback):
+        d.agent = step.agent
+        d.policy = sup.registry.policy(step.agent)
+        d.visited.append(step.agent)
+        d.retries_used = 0
+    else:
+        assert isinstance(step, Resume | Start)
+    if d.policy.kind == "orchestrator" and stored.attempts:
+        last_start = stored.attempts[-1].started
+        sup.replays[d.id] = Replay([(c.id, c.brief) for c in sup.durable.store.children(d.id)
+                                    if c.created >= last_start] if sup.durable else [])
+    parent = sup.tree.get(d.parent_id) if d.parent_id else None
+    if parent is not None and parent.current is not None:
+        d.deadline_cap = parent.current.deadline
+    sup.run_recovered(d)
+    return True
+
+
+def _outcome(value: str | None) -> AttemptOutcome:
+    try:
+        return AttemptOutcome(value or "crash")
+    except ValueError:
+        return AttemptOutcome.crash
+

@@ -1,0 +1,49 @@
+"""What `Zeus.start` builds before its actor: the store it owns and the backends its
+routing needs. Runs in the host's thread, as Zeus starts (or registers an agent)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from actors.backends import Backend, ProcessBackend
+from actors.clock import Clock
+from supervisor.routing import Routing
+from supervisor.routing.ray_setup import ray_backend, wants_ray
+from supervisor.store import SqliteStore, Store
+
+__all__ = ["open_store", "prestart", "process_backends", "ray_backends"]
+
+
+def open_store(routing: Routing, store: str | Path | None, clock: Clock) -> Store | None:
+    """The store `Zeus.start` was given, else the routing's `supervisor.store`, opened
+    and owned (`StoreBusy`, `StoreError`); None for a Zeus kept in memory only."""
+    policy = routing.supervisor.store
+    path = store if store is not None else policy.path
+    if path is None:
+        return None
+    return SqliteStore.open(path, synchronous=policy.synchronous, keep_days=policy.keep_days,
+                            now=clock.wall)
+
+
+def process_backends(routing: Routing) -> dict[str, Backend]:
+    """The process backend. Its fork server starts now when an agent will need it,
+    so that the first process attempt does not stall Zeus's mailbox on imports."""
+    backend = ProcessBackend()
+    if any(p.isolation == "process" or p.command for p in routing.agents.values()):
+        prestart(backend)
+    return {"process": backend}
+
+
+def prestart(backend: ProcessBackend) -> None:
+    """Ready the fork server on a thread of its own (about 0.5 s of imports): `Zeus.start`
+    returns at once, also inside an event loop's `async with`. An attempt that starts
+    before it is ready waits for it in the backend, as it would have without it."""
+    threading.Thread(target=backend.prestart, name="zeus-forkserver", daemon=True).start()
+
+
+def ray_backends(routing: Routing) -> dict[str, Backend]:
+    """The Ray backend, when an agent runs on Ray (Ray is started or joined now)."""
+    if not wants_ray(routing.agents.values()):
+        return {}
+    return {"ray": ray_backend(routing)}

@@ -1,0 +1,727 @@
+"""The supervisor: the verbs of Zeus's actor that call each other. Dispatch, start an
+attempt, ask it to stop, end it, decide what follows (retry, fallback, review, group
+restart), settle, cancel and fill free slots.
+
+It holds helpers that own their state and never call back: the open tree
+(`OpenTree`), the timers (`Timers`), the restart governor (`RestartGovernor`, which
+returns a verdict), the spending (`Spending`), the sessions and the owner's pending
+mail. The decisions themselves are the pure functions of `supervisor.rules`.
+Every method runs in the actor's thread, one message at a time; nothing blocks on a
+child.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from actors import AttemptOutcome, Brief, Status, Summary, Usage
+from actors.backends import Backend
+from actors.clock import Clock
+from actors.protocol import Finished
+from supervisor.core.durable import Durable
+from supervisor.core.future import DelegationFuture
+from supervisor.core.messages import (
+    AttemptDue,
+    BackoffOver,
+    Cancel,
+    Dispatch,
+    ForceSettle,
+    GraceOver,
+    OwnerMessage,
+    ReviewDone,
+    StopAll,
+)
+from supervisor.core.open_tree import OpenTree
+from supervisor.core.pending_mail import PendingMail
+from supervisor.core.registry import Registry
+from supervisor.core.restarts import RestartGovernor, RestartVerdict
+from supervisor.core.sessions import Sessions
+from supervisor.core.spec import child_spec, isolation_of, work_of
+from supervisor.core.spending import Spending
+from supervisor.core.state import Attempt, Delegation, attempt_record, build_summary, how_killed
+from supervisor.core.timers import Timers
+from supervisor.errors import SupervisorError
+from supervisor.journal.events import EventLog
+from supervisor.routing import AgentPolicy
+from supervisor.rules.after_attempt import after_attempt
+from supervisor.rules.backoff import backoff_delay
+from supervisor.rules.circuit import when_circuit_open
+from supervisor.rules.framing import FramingHeads
+from supervisor.rules.groups import review_brief, review_verdict, siblings_to_restart
+from supervisor.rules.recovery import NOT_ASKED_AGAIN, Replay
+from supervisor.rules.settle import (
+    COMPLETED,
+    Fallback,
+    NextStep,
+    Retry,
+    Settle,
+    decide_next,
+    resolve_outcome,
+)
+from supervisor.rules.stale import ProgressWatch
+
+__all__ = ["Supervisor"]
+
+# The event that says why Zeus stops an attempt, for the causes that have one.
+_STOP_EVENTS = {
+    AttemptOutcome.timeout: "attempt.timed_out",
+    AttemptOutcome.stale: "attempt.stale",
+    AttemptOutcome.budget_exceeded: "attempt.budget_exceeded",
+}
+
+
+class Supervisor:
+    """Zeus's decisions carried out. `tell` puts a message in Zeus's own mailbox (any
+    thread; children report through it too); `queued` says how many wait there."""
+
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        clock: Clock,
+        events: EventLog,
+        backends: dict[str, Backend],
+        rng: random.Random,
+        tell: Callable[[object], None],
+        queued: Callable[[], int | None],
+        durable: Durable | None = None,
+    ) -> None:
+        self.registry = registry
+        self.clock = clock
+        self.events = events
+        self.tell = tell
+        self._backends = backends
+        self._rng = rng
+        self.tree = OpenTree()
+        self.timers = Timers(clock, tell, events, queued)
+        self.restarts = RestartGovernor()
+        self.spending = Spending(registry.routing.supervisor.budget)
+        self._sessions = Sessions()
+        self._mail = PendingMail()
+        self._framing_heads = FramingHeads()
+        self.accepting = True
+        self.durable = durable  # the store's writes, when Zeus has a store
+        # Stored sub-delegations an orchestrator rerun after a restart may ask for again,
+        # by its delegation id (docs/design.md, "The store": nested delegations replay).
+        self.replays: dict[str, Replay] = {}
+        self._policies: dict[int, tuple[AgentPolicy, dict[str, Any]]] = {}
+
+    def emit(self, event: str, d: Delegation, a: Attempt | None = None, **fields: Any) -> None:
+        """A journal event about `d` (and its attempt `a`), with the fields every one has."""
+        if self.events.enabled:
+            self.events.emit(
+                event,
+                delegation_id=d.id,
+                attempt_id=a.id if a else None,
+                parent_id=d.parent_id,
+                agent=a.agent if a else d.agent,
+                **fields,
+            )
+
+    # -- dispatch and the start of an attempt -------------------------------------------
+
+    def on_dispatch(self, msg: Dispatch) -> None:
+        now = self.clock.now()
+        policy = self.registry.policy(msg.brief.agent)
+        parent = self.tree.get(msg.parent_id) if msg.parent_id else None
+        d = Delegation(
+            id=msg.delegation_id,
+            brief=msg.brief,
+            parent_id=msg.parent_id,
+            depth=parent.depth + 1 if parent else 1,
+            settled=msg.settled,
+            dispatched_at=now,
+            agent=msg.brief.agent,
+            policy=policy,
+            visited=[msg.brief.agent],
+            group=msg.group,
+        )
+        if parent is not None and parent.current is not None:
+            d.deadline_cap = parent.current.deadline
+        self.tree.add(d)
+        if d.group is not None:
+            d.group.members.append(d.id)
+        if self.events.enabled:
+            self.emit("delegation.dispatched", d, scope=d.brief.scope, depth=d.depth,
+                      timeout_s=_timeout_s(d), policy=_effective(policy, d.brief))
+        if self.durable is not None:
+            self.durable.recorded(d, key=msg.key, policy=self._stored_policy(policy, d.brief),
+                                  ordinal=len(parent.children) - 1 if parent else None)
+        if not self.accepting:
+            self.settle(d, Settle(Status.cancelled, reason="zeus is stopping"))
+        elif parent is not None and parent.cancel_requested:
+            d.cancel_requested = True
+            self.settle(d, Settle(Status.cancelled, reason="its parent was cancelled"))
+        # max_concurrent queues the host's delegations; a nested one never waits behind
+        # them (its parent holds a slot already, and would deadlock waiting for it).
+        elif (d.depth > 1
+              or self.tree.running_roots < self.registry.routing.supervisor.max_concurrent):
+            self._begin(d)
+        else:
+            self.tree.queue.append(d.id)
+
+    def _stored_policy(self, policy: AgentPolicy, brief: Brief) -> dict[str, Any]:
+        """The effective policy as the store keeps it: one dict per agent policy when the
+        brief overrides nothing (the store writes each distinct one once)."""
+        if brief.timeout_s is not None or brief.partial_ok is not None:
+            return _effective(policy, brief)
+        cached = self._policies.get(id(policy))
+        if cached is None or cached[0] is not policy:
+            cached = (policy, _effective(policy, brief))
+            self._policies[id(policy)] = cached  # holding the policy keeps its id unique
+        return cached[1]
+
+    def dispatch_nested(self, parent: Delegation, brief: Brief, future: DelegationFuture) -> None:
+        """A delegation of `parent`'s attempt (a child's `ctx.delegate`, a task's review).
+
+        An orchestrator rerun after a restart gets its stored sub-delegation for the same
+        call instead, when the brief is the same: a settled one's summary at once, an
+        open one awaited (no sub-delegation runs twice because its parent did)."""
+        replay = self.replays.get(parent.id)
+        if replay is not None and self._replayed(parent, replay, brief, future):
+            return
+        child_id = self.registry.next_id(brief.agent)
+        self.on_dispatch(Dispatch(child_id, brief, future, parent_id=parent.id))
+
+    def _replayed(self, parent: Delegation, replay: Replay, brief: Brief,
+                  future: DelegationFuture) -> bool:
+        """Whether `brief` was answered from the store (see `dispatch_nested`)."""
+        answer = replay.ask(brief)
+        self._not_asked_again(answer.cancel)
+        if answer.reuse is None:
+            del self.replays[parent.id]
+            return False
+        child = self.tree.get(answer.reuse)
+        if child is not None:  # open: recovered on its own, awaited as it settles
+            child.settled.add_callback(future.set)
+            self.emit("delegation.replayed", child, None, open=True, parent=parent.id)
+            return True
+        summary = self.durable.store.summary(answer.reuse) if self.durable else None
+        if summary is None:  # pruned or never settled: run it again after all
+            del self.replays[parent.id]
+            return False
+        self.events.emit("delegation.replayed", delegation_id=answer.reuse,
+                         attempt_id=None, parent_id=parent.id, agent=summary.agent,
+                         status=summary.status.value, open=False)
+        future.set(summary)
+        return True
+
+    def _not_asked_again(self, delegation_ids: tuple[str, ...]) -> None:
+        for delegation_id in delegation_ids:
+            stale = self.tree.get(delegation_id)
+            if stale is not None:
+                self.cancel(stale, NOT_ASKED_AGAIN)
+
+    def run_recovered(self, d: Delegation) -> None:
+        """A delegation recovered from the store runs again (a root waits for a slot)."""
+        if (d.depth > 1
+                or self.tree.running_roots < self.registry.routing.supervisor.max_concurrent):
+            self._begin(d)
+        else:
+            self.tree.queue.append(d.id)
+
+    def _begin(self, d: Delegation) -> None:
+        self.tree.begin(d)
+        self.start_attempt(d)
+
+    def start_attempt(self, d: Delegation) -> None:
+        now = self.clock.now()
+        d.attempt_count += 1
+        deadline = now + _timeout_s(d)
+        if d.deadline_cap is not None:
+            deadline = min(deadline, d.deadline_cap)
+        a = Attempt(
+            id=f"{d.id}-a{d.attempt_count}",
+            number=d.attempt_count,
+            agent=d.agent,
+            policy=d.policy,
+            started_at=now,
+            deadline=deadline,
+            watch=ProgressWatch.start(now),
+        )
+        d.current = a
+        self.tree.live[a.id] = (d, a)
+        if self.durable is not None and not self.durable.attempt_started(d, a):
+            self.end_attempt(d, a, Finished(a.id, AttemptOutcome.error, error=(
+                f"the store {self.durable.store.path} could not record the attempt, so it "
+                "did not start: free disk space or make the store writable"),
+                error_type="StoreError"))
+            return
+        try:
+            work = work_of(a, self.registry)
+            chain = [d, *self.tree.ancestors(d)]
+            spec = child_spec(d, a, registry=self.registry, clock=self.clock, now=now,
+                              work=work,
+                              session=self._sessions.get(d.agent, d.brief.session,
+                                                         d.policy.session_max),
+                              budget_left=self.spending.left(chain), heads=self._framing_heads)
+            self.timers.arm(a)  # before the child starts: a deadline no timer can keep fails it
+            a.child = self._backend(isolation_of(a)).start(spec, self.tell)
+            a.pid = a.child.pid
+            if self.durable is not None and a.pid is not None:
+                self.durable.identity(a, a.pid, getattr(a.child, "pid_start_time", None),
+                                      getattr(a.child, "node", None))
+            if getattr(a.child, "alive", False):  # alive as it starts: its first sign of life
+                a.watch = a.watch.observe(0, now)
+        except Exception as exc:  # noqa: BLE001 - a child that cannot start is a failed attempt
+            self.announce(d, a)
+            self.end_attempt(d, a, Finished(a.id, AttemptOutcome.error,
+                                            error=f"{type(exc).__name__}: {exc}",
+                                            error_type=type(exc).__name__))
+            return
+        self.tree.nudge_ancestors(d, now)  # an attempt starting is progress of its subtree
+        self._mail.flush(d.id, a.child)
+        if not getattr(a.child, "placing", False):  # a Ray task: once a node took it
+            self.announce(d, a)
+
+    def announce(self, d: Delegation, a: Attempt) -> None:
+        """`attempt.started`, once per attempt: where it runs, when that is known."""
+        a.announced = True
+        if not self.events.enabled:
+            return
+        self.emit("attempt.started", d, a, attempt=a.number, pid=a.pid,
+                  pid_start_time=getattr(a.child, "pid_start_time", None),
+                  node=getattr(a.child, "node", None),
+                  **getattr(a.child, "journal_fields", {}),
+                  deadline_s=round(a.deadline - self.clock.now(), 6))
+
+    def _backend(self, isolation: str) -> Backend:
+        try:
+            return self._backends[isolation]
+        except KeyError:
+            raise SupervisorError(f"no {isolation!r} backend is available") from None
+
+    # -- spend ------------------------------------------------------------------------------
+
+    def spend(self, d: Delegation, a: Attempt | None, usage: Usage,
+              attempt_id: str | None = None) -> None:
+        """Count `usage` against `d` (while open), every open ancestor, and the whole tree;
+        stop the attempts whose budget it breaks.
+
+        `a` is the attempt that charged it, None for the late spend of a fenced one;
+        `attempt_id` the charging attempt's id, for the store."""
+        ancestors = list(self.tree.ancestors(d))
+        chain = [d, *ancestors] if self.tree.get(d.id) is not None else ancestors
+        if self.durable is not None and attempt_id is not None:
+            self.durable.charged(d.id, attempt_id, usage)
+        overruns, tree_overrun = self.spending.charge(chain, usage)
+        for node, overrun in overruns:
+            assert node.current is not None
+            self.request_stop(node, node.current, AttemptOutcome.budget_exceeded, detail=overrun)
+        if tree_overrun is None:
+            return
+        payer = a if a is not None else next(
+            (n.current for n in chain if n.current is not None), None)
+        owner = self.tree.owner(payer.id) if payer is not None else None
+        if owner is not None:
+            self.request_stop(*owner, AttemptOutcome.budget_exceeded,
+                              detail=f"tree budget: {tree_overrun}")
+
+    # -- stopping an attempt ---------------------------------------------------------
+
+    def request_stop(
+        self, d: Delegation, a: Attempt, cause: AttemptOutcome, *, detail: str | None = None
+    ) -> None:
+        """Record a stop cause; the first one asks the child to stop and starts the grace."""
+        if self.tree.owner(a.id) is None:
+            return
+        now = self.clock.now()
+        a.stop_causes.append(cause)
+        event = _STOP_EVENTS.get(cause)
+        if event is not None:
+            extra: dict[str, Any] = {"elapsed_s": round(now - a.started_at, 6)}
+            if cause is AttemptOutcome.budget_exceeded:
+                extra.update(usage=d.usage.model_dump(), limit=detail)
+            self.emit(event, d, a, **extra)
+        if a.stopping_since is not None:
+            return
+        a.stopping_since = now
+        # What this attempt delegated has lost its purpose: cancel it now, so that a
+        # parent blocked in `ctx.delegate()` gets its answer and can stop.
+        self._cancel_children(d, f"the attempt that delegated it ({a.id}) is stopping")
+        assert a.child is not None
+        a.child.cancel()
+        grace = a.policy.shutdown.grace_s
+        if grace <= 0:
+            self.on_grace_over(GraceOver(a.id))
+        else:
+            timer = self.timers.after(grace, GraceOver(a.id))
+            if timer is not None:
+                a.timers.append(timer)
+
+    def on_attempt_due(self, msg: AttemptDue) -> None:
+        """The attempt's timer: its deadline passed, it went stale, or it moved on."""
+        if msg.due_at is not None:
+            self.timers.observe_lag(msg.due_at)
+        owner = self.tree.owner(msg.attempt_id)
+        if owner is None:
+            return
+        d, a = owner
+        now = self.clock.now()
+        if now >= a.deadline:
+            if AttemptOutcome.timeout not in a.stop_causes:
+                self.request_stop(d, a, AttemptOutcome.timeout)  # a losing cause if late
+        elif a.stopping_since is not None:
+            return
+        elif not a.watch.is_stale(now, a.stale_after_s) or self.tree.waiting_on_children(d):
+            if a.watch.is_stale(now, a.stale_after_s):
+                # waiting in ctx.delegate(): the child it waits on has its own watch
+                a.watch = a.watch.nudge(now)
+            try:
+                self.timers.arm(a)  # progress moved the stale moment on
+            except Exception as exc:  # noqa: BLE001 - no timer: stop it rather than lose it
+                self.timers.refused(exc, "AttemptDue")
+                self.request_stop(d, a, AttemptOutcome.stale)
+        else:
+            self.request_stop(d, a, AttemptOutcome.stale)
+
+    def on_grace_over(self, msg: GraceOver) -> None:
+        owner = self.tree.owner(msg.attempt_id)
+        if owner is None:
+            return
+        d, a = owner
+        assert a.child is not None
+        if a.child.killable:
+            a.child.kill()  # `Finished` follows once the process is reaped
+            return
+        # A thread cannot be killed: fence it. Its late messages are dropped from now on.
+        self.tree.fenced[a.id] = d
+        self.emit("attempt.fenced", d, a, reason="did not stop within grace_s",
+                  grace_s=a.policy.shutdown.grace_s)
+        self.end_attempt(d, a, None, fenced=True)
+
+    # -- an attempt's end, and what follows it ------------------------------------------
+
+    def end_attempt(
+        self, d: Delegation, a: Attempt, finished: Finished | None, *, fenced: bool = False
+    ) -> None:
+        """The attempt's record and events, then the steps `rules.after_attempt` orders."""
+        now = self.clock.now()
+        self.tree.live.pop(a.id, None)
+        if not a.announced:
+            self.announce(d, a)
+        for timer in a.timers:
+            timer.cancel()
+        d.current = None
+        if finished is not None:
+            d.partials_dropped += finished.partials_dropped  # not sent by the child
+        outcome = resolve_outcome(
+            finished.outcome if finished else None,
+            a.stop_causes,
+            cancel_requested=d.cancel_requested,
+        )
+        killed = how_killed(a, finished)
+        if killed is not None and finished is not None:
+            latency = finished.kill_latency_s
+            if latency is None and a.stopping_since is not None:
+                latency = now - a.stopping_since
+            self.emit("attempt.killed", d, a, how=killed, pid=finished.pid or a.pid,
+                      latency_s=None if latency is None else round(latency, 6))
+        record = attempt_record(a, outcome, finished, now=now, killed=killed, fenced=fenced,
+                                restart_pending=d.restart_pending)
+        d.attempts.append(record)
+        if self.durable is not None:
+            self.durable.attempt_ended(record)
+        replay = self.replays.pop(d.id, None)
+        if replay is not None:  # the rerun attempt ended: what it did not ask for again goes
+            self._not_asked_again(replay.finish())
+        if (finished is not None and finished.outcome is AttemptOutcome.completed
+                and outcome is not AttemptOutcome.completed):
+            d.lost_output = finished.value  # a result that lost to a stop cause is kept
+        if record.error is not None:
+            d.last_error = record.error
+            d.last_traceback = finished.traceback if finished is not None else None
+        if outcome is AttemptOutcome.completed:
+            self.emit("attempt.completed", d, a, duration_s=record.duration_s)
+        else:
+            self.emit("attempt.failed", d, a, outcome=outcome.value, error=record.error,
+                      duration_s=record.duration_s, progress=record.progress,
+                      tool_calls=record.tool_calls, last_tool=record.last_tool)
+        # An attempt's own children lose their owner with it.
+        self._cancel_children(d, "the attempt that delegated it ended")
+        after = after_attempt(
+            outcome,
+            forced=d.forced is not None,
+            cancel_requested=d.cancel_requested,
+            restart_pending=d.restart_pending is not None,
+            reviewed=d.brief.mode == "task" and d.policy.review_by is not None,
+            grouped=d.group is not None,
+        )
+        restart_reason = d.restart_pending
+        if after.restart_consumed:
+            d.restart_pending = None
+        value = finished.value if finished else None
+        for step in after.steps:
+            if step == "settle_forced":
+                assert d.forced is not None
+                self.settle(d, d.forced)
+            elif step == "group_restart":
+                if self._group_restart(d):
+                    self.emit("group.restarted", d, a, reason=restart_reason)
+                    self.start_attempt(d)
+            elif step == "review":
+                assert d.policy.review_by is not None
+                self._start_review(d, d.policy.review_by, value)
+            elif step == "settle_completed":
+                self.settle(d, COMPLETED, value=value)
+            elif step == "restart_siblings":
+                self._restart_siblings(d, outcome)
+            else:
+                self._next_step(d, a, outcome, fenced=fenced)
+
+    def _next_step(
+        self, d: Delegation, a: Attempt, outcome: AttemptOutcome, *, fenced: bool
+    ) -> None:
+        """Retry, fall back or settle a delegation whose attempt did not complete."""
+        partial_ok = d.brief.partial_ok if d.brief.partial_ok is not None else d.policy.partial_ok
+        step = decide_next(
+            outcome,
+            d.policy,
+            retries_used=d.retries_used,
+            has_partials=bool(d.partials),
+            partial_ok=partial_ok,
+            side_effects=a.side_effects,
+            visited=d.visited,
+            fenced_writer=fenced and not a.policy.read_only,
+        )
+        if not isinstance(step, Settle):
+            allowed = self._through_circuit(d, step, outcome)
+            if allowed is None:
+                return  # the supervisor gave up (scope: supervisor) and settled it
+            step = allowed
+        if isinstance(step, Settle):
+            self.settle(d, step)
+        elif isinstance(step, Retry):
+            d.retries_used += 1
+            delay = backoff_delay(d.policy.retry, step.number, self._rng)
+            if self.durable is not None:
+                self.durable.retry_scheduled(d, a, delay, d.agent)
+            self.emit("retry.scheduled", d, a, backoff_s=round(delay, 6),
+                      next_attempt_id=f"{d.id}-a{d.attempt_count + 1}",
+                      follow_up=step.follow_up)
+            d.state = "backoff"
+            if delay <= 0:
+                self.on_backoff_over(BackoffOver(d.id))
+            else:
+                d.backoff_timer = self.timers.after(delay, BackoffOver(d.id))
+        elif isinstance(step, Fallback):
+            self.emit("fallback.dispatched", d, a, **{"from": d.agent, "to": step.agent})
+            if self.durable is not None:
+                self.durable.retry_scheduled(d, a, 0.0, step.agent)
+            d.agent = step.agent
+            d.policy = self.registry.policy(step.agent)
+            d.visited.append(step.agent)
+            d.retries_used = 0
+            self.start_attempt(d)
+
+    def on_backoff_over(self, msg: BackoffOver) -> None:
+        d = self.tree.get(msg.delegation_id)
+        if d is None or d.state != "backoff":
+            return
+        d.backoff_timer = None
+        d.state = "running"
+        self.start_attempt(d)
+
+    # -- restarts under supervision: intensity, groups, reviews -------------------------
+
+    def _admit_restart(self, d: Delegation) -> RestartVerdict:
+        """Ask the restart governor; a verdict that trips the limit is said in the journal."""
+        intensity = self.registry.routing.supervisor.intensity
+        verdict = self.restarts.admit(d.agent, d.parent_id, self.clock.now(), intensity)
+        if verdict.tripped:
+            self.events.emit("supervisor.intensity_exceeded",
+                             delegation_id=d.parent_id if verdict.give_up else d.id,
+                             agent=d.agent, scope=intensity.scope,
+                             restarts=verdict.restarts, within_s=intensity.within_s)
+        return verdict
+
+    def _through_circuit(
+        self, d: Delegation, step: Retry | Fallback, outcome: AttemptOutcome
+    ) -> NextStep | None:
+        """The restart `step` if intensity allows it, else what follows instead (None: the
+        supervisor gave up and settled `d`)."""
+        if isinstance(step, Fallback) and self.registry.routing.supervisor.intensity.scope \
+                == "agent":
+            return step  # a fallback to another agent is always allowed by its circuit
+        verdict = self._admit_restart(d)
+        if verdict.allowed:
+            return step
+        assert verdict.reason is not None
+        if verdict.give_up:
+            self._give_up(d, Settle(Status.failed, reason=verdict.reason))
+            return None
+        assert isinstance(step, Retry)
+        return when_circuit_open(step, outcome, d.policy, d.visited, verdict.reason)
+
+    def _group_restart(self, d: Delegation) -> bool:
+        """Whether a group restart of `d` may start (it counts like any restart); refused,
+        `d` settles `failed` with the reason."""
+        verdict = self._admit_restart(d)
+        if verdict.allowed:
+            return True
+        give_up = Settle(Status.failed, reason=verdict.reason)
+        if verdict.give_up:
+            self._give_up(d, give_up)
+        else:
+            self.settle(d, give_up)
+        return False
+
+    def _give_up(self, d: Delegation, give_up: Settle) -> None:
+        """Scope supervisor, in a storm: `d` and every open sibling settle with `give_up`."""
+        self.settle(d, give_up)
+        for other in list(self.tree.delegations.values()):
+            if other.parent_id == d.parent_id and other.state != "settled":
+                other.forced = give_up
+                if other.current is not None:
+                    self.request_stop(other, other.current, AttemptOutcome.cancelled)
+                else:
+                    self.settle(other, give_up)
+
+    def _restart_siblings(self, d: Delegation, outcome: AttemptOutcome) -> None:
+        """one_for_all / rest_for_one: stop the siblings still running, then restart them."""
+        group = d.group
+        assert group is not None
+        open_ = self.tree.delegations
+        running = {m for m in group.members if m in open_ and open_[m].current is not None}
+        for sibling_id in siblings_to_restart(group.strategy, group.members, d.id, running):
+            sibling = open_[sibling_id]
+            assert sibling.current is not None
+            sibling.restart_pending = (
+                f"{group.strategy}: sibling {d.id} failed ({outcome.value})"
+            )
+            self.request_stop(sibling, sibling.current, AttemptOutcome.cancelled)
+
+    def _start_review(self, d: Delegation, reviewer: str, value: Any) -> None:
+        """A task's second stage: the reviewer gets the performer's summary."""
+        d.performed = value
+        brief = review_brief(reviewer, delegation_id=d.id, scope=d.brief.scope,
+                             performer=d.agent, value=value, partials=d.partials)
+        future = DelegationFuture()
+        tell, delegation_id = self.tell, d.id
+        future.add_callback(lambda summary: tell(ReviewDone(delegation_id, summary)))
+        self.dispatch_nested(d, brief, future)
+
+    def on_review_done(self, msg: ReviewDone) -> None:
+        d = self.tree.get(msg.delegation_id)
+        if d is None:
+            return
+        d.review = msg.review
+        approved, why = review_verdict(msg.review)
+        if approved:
+            self.settle(d, COMPLETED, value=d.performed)
+        else:
+            self.settle(d, Settle(Status.blocked, reason=why), value=d.performed)
+
+    # -- cancellation and settlement ----------------------------------------------------
+
+    def on_cancel(self, msg: Cancel) -> None:
+        d = self.tree.get(msg.delegation_id)
+        if d is not None:  # unknown or already settled: a no-op
+            self.cancel(d, msg.reason or "cancelled by its owner")
+
+    def on_owner_message(self, msg: OwnerMessage) -> bool:
+        """The owner's message: to the running child, or kept for the next attempt."""
+        d = self.tree.get(msg.delegation_id)
+        if d is None:
+            return False
+        self._mail.post(d.id, d.current.child if d.current else None, msg.mail)
+        return True
+
+    def cancel(self, d: Delegation, reason: str) -> None:
+        if d.cancel_requested or d.state == "settled":
+            return
+        d.cancel_requested = True
+        d.cancel_reason = reason
+        self.emit("delegation.cancel_requested", d, d.current, reason=reason)
+        self._cancel_children(d, f"its parent {d.id} was cancelled")
+        if d.current is not None:
+            self.request_stop(d, d.current, AttemptOutcome.cancelled)
+        else:
+            self.settle(d, Settle(Status.cancelled, reason=reason))
+
+    def _cancel_children(self, d: Delegation, reason: str) -> None:
+        """Cancel whatever `d` delegated that is still open."""
+        for child in self.tree.open_children(d):
+            self.cancel(child, reason)
+
+    def settle(self, d: Delegation, step: Settle, *, value: Any = None) -> None:
+        """The single, final decision of a delegation."""
+        if d.state == "settled":
+            return
+        if d.backoff_timer is not None:
+            d.backoff_timer.cancel()
+        self.tree.remove(d)
+        if value is None:
+            value = d.lost_output
+        try:
+            summary = build_summary(d, step, value, self.clock.now())
+        except Exception as exc:  # noqa: BLE001 - a delegation settles exactly once, whatever
+            summary = Summary(
+                id=d.id, agent=d.agent, scope=d.brief.scope,
+                status=Status.cancelled if d.cancel_requested else step.status,
+                attempts=list(d.attempts), usage=d.usage,
+                error=f"its summary could not be built: {type(exc).__name__}: {exc}",
+            )
+        self.restarts.forget(d.id)  # its children's restart window goes with it
+        self._mail.drop(d.id)
+        if self.durable is not None:
+            self.durable.settled(d, summary)  # committed before the handle resolves
+        if self.events.enabled:  # its fields are built only for someone who listens
+            self.emit("delegation.settled", d, None, status=summary.status.value,
+                      duration_s=summary.duration_s, attempts=len(d.attempts),
+                      timeout_kind=summary.timeout_kind,
+                      error=(summary.error or "").split("\n")[0] or None,
+                      usage=summary.usage.model_dump())
+        d.settled.set(summary)
+        self._cancel_children(d, f"its parent {d.id} settled")
+        self._fill_slots()
+
+    def _fill_slots(self) -> None:
+        if not self.accepting:
+            return
+        limit = self.registry.routing.supervisor.max_concurrent
+        while (d := self.tree.next_queued(limit)) is not None:
+            self._begin(d)
+
+    # -- the stop of Zeus ---------------------------------------------------------------
+
+    def on_stop_all(self, msg: StopAll) -> list[DelegationFuture]:
+        """Accept nothing more and cancel everything open; the futures to wait for."""
+        self.accepting = False
+        pending = [d.settled for d in self.tree.delegations.values()]
+        for d in list(self.tree.delegations.values()):
+            self.cancel(d, msg.reason)
+        return pending
+
+    def on_force_settle(self, msg: ForceSettle) -> None:
+        """Settle what is still open after the stop wait: kill processes, fence threads."""
+        for d in list(self.tree.delegations.values()):
+            a = d.current
+            if a is not None and a.child is not None:
+                if a.child.killable:
+                    a.child.kill()  # its `Finished` will arrive late and be dropped
+                else:
+                    self.tree.fenced[a.id] = d
+                self.end_attempt(d, a, None, fenced=not a.child.killable)
+            if d.state != "settled":
+                self.settle(d, Settle(Status.cancelled, reason=msg.reason))
+
+
+def _timeout_s(d: Delegation) -> float:
+    """The current attempt's timeout: the brief's for the agent it named, else the policy's."""
+    if d.brief.timeout_s is not None and d.agent == d.brief.agent:
+        return d.brief.timeout_s
+    return d.policy.timeout_s
+
+
+def _effective(policy: AgentPolicy, brief: Brief) -> dict[str, Any]:
+    """The policy a delegation runs under: the agent's, with the brief's overrides applied."""
+    overrides = {
+        key: value
+        for key, value in (("timeout_s", brief.timeout_s), ("partial_ok", brief.partial_ok))
+        if value is not None
+    }
+    effective = policy.model_copy(update=overrides) if overrides else policy
+    return effective.model_dump(mode="json", exclude={"metadata"}, by_alias=True)

@@ -1,0 +1,206 @@
+"""Recovery of a store a dead Zeus left: what to do with each open delegation, and the
+replay of an orchestrator's `ctx.delegate` calls. Pure; tested by tables.
+
+`recover` decides one open delegation, first that applies wins:
+1. an open attempt whose child is not confirmed gone: wait (nothing may overlap it);
+2. every open attempt ends `lost` (their children are gone), then:
+3. the delegation's deadline passed while no Zeus ran: it settles timed out (partial
+   when partial results are OK and it has some);
+4. its spend is over its budget: it settles budget_exceeded;
+5. nothing was lost: a scheduled retry or fallback is resumed; a delegation with no
+   attempt starts its first; one whose last attempt ended decides as after it;
+6. a lost attempt of a stateful performer, or of a writer (neither `read_only` nor
+   `idempotent`): it settles blocked, saying why;
+7. otherwise it is retried per its policy (`lost` counts as an attempt's outcome).
+
+`Replay` matches an orchestrator's calls after a restart to its stored
+sub-delegations: the k-th call gets the k-th stored one when the brief is the same;
+the first that differs ends the matching, and the stored ones left are cancelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from actors import AttemptOutcome, Brief, Status, Usage
+from supervisor.routing import AgentPolicy
+from supervisor.rules.budget import budget_overrun
+from supervisor.rules.settle import Fallback, Retry, Settle, decide_next
+
+__all__ = [
+    "BLOCKED_REASON",
+    "NOT_ASKED_AGAIN",
+    "STATEFUL_REASON",
+    "AttemptFacts",
+    "Plan",
+    "Replay",
+    "ReplayAnswer",
+    "Resume",
+    "Start",
+    "Wait",
+    "brief_differences",
+    "recover",
+]
+
+BLOCKED_REASON = (
+    "its outcome is unknown: its supervisor stopped while it ran, and its child is "
+    "confirmed stopped; check its changes and dispatch it again"
+)
+STATEFUL_REASON = (
+    "a stateful performer whose supervisor stopped while it ran cannot be replaced; "
+    "its child is confirmed stopped: check its changes and dispatch it again"
+)
+NOT_ASKED_AGAIN = "not asked again after the restart"
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptFacts:
+    """One stored attempt: `open` it had not ended; `gone` its child is confirmed gone."""
+
+    id: str
+    open: bool
+    gone: bool = True
+    outcome: AttemptOutcome | None = None  # how it ended, when it did
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Children not yet confirmed gone: decide again once they are."""
+
+    attempts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Start the retry or fallback that was scheduled before the crash, when it is due."""
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Recorded, never started: start its first attempt."""
+
+
+Step = Wait | Resume | Start | Settle | Retry | Fallback
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The attempts to end `lost` (in order), then the step."""
+
+    lost: tuple[str, ...]
+    step: Step
+
+
+def recover(
+    attempts: Sequence[AttemptFacts],
+    policy: AgentPolicy,
+    *,
+    deadline: float | None,
+    now: float,
+    spent: Usage,
+    has_partials: bool,
+    partial_ok: bool,
+    retries_used: int,
+    visited: Sequence[str],
+    retry_pending: bool,
+) -> Plan:
+    """What to do with one open delegation a dead Zeus left (the order is the module's).
+
+    `deadline` and `now` are wall-clock times; `spent` is what its attempts charged;
+    `retries_used` the retries already made on its current agent (a lost attempt not
+    counted); `retry_pending` a retry or fallback was scheduled after its last attempt.
+    """
+    waiting = tuple(a.id for a in attempts if a.open and not a.gone)
+    if waiting:
+        return Plan((), Wait(waiting))
+    lost = tuple(a.id for a in attempts if a.open)
+    writer = not (policy.read_only or policy.idempotent)
+    if deadline is not None and now >= deadline:
+        reason = "the deadline passed while no supervisor ran"
+        if lost and writer:
+            reason += "; the last attempt's outcome is unknown: check its changes"
+        status = Status.partial if partial_ok and has_partials else Status.timed_out
+        return Plan(lost, Settle(status, "deadline", reason))
+    overrun = budget_overrun(spent, policy.budget)
+    if overrun is not None:
+        return Plan(lost, Settle(Status.budget_exceeded, None, f"spent before the restart: "
+                                                                f"{overrun}"))
+    if not lost:
+        if retry_pending:
+            return Plan((), Resume())
+        if not attempts:
+            return Plan((), Start())
+        last = attempts[-1].outcome or AttemptOutcome.crash
+        if last is AttemptOutcome.completed:
+            return Plan((), Settle(Status.failed, None, "its last attempt completed but its "
+                                   "result was not stored before the supervisor stopped"))
+        return Plan((), _next(last, policy, retries_used, has_partials, partial_ok, visited))
+    if policy.stateful:
+        return Plan(lost, Settle(Status.blocked, None, STATEFUL_REASON))
+    if writer:
+        return Plan(lost, Settle(Status.blocked, None, BLOCKED_REASON))
+    return Plan(lost, _next(AttemptOutcome.lost, policy, retries_used, has_partials,
+                            partial_ok, visited))
+
+
+def _next(outcome: AttemptOutcome, policy: AgentPolicy, retries_used: int, has_partials: bool,
+          partial_ok: bool, visited: Sequence[str]) -> Settle | Retry | Fallback:
+    return decide_next(outcome, policy, retries_used=retries_used, has_partials=has_partials,
+                       partial_ok=partial_ok, side_effects=False, visited=visited,
+                       fenced_writer=False)
+
+
+def brief_differences(a: Brief, b: Brief) -> tuple[str, ...]:
+    """The fields in which two briefs differ, in the brief's field order (for KeyConflict)."""
+    return tuple(name for name in Brief.model_fields if getattr(a, name) != getattr(b, name))
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayAnswer:
+    """`reuse`: the stored sub-delegation this call gets (None: start a new one);
+    `cancel`: stored ones no longer reachable, to cancel with `NOT_ASKED_AGAIN`."""
+
+    reuse: str | None
+    cancel: tuple[str, ...] = ()
+
+
+class Replay:
+    """An orchestrator's stored sub-delegations, matched to its calls after a restart.
+
+    Owned by the parent delegation; `ask` runs on Zeus's thread once per
+    `ctx.delegate` call, in call order.
+    """
+
+    __slots__ = ("_matching", "_next", "_stored")
+
+    def __init__(self, stored: Sequence[tuple[str, Brief]]) -> None:
+        self._stored = tuple(stored)  # (id, brief) in the order of the calls that made them
+        self._next = 0
+        self._matching = True
+
+    @property
+    def matching(self) -> bool:
+        return self._matching
+
+    def ask(self, brief: Brief) -> ReplayAnswer:
+        """The answer for the next call, which asks for `brief`."""
+        if not self._matching:
+            return ReplayAnswer(None)
+        if self._next < len(self._stored) and self._stored[self._next][1] == brief:
+            self._next += 1
+            return ReplayAnswer(self._stored[self._next - 1][0])
+        self._matching = False
+        return ReplayAnswer(None, self._rest())
+
+    def finish(self) -> tuple[str, ...]:
+        """The parent's attempt ended: the stored ones it did not ask for again."""
+        if not self._matching:
+            return ()
+        self._matching = False
+        return self._rest()
+
+    def _rest(self) -> tuple[str, ...]:
+        rest = tuple(d_id for d_id, _ in self._stored[self._next:])
+        self._next = len(self._stored)
+        return rest

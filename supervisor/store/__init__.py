@@ -1,0 +1,38 @@
+"""Durable delegations: the store that lets Zeus's promises outlive its process.
+
+`Store` is the interface (base), `SqliteStore` the SQLite file (sqlite), with
+the read-only check of a file (schema), ownership (owner), the readers (reads)
+and the store read as a journal for the CLI (journal). docs/design.md, "The
+store", says what is written when.
+"""
+
+from supervisor.store.base import (
+    CRASH_KINDS,
+    OpenDelegation,
+    Owner,
+    Recovery,
+    Store,
+    StoreCounts,
+    StoredAttempt,
+    StoredDelegation,
+    StoredRetry,
+)
+from supervisor.store.journal import is_sqlite_file, store_events
+from supervisor.store.sqlite import CRASH_ENV, CRASH_EXIT, SqliteStore
+
+__all__ = [
+    "CRASH_ENV",
+    "CRASH_EXIT",
+    "CRASH_KINDS",
+    "OpenDelegation",
+    "Owner",
+    "Recovery",
+    "SqliteStore",
+    "Store",
+    "StoreCounts",
+    "StoredAttempt",
+    "StoredDelegation",
+    "StoredRetry",
+    "is_sqlite_file",
+    "store_events",
+]

@@ -1,0 +1,257 @@
+"""The store's interface (`Store`) and the records its readers return.
+
+A second implementation (Postgres, for several hosts) fills the same abstract
+methods. Every method is called from one thread at a time: Zeus's actor thread
+once Zeus runs (the CLI's main thread when it only reads).
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from actors import AttemptRecord, Brief, Status, Summary, Usage
+
+__all__ = [
+    "CRASH_KINDS",
+    "OpenDelegation",
+    "Owner",
+    "Recovery",
+    "Store",
+    "StoreCounts",
+    "StoredAttempt",
+    "StoredDelegation",
+    "StoredRetry",
+    "WriteKind",
+]
+
+# The kinds of write, in the order one commit applies them (a row is inserted before a
+# later kind updates it). `ZEUS_STORE_CRASH_AFTER` names one of them (sqlite module).
+WriteKind = str
+CRASH_KINDS: tuple[WriteKind, ...] = (
+    "recorded",
+    "attempt_started",
+    "attempt_identity",
+    "charge",
+    "partial",
+    "attempt_ended",
+    "retry_scheduled",
+    "settled",
+)
+
+
+class Recovery(BaseModel):
+    """What a start on a store found and did (`zeus.recovered`).
+
+    `rerun` and `blocked` are delegation ids; `reattached` and `adopted` attempt ids;
+    `settled` how many settled summaries the store holds. Empty on a new store and
+    without one.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rerun: tuple[str, ...] = ()
+    blocked: tuple[str, ...] = ()
+    reattached: tuple[str, ...] = ()
+    adopted: tuple[str, ...] = ()
+    settled: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The Zeus that owns a store: its process, host, since when, and its last heartbeat."""
+
+    pid: int
+    pid_start_time: float | None
+    host: str
+    since: float
+    heartbeat: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAttempt:
+    id: str
+    delegation_id: str
+    number: int
+    agent: str
+    started: float
+    deadline: float | None
+    pid: int | None = None
+    pid_start_time: float | None = None
+    pgid: int | None = None
+    node: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    outcome: str | None = None  # None: open (it had not ended when its Zeus stopped)
+    ended: float | None = None
+    error: str | None = None
+    record: AttemptRecord | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.outcome is None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRetry:
+    """The last retry or fallback scheduled after attempt `after_attempt`."""
+
+    after_attempt: str
+    due: float
+    agent: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDelegation:
+    id: str
+    key: str | None
+    parent_id: str | None
+    ordinal: int | None  # which `ctx.delegate` call of its parent's made it (0-based)
+    agent: str
+    brief: Brief
+    policy: dict[str, Any]  # the effective policy as it was (AgentPolicy's JSON form)
+    deadline: float | None  # wall-clock time
+    created: float
+    status: Status | None = None  # None: open
+    settled_at: float | None = None
+
+    @property
+    def open(self) -> bool:
+        return self.status is None
+
+
+@dataclass(frozen=True, slots=True)
+class OpenDelegation:
+    """An open delegation as recovery needs it: its attempts (in order), spend, partials."""
+
+    delegation: StoredDelegation
+    attempts: tuple[StoredAttempt, ...]
+    spent: Usage
+    partials: tuple[Any, ...]
+    retry: StoredRetry | None  # the last one scheduled, if any
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCounts:
+    open: int
+    settled: int
+    attempts: int
+
+
+class Store(abc.ABC):
+    """Write-ahead storage of delegations, attempts, spend, partials and summaries.
+
+    Writes are buffered and made durable together by `commit()`, once per turn of
+    Zeus's mailbox: a delegation recorded before its first attempt starts, an
+    attempt before its child starts, a summary before its handle resolves (the
+    caller commits, then acts). Readers see what is committed. A failed commit
+    raises `StoreError` and keeps the turn's writes buffered (the next commit tries
+    them again); `writable` is False until one succeeds.
+    """
+
+    path: str
+
+    @property
+    @abc.abstractmethod
+    def writable(self) -> bool:
+        """False after a commit failed, until one succeeds: refuse new work meanwhile."""
+
+    @property
+    @abc.abstractmethod
+    def owner(self) -> Owner:
+        """This Zeus, as the store names it."""
+
+    # -- writes (buffered; durable at the next commit) ---------------------------------
+    @abc.abstractmethod
+    def record_delegation(
+        self, delegation_id: str, *, key: str | None, parent_id: str | None,
+        ordinal: int | None, agent: str, brief: Brief, policy: BaseModel | dict[str, Any],
+        deadline: float | None, created: float,
+    ) -> None: ...
+
+    @abc.abstractmethod
+    def attempt_started(
+        self, attempt_id: str, *, delegation_id: str, number: int, agent: str,
+        started: float, deadline: float | None,
+    ) -> None: ...
+
+    @abc.abstractmethod
+    def attempt_identity(
+        self, attempt_id: str, *, pid: int | None, pid_start_time: float | None,
+        pgid: int | None, node: str | None,
+    ) -> None: ...
+
+    @abc.abstractmethod
+    def charge(self, delegation_id: str, attempt_id: str, usage: Usage) -> None: ...
+
+    @abc.abstractmethod
+    def partial(self, delegation_id: str, attempt_id: str, item: Any) -> None: ...
+
+    @abc.abstractmethod
+    def attempt_ended(
+        self, attempt_id: str, *, outcome: str, ended: float, error: str | None,
+        record: AttemptRecord,
+    ) -> None: ...
+
+    @abc.abstractmethod
+    def retry_scheduled(
+        self, delegation_id: str, *, after_attempt: str, due: float, agent: str
+    ) -> None: ...
+
+    @abc.abstractmethod
+    def settled(
+        self, delegation_id: str, *, status: Status, summary: Summary, at: float
+    ) -> None: ...
+
+    @abc.abstractmethod
+    def commit(self) -> None:
+        """Make every buffered write durable in one transaction (the turn's end)."""
+
+    # -- readers (what is committed) ------------------------------------------------------
+    @abc.abstractmethod
+    def open_delegations(self) -> list[OpenDelegation]:
+        """Every open delegation, parents before their children, with what recovery needs."""
+
+    @abc.abstractmethod
+    def children(self, parent_id: str) -> list[StoredDelegation]:
+        """The delegations `parent_id` made, in the order of its `ctx.delegate` calls."""
+
+    @abc.abstractmethod
+    def delegation(self, delegation_id: str) -> StoredDelegation | None: ...
+
+    @abc.abstractmethod
+    def by_key(self, key: str) -> StoredDelegation | None: ...
+
+    @abc.abstractmethod
+    def summary(self, delegation_id: str) -> Summary | None:
+        """The settled summary of `delegation_id`, or None (open, or never stored)."""
+
+    @abc.abstractmethod
+    def summary_by_key(self, key: str) -> Summary | None: ...
+
+    @abc.abstractmethod
+    def counts(self) -> StoreCounts: ...
+
+    @abc.abstractmethod
+    def total_spent(self) -> Usage:
+        """Everything every stored attempt charged (the tree's spend across restarts)."""
+
+    @abc.abstractmethod
+    def issued(self) -> dict[str, int]:
+        """For each agent, the highest n of the `<agent>-<n>` ids stored: a Zeus that
+        recovers the store gives out ids after them."""
+
+    # -- life -------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def heartbeat(self) -> None:
+        """Say that the owner is alive (committed at once)."""
+
+    @abc.abstractmethod
+    def prune(self) -> int:
+        """Drop settled delegations older than `keep_days`; how many were dropped."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Commit what is buffered and give up ownership (a later opener need not recover)."""

@@ -1,0 +1,115 @@
+"""A store read as a journal: the events its rows stand for, in the order they were written.
+
+`store_events(path)` opens the store read-only (its owner may be running) and
+yields the same dicts a JSONL journal holds (docs/formats.md), rebuilt from the
+rows: `zeus.started` (the owner), `delegation.dispatched`, `attempt.started`,
+`attempt.spawned` (the child's pid), `attempt.timed_out` / `attempt.stale` /
+`attempt.budget_exceeded` (for an attempt that ended so), `attempt.completed` /
+`attempt.failed`,
+`retry.scheduled`, `delegation.settled`, and `zeus.stopped` when the owner gave
+the store up. Heartbeats and charges are not events here. Called from the
+CLI's main thread (`zeus tree|timeouts|sweep STORE`).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from supervisor.errors import StoreError
+from supervisor.store.schema import inspect, is_sqlite_file, readonly_uri
+
+__all__ = ["is_sqlite_file", "store_events"]
+
+Event = dict[str, Any]
+_STOPPED = {"timeout": "attempt.timed_out", "stale": "attempt.stale",
+            "budget_exceeded": "attempt.budget_exceeded"}
+
+
+def _base(event: str, ts: float, delegation_id: str | None, attempt_id: str | None,
+          parent_id: str | None, agent: str | None, **fields: Any) -> tuple[float, Event]:
+    return ts, {"ts": ts, "event": event, "delegation_id": delegation_id,
+                "attempt_id": attempt_id, "parent_id": parent_id, "agent": agent, **fields}
+
+
+def store_events(path: str | Path) -> Iterator[Event]:
+    """The store's events in write order. `StoreError` when it is not a Zeus store."""
+    if inspect(path) is None:
+        raise StoreError(f"{path}: no store there (no file, or an empty one)")
+    con = sqlite3.connect(readonly_uri(path), uri=True)
+    try:
+        yield from _events(con)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot read the store: {exc}") from None
+    finally:
+        con.close()
+
+
+def _events(con: sqlite3.Connection) -> Iterator[Event]:
+    owner = con.execute("SELECT pid, since, released FROM owner").fetchone()
+    first = con.execute("SELECT min(created) FROM delegations").fetchone()[0]
+    known = [x for x in (owner[1] if owner else None, first) if x is not None]
+    started = min(known) if known else 0.0
+    yield {"ts": started, "event": "zeus.started", "delegation_id": None, "attempt_id": None,
+           "parent_id": None, "agent": None, "pid": owner[0] if owner else None,
+           "routing": None, "store": True}
+    depth: dict[str, int] = {}
+    parents: dict[str, str | None] = {}
+    rows: list[tuple[int, tuple[float, Event]]] = []
+    ends: dict[str, float] = {}
+    for (d_id, parent, agent, brief, policy, created, seq, status, summary,
+         settled, settled_seq) in con.execute(
+            "SELECT d.id, d.parent_id, d.agent, d.brief, p.policy, d.created, d.seq, d.status,"
+            " d.summary, d.settled, d.settled_seq FROM delegations d LEFT JOIN policies p"
+            " ON p.id = d.policy ORDER BY d.seq"):
+        depth[d_id] = depth.get(parent, 0) + 1 if parent else 1
+        parents[d_id] = parent
+        b, p = json.loads(brief), json.loads(policy) if policy else {}
+        rows.append((seq, _base("delegation.dispatched", created, d_id, None, parent, agent,
+                                scope=b.get("scope"), depth=depth[d_id], policy=p,
+                                timeout_s=b.get("timeout_s") or p.get("timeout_s"))))
+        if status is not None:
+            s = json.loads(summary)
+            rows.append((settled_seq, _base(
+                "delegation.settled", settled, d_id, None, parent, agent, status=status,
+                duration_s=s.get("duration_s"), attempts=len(s.get("attempts", ())),
+                timeout_kind=s.get("timeout_kind"),
+                error=(s.get("error") or "").split("\n")[0] or None, usage=s.get("usage"))))
+    for (a_id, d_id, number, agent, start, deadline, seq, pid, pid_start, node, identity_seq,
+         outcome, ended, error, record, end_seq) in con.execute(
+            "SELECT id, delegation_id, number, agent, started, deadline, seq, pid,"
+            " pid_start_time, node, identity_seq, outcome, ended, error, record, end_seq"
+            " FROM attempts"):
+        parent = parents.get(d_id)
+        rows.append((seq, _base("attempt.started", start, d_id, a_id, parent, agent,
+                                attempt=number, pid=None, pid_start_time=None, node=None,
+                                deadline_s=None if deadline is None else deadline - start)))
+        if identity_seq is not None:
+            rows.append((identity_seq, _base("attempt.spawned", start, d_id, a_id, parent,
+                                             agent, pid=pid, pid_start_time=pid_start,
+                                             node=node)))
+        if outcome is not None:
+            ends[a_id] = ended
+            r = json.loads(record) if record else {}
+            name = "attempt.completed" if outcome == "completed" else "attempt.failed"
+            extra = {} if name == "attempt.completed" else {
+                "outcome": outcome, "error": error, "tool_calls": r.get("tool_calls"),
+                "last_tool": r.get("last_tool")}
+            if outcome in _STOPPED:  # the stop that ended it, as the journal says it first
+                rows.append((end_seq, _base(_STOPPED[outcome], ended, d_id, a_id, parent,
+                                            agent, elapsed_s=round(ended - start, 6))))
+            rows.append((end_seq, _base(name, ended, d_id, a_id, parent, agent,
+                                        duration_s=r.get("duration_s", ended - start), **extra)))
+    for d_id, after, due, agent, seq in con.execute(
+            "SELECT delegation_id, after_attempt, due, agent, seq FROM retries"):
+        at = ends.get(after, due)
+        rows.append((seq, _base("retry.scheduled", at, d_id, after, parents.get(d_id), agent,
+                                backoff_s=round(max(0.0, due - at), 6), next_agent=agent)))
+    rows.sort(key=lambda r: r[0])
+    yield from (event for _, (_, event) in rows)
+    if owner is not None and owner[2] is not None:
+        yield {"ts": owner[2], "event": "zeus.stopped", "delegation_id": None,
+               "attempt_id": None, "parent_id": None, "agent": None}

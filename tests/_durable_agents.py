@@ -1,0 +1,75 @@
+"""Agents for the crash tests (`tests/test_durable.py`), run in threads or processes of a
+host the test kills. Each counts its runs in files under `brief.inputs["dir"]`:
+
+- `<name>.runs`: one line per run, `pid overlap` (overlap 1 when a process of an
+  earlier run of the same name was still alive as this one started);
+- `<name>.started`: written once the run has charged, so the test knows it is under way;
+- it then holds (checking for cancellation) until `release` exists in the folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from actors import Brief, Context
+from actors.osproc import process_running, process_start_time
+
+
+def _mark_run(folder: Path, name: str) -> None:
+    runs = folder / f"{name}.runs"
+    earlier = runs.read_text().split("\n") if runs.exists() else []
+    overlap = any(
+        process_running(int(pid), float(start)) for pid, start, *_ in
+        (line.split() for line in earlier if line.strip()) if int(pid) != os.getpid()
+    )
+    with runs.open("a") as f:
+        f.write(f"{os.getpid()} {process_start_time(os.getpid())} {int(overlap)}\n")
+
+
+def held(brief: Brief, ctx: Context) -> Any:
+    """Charges `calls` (default 1), reports a partial result, then holds until released."""
+    inputs = brief.inputs or {}
+    folder, name = Path(inputs["dir"]), inputs["name"]
+    _mark_run(folder, name)
+    for _ in range(int(inputs.get("calls", 1))):
+        ctx.charge(calls=1, cost=0.01)
+    ctx.partial(f"{name} under way")
+    (folder / f"{name}.started").write_text("")
+    while not (folder / "release").exists():
+        ctx.sleep(0.02)
+    return f"{name} done"
+
+
+def orchestrate(brief: Brief, ctx: Context) -> Any:
+    """Delegates `first` (which completes) then `second` (which holds), in that order."""
+    inputs = brief.inputs or {}
+    folder = inputs["dir"]
+    _mark_run(Path(folder), inputs["name"])
+    first = ctx.delegate(Brief(agent="quick", scope="first", inputs={"dir": folder,
+                                                                     "name": "first"}))
+    second = ctx.delegate(Brief(agent="slow", scope="second",
+                                inputs={"dir": folder, "name": "second"}))
+    return [first.status.value, second.status.value, first.output, second.output]
+
+
+def quick(brief: Brief, ctx: Context) -> Any:
+    inputs = brief.inputs or {}
+    _mark_run(Path(inputs["dir"]), inputs["name"])
+    ctx.charge(calls=1, cost=0.01)
+    return f"{inputs['name']} done"
+
+
+def flaky(brief: Brief, ctx: Context) -> Any:
+    """Charges and reports a partial result; its first run fails as transient."""
+    from actors import TransientError
+
+    inputs = brief.inputs or {}
+    folder, name = Path(inputs["dir"]), inputs["name"]
+    _mark_run(folder, name)
+    ctx.charge(calls=1, cost=0.01)
+    ctx.partial(f"{name} under way")
+    if ctx.attempt == 1:
+        raise TransientError("the first attempt fails, so that a retry is scheduled")
+    return f"{name} done"

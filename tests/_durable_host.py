@@ -1,0 +1,33 @@
+"""A host process for the crash tests: `python -m tests._durable_host STORE PLAN.json`.
+
+The plan names the routing (agents as `tests._durable_agents` entrypoints) and the
+briefs, each with its key. The host dispatches them on the store, prints one JSON line
+`{"recovered": ...}` once Zeus has started, then waits for every summary and prints
+one JSON line per summary. A test SIGKILLs it, or lets it finish.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from supervisor import Brief, Routing, Zeus
+
+
+def main() -> None:
+    store, plan_path = sys.argv[1], sys.argv[2]
+    with open(plan_path, encoding="utf-8") as f:
+        plan = json.load(f)
+    routing = Routing.from_dict({"version": 1, "agents": plan["agents"],
+                                 "supervisor": plan.get("supervisor", {})})
+    with Zeus.start(routing, store=store, log=plan.get("log")) as zeus:
+        print(json.dumps({"recovered": zeus.recovered.model_dump(mode="json")}), flush=True)
+        handles = [zeus.dispatch(Brief.model_validate(b["brief"]), key=b["key"])
+                   for b in plan["briefs"]]
+        for handle in handles:
+            summary = handle.result()
+            print(json.dumps({"summary": summary.model_dump(mode="json")}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

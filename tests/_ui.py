@@ -1,0 +1,134 @@
+"""Helpers the `zeus ui` tests share: a demo run's journal, a journal cut before some
+lines, and `zeus ui` served by a real process on a free local port."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from supervisor.cli.main import main
+
+WAIT_S = 20.0  # a safety bound on waits, never the thing asserted
+UI_SKIP = "the ui extra is not installed (pip install 'zeus-supervisor[ui]')"
+
+
+def needs_ui_extra() -> None:
+    for name in ("starlette", "uvicorn", "sse_starlette", "httpx"):
+        pytest.importorskip(name, reason=UI_SKIP)
+
+
+def run_demo(log: Path) -> Path:
+    """The demo, run for real, its journal at `log`.
+
+    Its own test asserts that every scenario settles as designed; these tests need a
+    journal of that shape, so a run that a loaded machine pushed off it is made again once.
+    """
+    for _ in range(2):
+        log.unlink(missing_ok=True)
+        code = main(["demo", "--log", str(log)])
+        if code == 0:
+            return log
+    raise AssertionError(f"the demo did not settle as designed twice (exit {code})")
+
+
+def lines_of(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+def withhold_settlement(full: Path, out: Path, delegation_id: str) -> list[str]:
+    """Write `full` to `out` up to `delegation_id`'s settlement; return the lines held back."""
+    lines = lines_of(full)
+    settles = [
+        n for n, line in enumerate(lines)
+        if (e := json.loads(line))["event"] == "delegation.settled"
+        and e["delegation_id"] == delegation_id
+    ]
+    assert settles, f"{full} never settles {delegation_id}"
+    n = settles[0]
+    out.write_text("".join(lines[:n]), encoding="utf-8")
+    out.chmod(0o600)
+    return lines[n:]
+
+
+def append(path: Path, lines: list[str]) -> None:
+    with path.open("a", encoding="utf-8") as stream:
+        stream.write("".join(lines))
+
+
+class Served:
+    """`zeus ui` running in its own process; `url` is the page's address (token included)."""
+
+    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
+        self.process = process
+        self.url = url
+        self.base = url.split("?", 1)[0].rstrip("/")
+
+
+@contextmanager
+def serving(source: Path, *args: str) -> Iterator[Served]:
+    """`zeus ui SOURCE --port 0 ARGS` until the block ends (then stopped and reaped)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "supervisor.cli", "ui", str(source), "--port", "0", *args],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
+    assert process.stdout is not None and process.stderr is not None
+    try:
+        ready, _, _ = select.select([process.stdout], [], [], WAIT_S)
+        line = process.stdout.readline() if ready else ""
+        assert line.startswith("zeus ui: http://127.0.0.1:"), (
+            f"no address from zeus ui: {line!r} {process.stderr.read() if not ready else ''}"
+        )
+        yield Served(process, line.split()[2])
+    finally:
+        process.terminate()
+        process.wait(WAIT_S)
+        process.stdout.close()
+        process.stderr.close()
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+CHROMIUM_FLAGS = (
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+)
+
+
+def chromium_missing() -> str | None:
+    """Why the browser tests cannot run here, or None when they can."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[test]')"
+    for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
+        if not path.exists():
+            return f"no {path}: apt-get install {package} (.ci/run installs it)"
+    return None
+
+
+@contextmanager
+def chromium(profile: Path, width: int = 1400, height: int = 1000) -> Iterator[Any]:
+    """A headless Chromium driven by selenium through the system's chromedriver (never one
+    downloaded), on a fresh profile at `profile`."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()

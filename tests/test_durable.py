@@ -1,0 +1,331 @@
+"""Durable delegations across a real host crash: a host process is SIGKILLed mid-run
+and started again on the same store (docs/design.md, "The store")."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.osproc import process_running
+from supervisor import Brief, Status, StoreBusy, Zeus
+
+pytestmark = [pytest.mark.process, pytest.mark.realtime]
+
+ROOT = Path(__file__).resolve().parent.parent
+WAIT_S = 30.0  # a safety bound on waits, never the thing asserted
+HELD = "tests._durable_agents:held"
+
+
+def agent(entrypoint: str = HELD, **policy: Any) -> dict[str, Any]:
+    return {"entrypoint": entrypoint, "timeout_s": 60, **policy}
+
+
+def brief(agent_name: str, folder: Path, name: str, **inputs: Any) -> dict[str, Any]:
+    return {"key": name, "brief": {"agent": agent_name, "scope": name,
+                                   "inputs": {"dir": str(folder), "name": name, **inputs}}}
+
+
+class Host:
+    """A host process on `store` running `plan`; killed or waited for by the test."""
+
+    def __init__(self, tmp: Path, store: Path, plan: dict[str, Any],
+                 env: dict[str, str] | None = None) -> None:
+        plan_path = tmp / f"plan-{time.monotonic_ns()}.json"
+        plan_path.write_text(json.dumps(plan))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests._durable_host", str(store), str(plan_path)],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.communicate(timeout=WAIT_S)  # reaped, its pipes drained and closed
+
+    def results(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """What the host printed once it finished: its recovery, and each summary by key
+        (the scope: every brief here has its name as its scope)."""
+        out, err = self.proc.communicate(timeout=WAIT_S * 2)
+        assert self.proc.returncode == 0, err
+        lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        summaries = {s["summary"]["scope"]: s["summary"] for s in lines if "summary" in s}
+        return lines[0]["recovered"], summaries
+
+
+def wait_for(path: Path, host: Host | None = None) -> None:
+    """Until `path` exists (the agent got there); fails fast if the host died first."""
+    deadline = time.monotonic() + WAIT_S
+    while not path.exists():
+        if host is not None and host.proc.poll() is not None:
+            pytest.fail(f"the host exited first: {host.proc.communicate()[1]}")
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.01)
+
+
+def wait_charged(store: Path, calls: int, host: Host) -> None:
+    """Until the store holds `calls` charged calls: Zeus had them and committed them."""
+    deadline = time.monotonic() + WAIT_S
+    while stored_calls(store) < calls:
+        if host.proc.poll() is not None:
+            pytest.fail(f"the host exited first: {host.proc.communicate()[1]}")
+        assert time.monotonic() < deadline, f"the store never held {calls} calls"
+        time.sleep(0.01)
+
+
+def stored_calls(store: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
+            (calls,) = con.execute("SELECT coalesce(sum(calls), 0) FROM attempts").fetchone()
+    except sqlite3.Error:
+        return 0  # not created yet
+    return int(calls)
+
+
+def runs(folder: Path, name: str) -> list[tuple[int, float, bool]]:
+    path = folder / f"{name}.runs"
+    if not path.exists():
+        return []
+    return [(int(p), float(s), o == "1") for p, s, o in
+            (line.split() for line in path.read_text().splitlines() if line.strip())]
+
+
+def outcomes(summary: dict[str, Any]) -> list[str]:
+    return [a["outcome"] for a in summary["attempts"]]
+
+
+def test_after_a_host_crash_readers_rerun_writers_settle_blocked_and_spend_carries_over(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    plan = {
+        "agents": {
+            "reader": agent(read_only=True, isolation="thread", retry={"max_retries": 1}),
+            "preader": agent(read_only=True, isolation="process", retry={"max_retries": 1}),
+            "writer": agent(isolation="process", retry={"max_retries": 3}),
+        },
+        "briefs": [brief("reader", tmp_path, "reader"), brief("preader", tmp_path, "preader"),
+                   brief("writer", tmp_path, "writer")],
+    }
+    first = Host(tmp_path, store, plan)
+    for name in ("reader", "preader", "writer"):
+        wait_for(tmp_path / f"{name}.started", first)
+    wait_charged(store, 3, first)
+    first.kill()
+    (tmp_path / "release").write_text("")
+    recovered, summaries = Host(tmp_path, store, plan).results()
+
+    assert sorted(recovered["rerun"]) == ["preader-1", "reader-1"]
+    assert recovered["blocked"] == ["writer-1"]
+    for name in ("reader", "preader"):
+        assert summaries[name]["status"] == "completed"
+        assert outcomes(summaries[name]) == ["lost", "completed"]
+        assert summaries[name]["usage"]["calls"] == 2  # one before the crash, one after
+        assert [overlap for _, _, overlap in runs(tmp_path, name)] == [False, False]
+    writer = summaries["writer"]
+    assert writer["status"] == "blocked"
+    assert outcomes(writer) == ["lost"]
+    assert "confirmed" in writer["error"] and "check its changes" in writer["error"]
+    assert len(runs(tmp_path, "writer")) == 1  # never a second writer
+    assert writer["usage"]["calls"] == 1
+    for name in ("preader", "writer"):  # the first host's process children are gone
+        pid, start, _ = runs(tmp_path, name)[0]
+        assert process_running(pid, start) is False
+
+
+def test_a_summary_settled_before_the_crash_is_served_again_without_a_second_run(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    (tmp_path / "release").write_text("")  # the first one completes at once
+    plan = {"agents": {"quick": agent("tests._durable_agents:quick", isolation="process"),
+                       "w": agent(isolation="process")},
+            "briefs": [brief("quick", tmp_path, "once")]}
+    _, before = Host(tmp_path, store, plan).results()
+    (tmp_path / "release").unlink()
+    plan["briefs"].append(brief("w", tmp_path, "held"))
+    crashing = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "held.started", crashing)
+    crashing.kill()
+    (tmp_path / "release").write_text("")
+    recovered, after = Host(tmp_path, store, plan).results()
+
+    assert after["once"] == before["once"]  # the same summary, served from the store
+    assert len(runs(tmp_path, "once")) == 1
+    assert recovered["settled"] >= 1
+
+
+def test_a_nested_orchestrator_replays_its_settled_sub_delegations_and_awaits_the_open_one(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    log = tmp_path / "events.jsonl"
+    plan = {
+        "agents": {
+            "boss": agent("tests._durable_agents:orchestrate", kind="orchestrator",
+                          idempotent=True, isolation="thread", retry={"max_retries": 1}),
+            "quick": agent("tests._durable_agents:quick", read_only=True),
+            "slow": agent(read_only=True, retry={"max_retries": 1}),
+        },
+        "briefs": [brief("boss", tmp_path, "boss")],
+    }
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "second.started", first)
+    wait_charged(store, 2, first)
+    first.kill()
+    (tmp_path / "release").write_text("")
+    _, summaries = Host(tmp_path, store, {**plan, "log": str(log)}).results()
+
+    boss = summaries["boss"]
+    assert boss["status"] == "completed"
+    assert boss["output"] == ["completed", "completed", "first done", "second done"]
+    assert len(runs(tmp_path, "boss")) == 2
+    assert len(runs(tmp_path, "first")) == 1  # replayed from the store, never run again
+    assert len(runs(tmp_path, "second")) == 2  # lost with the host, run again once
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    replayed = [e for e in events if e["event"] == "delegation.replayed"]
+    assert [e["delegation_id"] for e in replayed] == ["quick-1", "slow-1"]
+    # the spend of both sub-delegations counts against the orchestrator
+    assert boss["usage"]["calls"] >= 3
+
+
+def test_spend_before_the_crash_counts_so_the_budget_stops_the_rerun(tmp_path: Path) -> None:
+    store = tmp_path / "zeus.db"
+    plan = {"agents": {"r": agent(read_only=True, retry={"max_retries": 2},
+                                  budget={"max_calls": 3})},
+            "briefs": [brief("r", tmp_path, "spender", calls=2)]}
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "spender.started", first)
+    wait_charged(store, 2, first)
+    first.kill()
+    (tmp_path / "release").write_text("")
+    _, summaries = Host(tmp_path, store, plan).results()
+
+    spender = summaries["spender"]
+    assert spender["status"] == "budget_exceeded"
+    assert spender["usage"]["calls"] > 3  # 2 before the crash, and the rerun's
+    assert len(runs(tmp_path, "spender")) == 2
+
+
+def test_a_deadline_that_passed_while_the_host_was_down_settles_timed_out(tmp_path: Path) -> None:
+    store = tmp_path / "zeus.db"
+    plan = {"agents": {"r": agent(read_only=True, timeout_s=1.5, retry={"max_retries": 2},
+                                  shutdown={"grace_s": 0.1})},
+            "briefs": [brief("r", tmp_path, "late")]}
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "late.started", first)
+    first.kill()
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
+        (deadline,) = con.execute("SELECT deadline FROM attempts").fetchone()
+    while time.time() <= deadline:  # the host stays down past the attempt's deadline
+        time.sleep(0.05)
+    (tmp_path / "release").write_text("")
+    _, summaries = Host(tmp_path, store, plan).results()
+
+    late = summaries["late"]
+    assert late["status"] == "timed_out"
+    assert "deadline passed while no supervisor ran" in late["error"]
+    assert len(runs(tmp_path, "late")) == 1
+
+
+def test_a_second_live_host_on_the_same_store_is_refused_naming_the_first(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    plan = {"agents": {"r": agent(read_only=True)}, "briefs": [brief("r", tmp_path, "x")]}
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "x.started", first)
+    try:
+        with pytest.raises(StoreBusy) as refused:
+            Zeus.start(store=store)
+        assert refused.value.pid == first.proc.pid
+        assert str(first.proc.pid) in str(refused.value)
+    finally:
+        first.kill()
+
+
+@pytest.mark.parametrize("kind", ["recorded", "attempt_started", "charge", "partial",
+                                  "attempt_ended", "retry_scheduled", "settled"])
+def test_a_host_killed_right_after_each_kind_of_store_write_settles_exactly_once(
+    tmp_path: Path, kind: str
+) -> None:
+    store = tmp_path / "zeus.db"
+    (tmp_path / "release").write_text("")
+    plan = {"agents": {"flaky": agent("tests._durable_agents:flaky", read_only=True,
+                                      retry={"max_retries": 3, "initial_s": 0.05})},
+            "briefs": [brief("flaky", tmp_path, "once")]}
+    crashed = Host(tmp_path, store, plan, env={"ZEUS_STORE_CRASH_AFTER": kind})
+    _, err = crashed.proc.communicate(timeout=WAIT_S)
+    assert crashed.proc.returncode == 86, err
+    _, first = Host(tmp_path, store, plan).results()
+
+    once = first["once"]
+    assert once["status"] == "completed"
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
+        stored = con.execute("SELECT id, status, summary FROM delegations").fetchall()
+    assert [(d, s) for d, s, _ in stored] == [(once["id"], "completed")]  # settled once
+    assert json.loads(stored[0][2]) == once
+    started = runs(tmp_path, "once")
+    assert not any(overlap for _, _, overlap in started)  # no two attempts overlapped
+    assert len(started) <= 3
+    assert once["usage"]["calls"] >= sum(1 for r in once["attempts"] if r["outcome"] in (
+        "transient", "completed"))  # every attempt that charged and ended is paid for
+    assert all(process_running(pid, start) is False for pid, start, _ in started)
+
+
+def test_keys_without_a_store_give_the_same_delegation_and_a_different_brief_conflicts() -> None:
+    from supervisor import KeyConflict
+
+    with Zeus.start(agents={"a": lambda brief, ctx: brief.scope}) as zeus:
+        first = zeus.dispatch(Brief(agent="a", scope="x"), key="k")
+        assert zeus.dispatch(Brief(agent="a", scope="x"), key="k") is first
+        with pytest.raises(KeyConflict) as conflict:
+            zeus.dispatch(Brief(agent="a", scope="y"), key="k")
+        assert conflict.value.fields == ("scope",)
+        assert first.result().status is Status.completed
+
+
+def test_a_store_that_cannot_be_written_refuses_new_work_and_loses_nothing_running(
+    tmp_path: Path,
+) -> None:
+    import contextlib
+    import threading
+
+    from supervisor import StoreError
+    from supervisor.testing import held, store_full, sync
+
+    release = threading.Event()
+    agents = {"waits": lambda brief, ctx: release.wait(WAIT_S) and "waited",
+              "quick": lambda brief, ctx: "x" * 2000}  # each summary needs room
+    with Zeus.start(agents=agents, store=tmp_path / "zeus.db") as zeus:
+        running = zeus.dispatch(Brief(agent="waits", scope="runs on"))
+        sync(zeus)
+        with contextlib.ExitStack() as full:
+            with held(zeus):  # entered and left while Zeus's thread waits
+                full.enter_context(store_full(zeus))
+            refused = None
+            for i in range(500):  # until a commit needs a page the full disk does not have
+                try:
+                    zeus.dispatch(Brief(agent="quick", scope=f"q{i}")).result(WAIT_S)
+                except StoreError as exc:
+                    refused = exc
+                    break
+            assert refused is not None and "cannot be written" in str(refused)
+            assert not running.done()
+            release.set()
+            assert running.result(WAIT_S).output == "waited"  # what ran goes on and settles
+            with held(zeus):
+                full.close()  # room again
+        assert zeus.dispatch(Brief(agent="quick", scope="after")).result(WAIT_S).ok
+    with sqlite3.connect(f"file:{tmp_path / 'zeus.db'}?mode=ro", uri=True) as con:
+        (status,) = con.execute("SELECT status FROM delegations WHERE id = ?",
+                                (running.id,)).fetchone()
+    assert status == "completed"  # its summary reached the store once there was room

@@ -1,0 +1,77 @@
+"""`zeus tree|timeouts|sweep STORE`: a store path works where a journal path does."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from supervisor.cli.main import main
+from supervisor.store import SqliteStore
+from tests.test_store import end, record, settle, start
+
+
+@pytest.fixture
+def crashed_store(tmp_path: Path) -> Path:
+    """A store whose owner "died" (its row says a pid that is not running) mid-delegation."""
+    path = tmp_path / "zeus.db"
+    store = SqliteStore.open(path)
+    t = time.time()
+    record(store, "d1", created=t)
+    a1 = start(store, "d1", at=t + 1)
+    store.attempt_identity(a1, pid=999_999_999, pid_start_time=1.0, pgid=None, node=None)
+    store.commit()
+    end(store, a1, "timeout", at=t + 3)
+    store.retry_scheduled("d1", after_attempt=a1, due=t + 4, agent="apollo")
+    a2 = start(store, "d1", 2, at=t + 4)
+    end(store, a2, at=t + 5)
+    settle(store, "d1", at=t + 5)
+    record(store, "d2", created=t + 6)
+    store.commit()
+    store.close()
+    con = sqlite3.connect(path)  # as if the owner had died instead of closing
+    con.execute("UPDATE owner SET released = NULL, pid = 999999998")
+    con.commit()
+    con.close()
+    return path
+
+
+def test_zeus_tree_reads_a_store(crashed_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["tree", str(crashed_store)])
+    out = capsys.readouterr().out
+    assert code == 1  # d2 never settled
+    assert "no zeus.stopped yet" in out
+    assert "d1 apollo: completed" in out and "d1-a1 apollo pid 999999999: timeout" in out
+    assert "d2 apollo: in progress" in out
+
+
+def test_zeus_timeouts_reads_a_store(
+    crashed_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["timeouts", str(crashed_store)])
+    out = capsys.readouterr().out
+    assert code == 1
+    log = out.split("Timeout log", 1)[1]
+    assert "d1-a1" in log and "deadline" in log and "retry in 1.00s" in log
+
+
+def test_zeus_sweep_reads_a_store(crashed_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sweep", "--dry-run", str(crashed_store)])
+    out = capsys.readouterr().out
+    assert code == 0 and "999999999" in out and "not running" in out
+
+
+def test_a_sqlite_file_that_is_not_a_store_is_bad_input_and_left_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "other.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE t (x)")
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    assert main(["tree", str(path)]) == 2
+    assert "not a Zeus store" in capsys.readouterr().err
+    assert path.read_bytes() == before

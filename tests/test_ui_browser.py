@@ -1,0 +1,122 @@
+"""`zeus ui` in a real headless Chromium over a demo run's journal: every delegation in the
+tree, a bar per attempt on the timeline, a settlement appended during the test changing
+its row without a reload, the keyboard, a phone's width. Skipped without Chromium."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from supervisor import journal as jr
+from tests._ui import (
+    WAIT_S,
+    append,
+    chromium,
+    chromium_missing,
+    needs_ui_extra,
+    serving,
+    withhold_settlement,
+)
+
+needs_ui_extra()
+_MISSING = chromium_missing()
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.process,
+    pytest.mark.realtime,
+    pytest.mark.skipif(_MISSING is not None, reason=f"no headless Chromium: {_MISSING}"),
+]
+
+if _MISSING is None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+ROWS = "#tree-rows .row[data-id]"
+SHOWN = f"""return {{
+    rows: [...document.querySelectorAll('{ROWS}')].map((r) => r.dataset.id),
+    bars: [...document.querySelectorAll('#timeline-body .bar')].map((b) => b.dataset.attempt),
+    status: document.querySelector('.row[data-id="apollo-7"]').dataset.status}}"""
+
+
+def wait(driver: Any, script: str) -> Any:
+    """Wait (bounded) until `script` returns something true in the page; return it."""
+    return WebDriverWait(driver, WAIT_S).until(lambda d: d.execute_script(script))
+
+
+def test_the_page_shows_the_demo_live_and_a_settlement_changes_its_row_without_a_reload(
+    demo_journal: Path, tmp_path: Path
+) -> None:
+    cut = tmp_path / "cut.jsonl"
+    rest = withhold_settlement(demo_journal, cut, "apollo-7")
+    run, full = jr.load(cut).run, jr.load(demo_journal).run
+    with serving(cut) as ui, chromium(tmp_path / "profile") as driver:
+        driver.get(ui.url)
+        wait(driver, "return window.zeusUi.connected && window.zeusUi.renders > 0")
+        shown = driver.execute_script(SHOWN)  # in one script: the page redraws while open
+        assert shown["rows"] == _tree_order(run)
+        assert sorted(shown["bars"]) == _attempts(run)
+        assert shown["status"] == "in progress"
+        driver.execute_script("window.notReloaded = true")
+        append(cut, rest)
+        wait(driver, """return document.querySelector('.row[data-id="apollo-7"]')
+                            .dataset.status === 'completed'""")
+        assert driver.execute_script("return window.notReloaded") is True
+        shown = driver.execute_script(SHOWN)
+        assert shown["rows"] == _tree_order(full) and sorted(shown["bars"]) == _attempts(full)
+        assert driver.find_element(By.ID, "runinfo").text.endswith("stopped")
+        shot = tmp_path / "zeus-ui.png"
+        driver.save_screenshot(str(shot))
+        print(f"screenshot: {shot}")
+    assert shot.stat().st_size > 10_000
+    assert json.loads(rest[0])["status"] == "completed"
+
+
+def test_the_keyboard_moves_through_the_tree_opens_a_delegation_and_goes_back(
+    demo_journal: Path, tmp_path: Path
+) -> None:
+    with serving(demo_journal) as ui, chromium(tmp_path / "profile") as driver:
+        driver.get(ui.url)
+        wait(driver, "return window.zeusUi.renders > 0")
+        ActionChains(driver).send_keys("j", "j", "j", "k").perform()  # to what has focus
+        assert driver.switch_to.active_element.text == "talos-1"
+        ActionChains(driver).send_keys(Keys.ENTER).perform()
+        opened = "return location.hash === '#d/talos-1' && !document.getElementById('detail')"
+        wait(driver, opened + ".hidden")
+        wait(driver, "return document.querySelectorAll('#detail tbody tr').length > 3")
+        assert "talos-1-a3" in driver.find_element(By.ID, "detail").text
+        ActionChains(driver).send_keys(Keys.ESCAPE).perform()
+        wait(driver, "return !document.getElementById('overview').hidden")
+
+
+def test_the_page_fits_a_phones_width(demo_journal: Path, tmp_path: Path) -> None:
+    with serving(demo_journal) as ui, chromium(tmp_path / "profile", 390, 844) as driver:
+        driver.get(ui.url)
+        wait(driver, "return window.zeusUi.renders > 0")
+        width = driver.execute_script("return window.innerWidth")
+        scroll = driver.execute_script("return document.documentElement.scrollWidth")
+        assert scroll <= width, f"the page is {scroll}px wide on a {width}px screen"
+        assert len(driver.find_elements(By.CSS_SELECTOR, ROWS)) == 13
+
+
+def _attempts(run: jr.Run) -> list[str]:
+    """Every attempt that started, by id: one bar each."""
+    return sorted(a.id for a in run.attempts.values() if a.started_ts is not None)
+
+
+def _tree_order(run: jr.Run) -> list[str]:
+    out: list[str] = []
+
+    def walk(d: jr.ReplayedDelegation) -> None:
+        out.append(d.id)
+        for child in d.children:
+            walk(child)
+
+    for root in run.roots:
+        walk(root)
+    return out
