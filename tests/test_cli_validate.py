@@ -235,8 +235,8 @@ def test_explain_makes_every_default_of_an_agent_visible(
         "every 1s; stale after 10s without progress, 30s inside `with ctx.tool(...)`"
     )
     assert lines["retry"] == (
-        "2 on transient, timeout, stale, crash; waits 1s, 2s (exponential +/- 20%, at most "
-        "30s); not after a tool call with side effects"
+        "2 on transient, timeout, stale, crash, lost; waits 1s, 2s (exponential +/- 20%, at "
+        "most 30s); not after a tool call with side effects"
     )
     assert lines["fallback"] == "quick (2s) -> slow (30s)"
     assert lines["at most"] == (  # 3 x 4s, the longest waits (1.2s, 2.4s), then slow's 32.5s

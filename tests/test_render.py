@@ -220,6 +220,12 @@ EVENTS_IN_WORDS = [
      "Zeus's mailbox runs 0.31s late (warns past 0.25s); 12 message(s) wait"),
     ("zeus.internal_error", {"message": "timer", "error": "ValueError: x"},
      "internal error (timer): ValueError: x"),
+    ("attempt.lost", {"pid": 7, "reason": "its supervisor stopped while it ran"},
+     "lost: its supervisor stopped while it ran"),
+    ("delegation.replayed", {"status": "completed", "open": False},
+     "replayed: its stored summary (completed), not run again"),
+    ("zeus.recovered", {"rerun": ["a-1"], "blocked": [], "reattached": [], "adopted": [],
+                        "settled": 4}, "recovered the store: 4 settled, 1 rerun"),
     ("some.future_event", {"count": 3}, "some.future_event: count=3"),
 ]
 

@@ -257,13 +257,12 @@ _SAYS = {
     "attempt.fenced": "fenced: {reason}",
     "attempt.completed": "completed after {duration_s}",
     "attempt.progress": "progress {progress}",
-    "attempt.lost": "lost: its supervisor died and its child is gone",
+    "attempt.lost": "lost: {reason}",
     "attempt.reattached": "picked up again after the supervisor's restart (pid {pid})",
     "retry.scheduled": "retry in {backoff_s} as {next_attempt_id}",
     "fallback.dispatched": "fallback {from} -> {to}",
     "group.restarted": "restarted with its group: {reason}",
     "delegation.cancel_requested": "cancel requested: {reason}",
-    "delegation.replayed": "replayed: the stored summary, not run again",
     "supervisor.intensity_exceeded": (
         "restart intensity exceeded: {restarts} restarts within {within_s}; no more restarts"
     ),
@@ -303,6 +302,9 @@ def describe(event: dict[str, Any]) -> str | None:
         return how + latency
     if name == "attempt.partial":
         return f"partial result: {first_line(e['item'], 70)}"
+    if name == "delegation.replayed":
+        return ("replayed: the stored delegation, still open, is awaited" if event.get("open")
+                else f"replayed: its stored summary ({e['status']}), not run again")
     if name == "zeus.recovered":
         counts = [f"{len(v)} {k}" if isinstance(v, list) else f"{v} {k}"
                   for k in ("settled", "rerun", "blocked", "reattached", "adopted")

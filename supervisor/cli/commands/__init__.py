@@ -47,7 +47,8 @@ EXIT_CLOSED = 141  # 128 + SIGPIPE: the reader of the output left (`zeus schema 
 EXIT_CODES = """exit codes:
   0    commands that run delegations (demo, dispatch, run): every one completed
        (the demo: every scenario settled as designed); commands that read (tree,
-       timeouts, validate, schema, sweep --dry-run) and init: they did their job
+       timeouts, validate, schema, sweep --dry-run) and init: they did their job;
+       ui: stopped with Ctrl-C
   1    some delegation did not complete; sweep: a process is left running
   2    bad input: a bad routing file, plan, journal, agent name or option
   130  interrupted (Ctrl-C)

@@ -49,7 +49,8 @@ defaults:
     factor: 2.0                  # each wait is the last one times this (default: 2.0)
     max_s: 30.0                  # no wait is longer (default: 30.0)
     jitter: 0.2                  # each wait +/- 20% at random (default: 0.2)
-    on: [transient, timeout, stale, crash]   # retried (default: [transient, timeout, stale, crash])
+    # the outcomes retried (default: [transient, timeout, stale, crash, lost])
+    on: [transient, timeout, stale, crash, lost]
   fallback: null                 # who next when retries are spent (default: null, settle):
                                  # an agent, or zeus (the failure goes back to the owner)
   partial_ok: false              # a timeout after partial results settles partial (default: false)
