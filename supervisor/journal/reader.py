@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from supervisor.journal.replay import Journal
-from supervisor.journal.runs import Event, ReplayedDelegation, Run
+from supervisor.journal.runs import Event, Run
 
 __all__ = ["TrackingRow", "follow", "load", "parse_line", "read_events", "tracking_rows"]
 
@@ -159,8 +159,6 @@ class TrackingRow:
     partial_ok: bool | None
     elapsed_s: float | None
     attempts: int
-    # Each agent's attempt deadline, in the order of `agent` (the first is `timeout_s`).
-    timeouts_s: tuple[float | None, ...] = ()
 
 
 def tracking_rows(run: Run, now: float | None = None) -> list[TrackingRow]:
@@ -180,19 +178,7 @@ def tracking_rows(run: Run, now: float | None = None) -> list[TrackingRow]:
                 partial_ok=d.partial_ok,
                 elapsed_s=d.elapsed(now),
                 attempts=len(d.attempts),
-                timeouts_s=_timeouts(d),
             )
         )
     return rows
-
-
-def _timeouts(d: ReplayedDelegation) -> tuple[float | None, ...]:
-    """The deadline each agent of `d` ran under: the dispatched timeout for the first, the
-    first attempt's deadline for each fallback (to a tenth of a second: it is measured)."""
-    first: dict[str, float | None] = {}
-    for a in d.attempts:
-        if a.agent is not None and a.agent not in first:
-            first[a.agent] = None if a.deadline_s is None else round(a.deadline_s, 1)
-    return tuple(d.timeout_s if n == 0 else first.get(agent)
-                 for n, agent in enumerate(d.agents))
 

@@ -1,4 +1,4 @@
-"""`zeus demo [--routing F] [--log F]`: the pantheon at work, supervised, in a few seconds.
+"""`zeus demo [--routing F] [--log F] [--ui]`: the pantheon at work, supervised, in a few seconds.
 
 A built-in plan runs on the pantheon Zeus ships with (or F) and the example
 agents, which do real work without a model, all at once under one Zeus, with
@@ -11,13 +11,12 @@ orchestrator delegating to explorers (a tree two levels deep). It ends with
 every summary, a table of what each scenario was meant to show and the final
 tree, fitted to the screen. Ctrl-C prints what had settled, the tree and the
 journal's path.
-The pantheon is the routing.yml inside the installed package
-(supervisor/routing/routing.yml, the same file as a checkout's routing.yml).
-Unlike the other commands, the demo does not read ./routing.yml: its plan needs
-the pantheon's agents (apollo, athena, talos, hermes); `--routing F` runs it on
-F, which must define them. The journal goes to `--log F` (default:
-zeus-demo.jsonl here), for `zeus tree` and `zeus timeouts`. Exit status: 0 when
-every scenario settled as designed, 1 when one did not, 2 for bad input.
+The pantheon is the package's own routing.yml (a checkout's is the same file);
+unlike the other commands, the demo does not read ./routing.yml, since its plan
+needs apollo, athena, talos and hermes (`--routing F`: a file that has them).
+The journal goes to `--log F` (default: zeus-demo.jsonl here), for `zeus tree`
+and `zeus timeouts`. Exit status: 0 when every scenario settled as designed, 1
+when one did not, 2 for bad input.
 """
 
 from __future__ import annotations

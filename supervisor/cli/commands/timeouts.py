@@ -63,7 +63,9 @@ def _clock(ts: float | None) -> str:
 
 
 def tracking_table_rows(run: jr.Run, *, markdown: bool = False) -> list[list[str]]:
-    """The tracking table as text cells, one row per delegation."""
+    """The tracking table as text cells, one row per delegation (after a fallback, each
+    agent's timeout)."""
+    chains = {d.id: d.agent_timeouts for d in run.delegations.values()}
     rows = []
     for row in jr.tracking_rows(run):
         status = row.status.replace("_", " ")
@@ -73,7 +75,7 @@ def tracking_table_rows(run: jr.Run, *, markdown: bool = False) -> list[list[str
             [
                 "@" + row.agent.replace(" -> ", " -> @") if markdown else row.agent,
                 row.delegation_id,
-                " -> ".join(_timeout(t) for t in row.timeouts_s or (row.timeout_s,)),
+                " -> ".join(_timeout(t) for t in chains[row.delegation_id] or [row.timeout_s]),
                 status,
                 _yes_no(row.partial_ok, markdown),
                 seconds(row.elapsed_s),
