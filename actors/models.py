@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from actors.limits import Seconds
 
+# Decimals a summed cost keeps: a billionth of a dollar is below any price per token.
+COST_PLACES = 9
+
 __all__ = [
     "AttemptOutcome",
     "AttemptRecord",
@@ -103,12 +106,18 @@ class Usage(BaseModel):
             calls=self.calls + other.calls,
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
-            cost=self.cost + other.cost,
+            # Summed floats drift (0.0304 + ... = 0.030442999999999994): a sum keeps COST_PLACES.
+            cost=round(self.cost + other.cost, COST_PLACES),
         )
 
 
 class Report(BaseModel):
-    """A structured result a work function may return (the summary's sections)."""
+    """A structured result a work function may return (the summary's sections).
+
+    `incomplete`: why the work stopped short of what the brief asked (a cap reached, a
+    part skipped); the delegation then settles `partial` with it as the error, rather
+    than `completed`.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -117,6 +126,7 @@ class Report(BaseModel):
     changes: list[str] = Field(default_factory=list)
     validation: list[str] = Field(default_factory=list)
     risks: list[str] = Field(default_factory=list)
+    incomplete: str | None = None
 
 
 class AttemptRecord(BaseModel):

@@ -1,5 +1,6 @@
 """The helpers every test file shares: work functions a test steers (`Gate`, `Steps`,
-`wait_cancelled`), a collecting `send` (`Outbox`), and bounded waits on real processes.
+`wait_cancelled`), a collecting `send` (`Outbox`), bounded waits on real processes, and a
+fake terminal (`terminal`).
 
 One set for the suite: a file needing another kind of helper adds it here.
 """
@@ -7,6 +8,9 @@ One set for the suite: a file needing another kind of helper adds it here.
 from __future__ import annotations
 
 import asyncio
+import io
+import re
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -173,3 +177,23 @@ def cancel_once_running(
             await run
 
     asyncio.run(host())
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def terminal(monkeypatch: pytest.MonkeyPatch, width: int = 80, height: int = 24) -> Callable[
+    [], list[str]
+]:
+    """Make standard output a terminal `width` columns wide; returns a reader of the lines
+    written to it, without escape codes."""
+    screen = _Terminal()
+    monkeypatch.setattr(sys, "stdout", screen)
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setenv("LINES", str(height))
+    return lambda: _ESCAPE.sub("", screen.getvalue()).splitlines()

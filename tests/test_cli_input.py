@@ -46,7 +46,7 @@ def test_a_plan_with_a_misspelt_agent_names_the_entry_and_suggests_the_agent(
     assert main(["run", str(plan)]) == EXIT_BAD_INPUT
 
     err = capsys.readouterr().err
-    assert f"{plan}: entry 1: agent: unknown agent 'spendr' (did you mean 'spender'?)" in err
+    assert f"{plan}:3: entry 1: agent: unknown agent 'spendr' (did you mean 'spender'?)" in err
 
 
 def test_the_library_suggests_the_closest_agent_too() -> None:

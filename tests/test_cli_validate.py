@@ -11,7 +11,8 @@ import pytest
 from supervisor import __version__
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK
 from supervisor.cli.main import COMMANDS, build_parser, main
-from supervisor.routing import DEFAULT_ROUTING
+from supervisor.routing import DEFAULT_ROUTING, Routing
+from tests._support import terminal
 
 ROOT = Path(__file__).resolve().parent.parent
 PANTHEON = ROOT / "tests" / "fixtures" / "pantheon_routing.yml"
@@ -77,7 +78,7 @@ def test_validate_prints_names_with_brackets_as_they_are(
 ) -> None:
     path = tmp_path / "routing.yml"
     path.write_text("agents:\n  scout:\n    role: '[bold]lead[/bold]'\n", "utf-8")
-    assert main(["validate", str(path)]) == EXIT_OK
+    assert main(["validate", str(path), "--registered", "scout"]) == EXIT_OK
     assert rows(capsys.readouterr().out)["scout"][1] == "[bold]lead[/bold]"
 
 
@@ -85,14 +86,18 @@ def test_validate_prints_every_problem_on_stderr_and_exits_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "routing.yml"
-    path.write_text("agents:\n  apollo:\n    timeout_s: -1\n    fallback: hades\n", "utf-8")
-    assert main(["validate", str(path)]) == EXIT_BAD_INPUT
+    path.write_text("agents:\n  apollo:\n    timeout_s: -1\n    fallback: hades\n"
+                    "  hermes:\n    timeout_s: 30\n", "utf-8")
+    assert main(["validate", str(path), "--registered", "apollo"]) == EXIT_BAD_INPUT
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines()[1:] == [
         f"{path}:3: agents.apollo.timeout_s: found -1; allowed: a number of seconds > 0",
-        f"{path}:4: agents.apollo.fallback: unknown agent 'hades'; allowed: apollo, or zeus "
-        "(give the failure back to the owner)",
+        f"{path}:4: agents.apollo.fallback: unknown agent 'hades'; allowed: apollo, hermes, or "
+        "zeus (give the failure back to the owner)",
+        f"{path}:5: agents.hermes: no work function; give it `entrypoint: pkg.module:function` "
+        "or `command: [program, arg, ...]` (an agent the host registers in code, "
+        "zeus.register, is named with --registered)",
     ]
 
 
@@ -159,3 +164,117 @@ def test_every_listed_command_module_adds_a_command_with_help() -> None:
     assert {"validate", "schema"} <= set(by_name)
     assert set(by_name.values()) == set(COMMANDS)
     assert "validate" in parser.format_help()
+
+
+def test_an_agent_with_no_work_function_is_an_error_naming_its_line_and_the_fixes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "routing.yml"
+    path.write_text("agents:\n  scout:\n    timeout_s: 5\n  helper: {timeout_s: 9}\n", "utf-8")
+
+    assert main(["validate", str(path)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"{path}: 2 problems")
+    assert err[1].startswith(f"{path}:2: agents.scout: no work function; give it `entrypoint:")
+    assert err[2].startswith(f"{path}:4: agents.helper: no work function")
+    assert main(["validate", str(path), "--registered", "scout,helper"]) == EXIT_OK
+    assert "(the host registers them with zeus.register): scout, helper" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text", ["", "version: 1\n", "version: 1\nagents: {}\n"])
+def test_a_routing_file_without_agents_is_an_error_not_valid_with_0_agents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    path = tmp_path / "routing.yml"
+    path.write_text(text, "utf-8")
+
+    assert main(["validate", str(path)]) == EXIT_BAD_INPUT
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "agents: no agents; add an `agents:` section" in captured.err
+    assert "zeus init" in captured.err
+
+
+def test_a_wrong_entrypoint_attribute_gets_a_did_you_mean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "routing.yml"
+    path.write_text("agents:\n  apollo: {entrypoint: 'supervisor.examples.explorer:explor'}\n")
+
+    assert main(["validate", str(path)]) == EXIT_BAD_INPUT
+    assert "has no attribute 'explor' (did you mean 'explore'?)" in capsys.readouterr().err
+
+
+def test_explain_makes_every_default_of_an_agent_visible(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "routing.yml"
+    path.write_text(
+        "agents:\n"
+        "  quick:\n"
+        "    entrypoint: supervisor.examples.explorer:explore\n"
+        "    timeout_s: 2\n"
+        "    retry: {max_retries: 2}\n"
+        "    fallback: slow\n"
+        "  slow:\n"
+        "    command: [python, -m, supervisor.examples.hotfix, '{scope}']\n"
+        "    timeout_s: 30\n",
+        "utf-8",
+    )
+
+    assert main(["validate", str(path), "--explain", "quick"]) == EXIT_OK
+    out = capsys.readouterr().out
+    lines = {line[:14].strip(): line[14:] for line in out.splitlines()[1:]}
+    assert out.splitlines()[0] == (
+        "quick (a leaf): runs supervisor.examples.explorer:explore in a thread"
+    )
+    assert lines["deadline"].startswith("2s an attempt")
+    assert "2s to stop, then its thread is fenced" in lines["deadline"]
+    assert lines["deadline"].endswith("an attempt holds at most 4s")  # the unstated grace_s: 2
+    assert lines["heartbeat"] == (
+        "every 1s; stale after 10s without progress, 30s inside `with ctx.tool(...)`"
+    )
+    assert lines["retry"] == (
+        "2 on transient, timeout, stale, crash, lost; waits 1s, 2s (exponential +/- 20%, at "
+        "most 30s); not after a tool call with side effects"
+    )
+    assert lines["fallback"] == "quick (2s) -> slow (30s)"
+    assert lines["at most"] == (  # 3 x 4s, the longest waits (1.2s, 2.4s), then slow's 32.5s
+        "48.1s for the whole delegation, every attempt and wait included"
+    )
+
+
+def test_explain_of_an_unknown_agent_exits_2_with_the_closest_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["validate", str(ROOT / "routing.yml"), "--explain", "apolo"]) == EXIT_BAD_INPUT
+    assert "unknown agent 'apolo' (did you mean 'apollo'?)" in capsys.readouterr().err
+
+
+def test_explain_without_an_agent_explains_every_agent_and_the_supervisor(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    assert main(["validate", "--explain"]) == EXIT_OK
+    out = capsys.readouterr().out
+    heads = [line.split()[0] for line in out.splitlines() if line and not line.startswith(" ")]
+    assert heads == [*Routing.load(ROOT / "routing.yml").agents, "supervisor:"]
+    assert "talos (30s) -> hermes (180s) -> talos: tried already, the chain ends" in out
+
+
+@pytest.mark.parametrize("argv", [["validate"], ["validate", "--explain"]])
+def test_validate_on_an_80_column_terminal_folds_no_line(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    lines = terminal(monkeypatch, width=80)
+
+    assert main([*argv, str(ROOT / "routing.yml")]) == EXIT_OK
+
+    shown = lines()
+    assert len(shown) > 10
+    assert [line for line in shown if len(line) > 80] == []
+    if argv == ["validate"]:  # too many columns for 80: one record per agent
+        assert shown[1].startswith("apollo: role explorer; kind leaf; timeout 60s")
+    else:
+        assert shown[1].startswith("  deadline    60s an attempt")
+        assert shown[2].startswith(" " * 14)  # the rest of the sentence, under itself

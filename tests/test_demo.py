@@ -12,7 +12,7 @@ from rich.console import Console
 
 from supervisor import Routing
 from supervisor import journal as jr
-from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK
+from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK
 from supervisor.cli.commands import demo as demo_cmd
 from supervisor.cli.commands.demo import DEMO_AGENTS, demo_routing, scenarios
 from supervisor.cli.live import open_journal
@@ -23,7 +23,7 @@ BOXES = set("─│┌┐└┘├┤┬┴┼━┃╭╮╰╯█░")
 
 
 def table(out: str) -> dict[str, list[str]]:
-    """The "What the demo showed" table: scenario -> delegation, expected, got, ok."""
+    """The "What the demo showed" table: scenario -> delegation, settled, ok."""
     lines = out.splitlines()
     start = lines.index("What the demo showed") + 2
     rows: dict[str, list[str]] = {}
@@ -31,7 +31,7 @@ def table(out: str) -> dict[str, list[str]]:
         if not line.strip():
             break
         cells = [cell.strip() for cell in line.split("  ") if cell.strip()]
-        rows[cells[0]] = cells[1:5]
+        rows[cells[0]] = cells[1:4]
     return rows
 
 
@@ -53,13 +53,13 @@ def test_demo_settles_every_scenario_as_designed_and_its_journal_reads_back(
     assert "\x1b[" not in out
     assert not set(out) & BOXES
     assert table(out) == {
-        "retry": ["flaky-1", "completed", "completed", "yes"],
-        "fallback": ["talos-1", "completed", "completed", "yes"],
-        "kill": ["hang-1", "timed_out", "timed_out", "yes"],
-        "partial": ["apollo-1", "partial", "partial", "yes"],
-        "budget": ["spendthrift-1", "budget_exceeded", "budget_exceeded", "yes"],
-        "cancel race": ["spendthrift-2", "cancelled", "cancelled", "yes"],
-        "tree": ["athena-1", "completed", "completed", "yes"],
+        "retry": ["flaky-1", "completed", "yes"],
+        "fallback": ["talos-1", "completed", "yes"],
+        "kill": ["hang-1", "timed_out", "yes"],
+        "partial": ["apollo-1", "partial", "yes"],
+        "budget": ["spendthrift-1", "budget_exceeded", "yes"],
+        "cancel race": ["spendthrift-2", "cancelled", "yes"],
+        "tree": ["athena-1", "completed", "yes"],
     }
     assert out.count("<subtask_summary>") == len(scenarios(tmp_path))
     assert f"journal: {log.resolve()}" in out
@@ -83,11 +83,11 @@ def test_demo_settles_every_scenario_as_designed_and_its_journal_reads_back(
         c.status == "completed" for c in d["athena-1"].children
     )
 
-    assert main(["tree", str(log)]) == EXIT_INCOMPLETE  # some delegations did not complete
+    assert main(["tree", str(log)]) == EXIT_OK  # it read the journal (some did not complete)
     tree_out = capsys.readouterr().out
     assert "hang-1 hang: timed_out" in tree_out
-    assert "stopped: terminate" in tree_out
-    assert main(["timeouts", str(log)]) == EXIT_INCOMPLETE
+    assert "ignored the cancel; stopped by SIGTERM after" in tree_out
+    assert main(["timeouts", str(log)]) == EXIT_OK
     timeouts_out = capsys.readouterr().out
     assert "Timeout log" in timeouts_out
     for attempt in ("talos-1-a1", "talos-1-a2", "hang-1-a1", "apollo-1-a1"):
@@ -140,13 +140,14 @@ def screen(text: str, width: int, height: int) -> list[str]:
 @pytest.mark.process
 @pytest.mark.parametrize(("width", "height"), [(80, 24), (160, 50)])
 def test_the_demo_ends_with_the_whole_tree_in_view_on_a_small_and_a_large_terminal(
-    tmp_path: Path, width: int, height: int
+    tmp_path: Path, width: int, height: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = Console(
         file=io.StringIO(), width=width, height=height, force_terminal=True, record=True,
         color_system=None,
     )
-    log = tmp_path / "demo.jsonl"
+    monkeypatch.chdir(tmp_path)
+    log = Path("demo.jsonl")
     journal = open_journal(log)
     try:
         code = demo_cmd._demo(
@@ -155,8 +156,17 @@ def test_the_demo_ends_with_the_whole_tree_in_view_on_a_small_and_a_large_termin
     finally:
         journal.close()
 
-    shown = screen(out.export_text(), width, height)
+    text = out.export_text()
+    shown = screen(text, width, height)
     assert code == EXIT_OK
+    intro = text[:text.index("\n\n")].splitlines()
+    tail = text[text.index("What the demo showed"):].splitlines()
+    assert ["scenario", "agent", "what", "it", "shows"] in [line.split() for line in intro]
+    too_wide = [line for line in intro + tail if len(line) > width and " " in line.strip()]
+    assert not too_wide  # no table, no tree row, no footer line is folded by the terminal
+    if height < 50:  # the tail fills the small screen, which starts with a whole line
+        assert len(tail) > height
+        assert shown == tail[-height:]
     run = jr.load(log).run
     head = next(
         i for i, row in enumerate(shown)

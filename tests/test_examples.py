@@ -148,16 +148,45 @@ def test_explorer_does_not_report_again_the_hits_an_earlier_attempt_reported(
     assert len(report.findings) == 2
 
 
-def test_explorer_with_no_inputs_scans_the_projects_own_packages() -> None:
-    brief = Brief(agent="apollo", scope='Find "def explore"')
+def test_explorer_with_no_inputs_searches_the_current_directory_and_says_so(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tree / "api")
+    brief = Brief(agent="apollo", scope="Find the word auth")
+    out = Outbox()
 
-    report = explorer.explore(brief, context(brief))
+    report = explorer.explore(brief, context(brief, out))
 
-    assert any("explorer.py" in hit and "def explore" in hit for hit in report.findings)
-    assert report.output["files_scanned"] > 10
+    assert report.findings == ["routes.py:4: check_auth()"]  # not core.py, one level up
+    assert report.output["roots"] == ["."]
+    assert report.validation == [
+        'searched 2 of 2 file(s) in the current directory for the word "auth"; quote a phrase '
+        '("like this") to search for it whole'
+    ]
+    assert out.of(Heartbeat)[0].note.startswith("2 files in the current directory to search for")
 
 
-def test_explorer_stops_at_max_hits_and_says_so(tree: Path) -> None:
+@pytest.mark.parametrize(
+    ("scope", "pattern", "read_as"),
+    [
+        ("find the word supervisor", "supervisor", 'the word "supervisor"'),
+        ("Scan route files for auth", "route|auth", 'the words "route", "auth" (any of them)'),
+        ('Find "def explore"', "def\\ explore", 'the phrase "def explore"'),
+        ('Find "TODO" or "FIXME"', "TODO|FIXME", 'the phrases "TODO", "FIXME" (any of them)'),
+    ],
+)
+def test_explorer_reads_the_scope_as_words_or_quoted_phrases_and_says_which(
+    scope: str, pattern: str, read_as: str
+) -> None:
+    found, how = explorer.read_scope(scope)
+
+    assert found == pattern
+    assert how.startswith(read_as)
+
+
+def test_explorer_stopped_at_max_hits_reports_itself_incomplete_saying_where(
+    tree: Path,
+) -> None:
     brief = Brief(
         agent="apollo", scope="x", inputs={"root": str(tree), "pattern": ".", "max_hits": 3}
     )
@@ -165,7 +194,13 @@ def test_explorer_stops_at_max_hits_and_says_so(tree: Path) -> None:
     report = explorer.explore(brief, context(brief))
 
     assert len(report.findings) == 3
-    assert any("max_hits" in r for r in report.risks)
+    assert report.incomplete == (
+        "stopped at 3 hits, after 3 of 4 files; narrow the search or raise inputs.max_hits"
+    )
+    assert report.incomplete in report.risks
+    uncapped = explorer.explore(Brief(agent="apollo", scope="auth", inputs=str(tree)),
+                                context(brief))
+    assert uncapped.incomplete is None
 
 
 @pytest.mark.parametrize(

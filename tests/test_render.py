@@ -11,12 +11,14 @@ import pytest
 from rich.console import Console
 
 from supervisor import journal as jr
+from supervisor.cli.commands import table_lines
 from supervisor.cli.live import LiveTree
 from supervisor.cli.render import (
     attempt_label,
     causes,
     delegation_label,
     legend,
+    plain_event,
 )
 from supervisor.cli.rows import (
     DETAIL_FULL,
@@ -81,7 +83,7 @@ def test_an_attempt_stopped_over_budget_says_so_once_and_drops_its_own_cancelled
     label, _ = delegation_label(d, run)
 
     assert line == (
-        "spend-1-a1 spend: budget_exceeded after 1.20s; over budget; stopped: cooperative in 0.001s"
+        "spend-1-a1 spend: budget_exceeded after 1.20s; over budget; stopped when asked, in 0.001s"
     )
     assert " - " not in label  # its attempt's row already says why; the row does not repeat it
 
@@ -185,3 +187,92 @@ def test_a_short_screen_folds_settled_detail_and_keeps_the_open_delegation_in_vi
     assert any("themis-4 themis" in line for line in lines)  # the open one
     assert any("themis-4-a1" in line for line in lines)  # and its running attempt
     assert not any("apollo-1-a1" in line for line in lines)  # a settled one's attempts fold
+
+
+def test_an_attempt_that_ignored_the_cancel_says_so_and_how_long_the_stop_took() -> None:
+    run = run_of([
+        dispatched(0, "hang-1"),
+        started(0, "hang-1", 1),
+        ev("attempt.timed_out", 2.0, "hang-1", "hang-1-a1", elapsed_s=2.0),
+        ev("attempt.killed", 2.51, "hang-1", "hang-1-a1", how="terminate", latency_s=0.006),
+        failed(2.51, "hang-1", 1, "timeout", "deadline of 2 s passed"),
+        settled(2.51, "hang-1", "timed_out", timeout_kind="deadline"),
+    ])
+
+    line = attempt_label(run.delegations["hang-1"].attempts[0])
+
+    assert line == (
+        "hang-1-a1 hang: timeout after 2.51s; deadline hit at 2.00s; "
+        "ignored the cancel; stopped by SIGTERM after 0.51s"
+    )
+
+
+EVENTS_IN_WORDS = [
+    ("attempt.spawned", {"pid": 4242, "pid_start_time": 1.5}, "its process started (pid 4242)"),
+    ("attempt.partial", {"item": "api/routes.py:4: check_auth()", "progress": 3},
+     "partial result: api/routes.py:4: check_auth()"),
+    ("attempt.killed", {"how": "terminate", "latency_s": 0.003},
+     "ignored the cancel; stopped by SIGTERM (in <0.01s)"),
+    ("attempt.killed", {"how": "kill", "latency_s": 0.5},
+     "ignored the cancel and SIGTERM; killed by SIGKILL (in 0.50s)"),
+    ("group.restarted", {"reason": "apollo-2 failed"}, "restarted with its group: apollo-2 failed"),
+    ("supervisor.mailbox_lag", {"lag_s": 0.31, "threshold_s": 0.25, "queued": 12},
+     "Zeus's mailbox runs 0.31s late (warns past 0.25s); 12 message(s) wait"),
+    ("zeus.internal_error", {"message": "timer", "error": "ValueError: x"},
+     "internal error (timer): ValueError: x"),
+    ("attempt.lost", {"pid": 7, "reason": "its supervisor stopped while it ran"},
+     "lost: its supervisor stopped while it ran"),
+    ("delegation.replayed", {"status": "completed", "open": False},
+     "replayed: its stored summary (completed), not run again"),
+    ("zeus.recovered", {"rerun": ["a-1"], "blocked": [], "reattached": [], "adopted": [],
+                        "settled": 4}, "recovered the store: 4 settled, 1 rerun"),
+    ("some.future_event", {"count": 3}, "some.future_event: count=3"),
+]
+
+
+@pytest.mark.parametrize(("name", "fields", "words"), EVENTS_IN_WORDS, ids=lambda x: str(x)[:30])
+def test_every_event_reads_as_words_on_one_line_of_the_one_format(
+    name: str, fields: dict[str, Any], words: str
+) -> None:
+    event = {"ts": 101.25, "event": name, "delegation_id": "apollo-1",
+             "attempt_id": "apollo-1-a1", "parent_id": None, "agent": "apollo", **fields}
+
+    line = plain_event(event, t0=100.0)
+
+    assert line == f"   1.25s  apollo-1-a1        {words}"
+
+
+def test_a_table_wider_than_the_screen_wraps_its_widest_column_at_spaces() -> None:
+    rows = [("retry", "flaky-1", "completed", "a transient failure, retried after a backoff"),
+            ("cancel race", "spendthrift-2", "cancelled", "the owner cancels as the budget runs "
+             "out: cancel wins by rule")]
+
+    head, rule, body = table_lines(("scenario", "delegation", "settled", "what it shows"), rows,
+                                   width=60)
+
+    assert head == ["scenario     delegation     settled    what it shows"]
+    assert len(rule) <= 60
+    assert body == [
+        "retry        flaky-1        completed  a transient failure,",
+        "                                       retried after a",
+        "                                       backoff",
+        "cancel race  spendthrift-2  cancelled  the owner cancels as",
+        "                                       the budget runs out:",
+        "                                       cancel wins by rule",
+    ]
+    assert table_lines(("a", "b"), [("x", "y z")]) == (["a  b"], "─  ───", ["x  y z"])
+
+
+def test_a_table_that_cannot_fit_by_wrapping_is_written_one_record_per_row() -> None:
+    headers = ("agent", "role", "kind", "timeout", "retries", "backoff", "fallback")
+    row = ("prometheus", "infrastructure", "orchestrator", "300s", "2", "exponential", "hermes")
+
+    head, rule, body = table_lines(headers, [row], width=40)
+
+    assert (head, rule) == ([], "")
+    assert body == [
+        "prometheus: role infrastructure; kind",
+        "    orchestrator; timeout 300s; retries",
+        "    2; backoff exponential; fallback",
+        "    hermes",
+    ]

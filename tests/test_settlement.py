@@ -7,9 +7,17 @@ from itertools import permutations
 import pytest
 
 from actors import AttemptOutcome as O
-from actors import Status
+from actors import Report, Status
 from supervisor.routing import AgentPolicy, RetryPolicy
-from supervisor.rules.settle import Fallback, Retry, Settle, decide_next, resolve_outcome
+from supervisor.rules.settle import (
+    COMPLETED,
+    Fallback,
+    Retry,
+    Settle,
+    completed_step,
+    decide_next,
+    resolve_outcome,
+)
 
 STOPS = [O.cancelled, O.budget_exceeded, O.timeout]
 RANK = {O.cancelled: 3, O.budget_exceeded: 2, O.timeout: 1, O.stale: 1}
@@ -142,3 +150,20 @@ def test_a_fenced_writer_with_nothing_to_restart_settles_by_its_outcome() -> Non
 
 def test_side_effects_name_no_reason_when_no_restart_was_due() -> None:
     assert _next(O.crash, AgentPolicy(), side_effects=True) == Settle(Status.failed)
+
+
+@pytest.mark.parametrize(
+    ("value", "step"),
+    [
+        ("plain output", COMPLETED),
+        (None, COMPLETED),
+        (Report(findings=["a"]), COMPLETED),
+        (Report(findings=["a"], incomplete=""), COMPLETED),
+        (Report(incomplete="stopped at 200 hits"),
+         Settle(Status.partial, reason="stopped at 200 hits")),
+    ],
+)
+def test_a_completed_attempt_settles_partial_when_its_report_says_it_stopped_short(
+    value: object, step: Settle
+) -> None:
+    assert completed_step(value) == step

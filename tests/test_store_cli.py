@@ -41,7 +41,7 @@ def crashed_store(tmp_path: Path) -> Path:
 def test_zeus_tree_reads_a_store(crashed_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["tree", str(crashed_store)])
     out = capsys.readouterr().out
-    assert code == 1  # d2 never settled
+    assert code == 0  # it could read the store (d2 never settled: the tree says so)
     assert "no zeus.stopped yet" in out
     assert "d1 apollo: completed" in out and "d1-a1 apollo pid 999999999: timeout" in out
     assert "d2 apollo: in progress" in out
@@ -52,7 +52,7 @@ def test_zeus_timeouts_reads_a_store(
 ) -> None:
     code = main(["timeouts", str(crashed_store)])
     out = capsys.readouterr().out
-    assert code == 1
+    assert code == 0
     log = out.split("Timeout log", 1)[1]
     assert "d1-a1" in log and "deadline" in log and "retry in 1.00s" in log
 

@@ -131,7 +131,8 @@ def test_an_ordinary_summary_renders_as_the_protocol_writes_it() -> None:
         "- login.py\n"
         "\n"
         "Attempts:\n"
-        "- apollo-3-a1 apollo timeout 60s pid=4242 killed=terminate error: deadline of 60s passed\n"
+        "- apollo-3-a1 apollo timeout 60s pid=4242 killed=terminate "
+        "(ignored the cancel; stopped by SIGTERM) error: deadline of 60s passed\n"
         "\n"
         "Usage: 3 calls, 2700 input tokens, 360 output tokens, cost 0.006\n"
         "Timeout kind: deadline\n"
@@ -299,8 +300,10 @@ def test_every_attempt_is_written_in_the_one_text_shape_whatever_its_names_hold(
     text = summary.render()
 
     assert "- hang-1-a1 hang timeout 2.5s pid=8365 losing=child:cancelled,budget_exceeded " \
-           "killed=terminate error: deadline of 2 s passed\n" in text
+           "killed=terminate (ignored the cancel; stopped by SIGTERM; the budget ran out too, " \
+           "which lost to the deadline) error: deadline of 2 s passed\n" in text
     assert '- x-1-a2 "an agent" error 0s losing=["a, b", ""] fenced killed="error: no" ' \
+           "(its thread did not stop: fenced, its late messages dropped) " \
            'error: "ValueError: boom\\nTraceback (most recent call last):"\n' in text
     assert not [line for line in text.splitlines() if line.startswith("- {")]
     assert Summary.parse(text) == summary
@@ -372,3 +375,46 @@ def test_partials_repeated_in_a_row_are_written_once_with_a_count() -> None:
 def test_a_retry_s_repeated_partials_are_grouped_in_order_of_first_appearance() -> None:
     assert grouped(["start", "scan", "start", "scan", "f1", {"b": 1, "a": 2}, {"a": 2, "b": 1}]) \
         == ["start", "start", "scan", "scan", "f1", {"b": 1, "a": 2}, {"a": 2, "b": 1}]
+
+
+def test_a_cost_summed_from_charges_reads_as_money_not_as_float_noise() -> None:
+    spent = Usage(calls=1, cost=0.002) + Usage(calls=1, cost=0.0304) + Usage(calls=1, cost=0.0011)
+    summary = Summary(id="a-1", agent="a", scope="s", status=Status.completed, usage=spent)
+
+    text = summary.render()
+
+    assert spent.cost == 0.0335  # the float sum is 0.033499999999999995
+    assert "Usage: 3 calls, 0 input tokens, 0 output tokens, cost 0.0335\n" in text
+    assert Summary.parse(text) == summary
+
+
+def test_a_duration_too_short_for_plain_repr_is_written_in_decimals_not_an_exponent() -> None:
+    attempt = AttemptRecord(id="a-1-a1", agent="a", outcome=AttemptOutcome.transient,
+                            duration_s=8e-05, error="boom")
+    summary = Summary(id="a-1", agent="a", scope="s", status=Status.failed, attempts=[attempt],
+                      duration_s=0.0001)
+
+    text = summary.render()
+
+    assert "- a-1-a1 a transient 0.00008s error: boom\n" in text  # not "8e-05s error"
+    assert "Duration: 0.0001s\n" in text
+    assert Summary.parse(text) == summary
+
+
+def test_an_attempt_line_says_in_words_how_the_attempt_was_stopped() -> None:
+    ignored = AttemptRecord(id="hang-1-a1", agent="hang", outcome=AttemptOutcome.timeout,
+                            duration_s=2.5, killed="terminate", losing_causes=["child:cancelled"])
+    raced = AttemptRecord(id="spend-1-a1", agent="spend", outcome=AttemptOutcome.cancelled,
+                          duration_s=1.2, killed="cooperative", losing_causes=["budget_exceeded"])
+    summary = Summary(id="x-1", agent="x", scope="s", status=Status.failed,
+                      attempts=[ignored, raced])
+
+    lines = [line for line in summary.render().splitlines() if line.startswith("- ")]
+
+    assert lines == [
+        "- hang-1-a1 hang timeout 2.5s losing=child:cancelled killed=terminate "
+        "(ignored the cancel; stopped by SIGTERM)",
+        "- spend-1-a1 spend cancelled 1.2s losing=budget_exceeded killed=cooperative "
+        "(stopped when asked; the budget ran out too, which lost to the cancel)",
+    ]
+    assert Summary.parse(summary.render()) == summary

@@ -1,17 +1,23 @@
-"""One attempt on one line: `<id> <agent> <outcome> <duration>s [key=value ...] [error: ...]`.
+"""One attempt on one line: `<id> <agent> <outcome> <duration>s [key=value ...] [(words)]
+[error: ...]`.
 
-The `Attempts:` items of a `<subtask_summary>` block, written and read back.
+The `Attempts:` items of a `<subtask_summary>` block, written and read back. The
+`(words)` say how the attempt was stopped and what lost the race to stop it
+("ignored the cancel; stopped by SIGTERM"); they are made from the fields
+before them, so a reader skips them. `stop_words` and `losing_words` are the
+same words for the CLI's attempt rows.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any, get_origin
 
 from pydantic import ValidationError
 
-from actors.models import AttemptRecord
+from actors.models import AttemptOutcome, AttemptRecord
 from actors.textblocks.values import (
     invalid,
     is_json,
@@ -24,13 +30,15 @@ from actors.textblocks.values import (
 
 
 def attempt_line(record: AttemptRecord) -> str:
-    """`<id> <agent> <outcome> <duration>s [key=value ...] [error: text]`, always this shape.
+    """`<id> <agent> <outcome> <duration>s [key=value ...] [(words)] [error: text]`, always
+    this shape.
 
     After the four head fields comes every other field that differs from its
     default, in the model's order, as `key=value` (`fenced` alone when true,
     `losing=a,b` for the losing causes), so a field added to `AttemptRecord`
     shows up here with no change. A name or value that is not a plain token is
-    written as JSON (a quoted string, a list), never the whole line.
+    written as JSON (a quoted string, a list), never the whole line. Then, when
+    the attempt was stopped, how (`stop_words`, `losing_words`), in parentheses.
     """
     parts = [
         _token(record.id),
@@ -44,9 +52,54 @@ def attempt_line(record: AttemptRecord) -> str:
             continue
         key = _ATTEMPT_KEYS.get(name, name)
         parts.append(key if value is True else f"{key}={_attempt_value(value)}")
+    words = [w for w in (stop_words(record.killed, fenced=record.fenced),
+                         *losing_words(record.outcome.value, record.losing_causes)) if w]
+    if words:
+        parts.append(f"({'; '.join(words)})")
     if record.error is not None:
         parts.append(f"error: {write_text(record.error)}")
     return " ".join(parts)
+
+
+# How Zeus stopped an attempt (`killed`), in words.
+_STOPPED = {
+    "cooperative": "stopped when asked",
+    "terminate": "ignored the cancel; stopped by SIGTERM",
+    "kill": "ignored the cancel and SIGTERM; killed by SIGKILL",
+}
+# A stop cause, as the thing that happened, and as the thing that won.
+_CAUSE = {
+    "timeout": ("the deadline passed", "deadline"),
+    "stale": ("it went stale", "stale stop"),
+    "budget_exceeded": ("the budget ran out", "budget stop"),
+    "cancelled": ("a cancel came", "cancel"),
+}
+
+
+def stop_words(killed: str | None, *, fenced: bool = False) -> str | None:
+    """How the attempt was stopped: "ignored the cancel; stopped by SIGTERM" (None: it was not)."""
+    if fenced:
+        return "its thread did not stop: fenced, its late messages dropped"
+    return _STOPPED.get(killed) if killed else None
+
+
+def losing_words(outcome: str, losing: Sequence[str]) -> list[str]:
+    """What raced the outcome and lost, in words: "the budget ran out too, which lost to the
+    cancel". The child's own acknowledgement of a stop (`child:cancelled`) says nothing new."""
+    words = []
+    for cause in losing:  # words only for the causes Zeus writes: any other text is skipped
+        ended = cause.removeprefix("child:")
+        if ended == cause:
+            if cause in _CAUSE and outcome in _CAUSE:
+                words.append(f"{_CAUSE[cause][0]} too, which lost to the {_CAUSE[outcome][1]}")
+        elif ended == AttemptOutcome.completed:
+            words.append("its result came after the stop (kept in the output)")
+        elif ended in _ENDINGS:
+            words.append(f"it then ended {ended} itself")
+    return words
+
+
+_ENDINGS = frozenset(AttemptOutcome) - {AttemptOutcome.completed, AttemptOutcome.cancelled}
 
 
 _ATTEMPT_HEAD = frozenset({"id", "agent", "outcome", "duration_s", "error"})
@@ -110,6 +163,12 @@ def _attempt_fields(raw: str) -> dict[str, Any]:
         if raw.startswith("error: ", at):
             fields["error"] = read_text(raw[at + len("error: "):])
             break
+        if raw.startswith("(", at):  # the words, made from the fields: nothing to read
+            end = raw.find(")", at)
+            if end < 0:
+                raise ValueError(f"Attempts: {raw!r}: a `(` that no `)` closes")
+            at = _next(raw, end + 1, raw)
+            continue
         key = _KEY.match(raw, at)
         name = None if key is None else _ATTEMPT_FIELDS.get(key.group(1))
         if key is None or name is None or name in _ATTEMPT_HEAD:

@@ -149,9 +149,26 @@ def read_value(raw: str) -> Any:
 
 
 def write_number(value: float) -> str:
-    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+    """`value` as it reads back exactly, in plain decimals: `2`, `0.5`, `0.00008` (not `8e-05`).
+
+    Python's shortest repr goes to an exponent below 1e-4; a person reads decimals, so
+    the fewest decimals that read back as the same float are written instead.
+    """
+    if not math.isfinite(value) or abs(value) >= 1e15:
+        return repr(float(value))
+    if value == int(value):
         return str(int(value))
-    return repr(float(value))
+    text = repr(float(value))
+    if "e" not in text:
+        return text
+    for places in range(1, _MAX_PLACES + 1):
+        fixed = f"{value:.{places}f}"
+        if float(fixed) == value:
+            return fixed
+    return text  # below 1e-30: no person reads that as decimals either
+
+
+_MAX_PLACES = 30
 
 
 def read_seconds(raw: str, label: str) -> float:

@@ -32,10 +32,11 @@ from supervisor import journal as jr
 from supervisor.cli.render import (
     attempt_head,
     delegation_status,
-    describe,
     first_line,
     legend,
+    money,
     num,
+    plain_event,
 )
 from supervisor.cli.rows import (
     Row,
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
 __all__ = ["LiveTree", "bar", "open_journal"]
 
 _BAR_WIDTH = 16
-_QUIET = {"message.dropped"}  # bookkeeping, not news: kept in the journal, not printed
 
 
 def open_journal(path: str | Path) -> IO[str]:
@@ -128,7 +128,7 @@ class LiveTree:
                 self._t0 = ts
             self._write(event)
             if self._console is not None and not self._console.is_terminal:
-                self._print_line(event, ts)
+                self._print_line(event)
 
     def summaries(self) -> list[Summary]:
         """The summaries kept so far (`add_summary`), in the order they settled."""
@@ -148,15 +148,13 @@ class LiveTree:
         except (OSError, ValueError) as exc:  # a full disk, a closed file: stop journalling
             self.write_error = f"the journal stopped being written: {exc}"
 
-    def _print_line(self, event: dict[str, Any], ts: float | None) -> None:
+    def _print_line(self, event: dict[str, Any]) -> None:
         assert self._console is not None
-        text = describe(event)
-        if text is None:
+        line = plain_event(event, self._t0)
+        if line is None:
             return
-        when = 0.0 if ts is None or self._t0 is None else ts - self._t0
-        who = event.get("attempt_id") or event.get("delegation_id") or "zeus"
         with contextlib.suppress(OSError, ValueError):  # the reader left; Zeus goes on
-            self._console.print(Text(f"{when:7.2f}s  {who:<18} {text}"), soft_wrap=True)
+            self._console.print(Text(line), soft_wrap=True)
 
     # -- live display -------------------------------------------------------------------
 
@@ -236,7 +234,7 @@ class LiveTree:
         if partials:
             extras.append(f"{partials} partial result(s)")
         if calls:
-            extras.append(f"{calls} call(s), ${cost:.4f}")
+            extras.append(f"{calls} call(s), {money(cost)}")
         return extras
 
     def _open_label(self, d: jr.ReplayedDelegation, plain: bool) -> Text:
@@ -295,7 +293,7 @@ class LiveTree:
                 "cost": sum(s.usage.cost for s in roots if s),
             }
         if usage.get("calls"):
-            text += f", {usage['calls']} call(s), ${usage.get('cost', 0.0):.4f}"
+            text += f", {usage['calls']} call(s), {money(usage.get('cost'))}"
         if counts.get("abandoned_threads"):
             text += f", {counts['abandoned_threads']} abandoned thread(s)"
         if run.stopped:

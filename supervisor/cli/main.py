@@ -2,7 +2,7 @@
 
 To add a command, write a module with `add_parser(subparsers)` and
 `run(args) -> int` (see `supervisor.cli.commands`) and list it in `COMMANDS`.
-Exit codes: 0 all completed, 1 some delegation did not complete, 2 bad input.
+Exit codes: `EXIT_CODES` (`zeus --help` prints it).
 
 Entrypoints (`pkg.module:fn`) import from the installed packages first, then
 from the current directory: the CLI appends the current directory to the END of
@@ -21,9 +21,13 @@ from contextlib import contextmanager, suppress
 from supervisor import __version__
 from supervisor.cli.commands import (
     EXIT_BAD_INPUT,
+    EXIT_CLOSED,
+    EXIT_CODES,
+    EXIT_INTERRUPTED,
     Command,
     demo,
     dispatch,
+    init,
     mcp,
     run,
     schema,
@@ -37,7 +41,7 @@ from supervisor.cli.commands import (
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 COMMANDS: tuple[Command, ...] = (
-    demo, dispatch, run, validate, schema, tree, timeouts, sweep, mcp, ui,
+    init, demo, dispatch, run, validate, schema, tree, timeouts, sweep, mcp, ui,
 )
 
 
@@ -45,8 +49,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     """The `zeus` parser, and which module runs each command name (aliases included)."""
     parser = argparse.ArgumentParser(
         prog="zeus",
-        description="Zeus: an Erlang/OTP-style supervision tree for AI-agent delegations.",
-        epilog="exit codes: 0 all completed, 1 some delegation did not complete, 2 bad input",
+        description="Zeus: an Erlang/OTP-style supervision tree for AI-agent delegations. "
+        "New here? `zeus init` writes a routing.yml, agents and a host of your own; "
+        "`zeus demo` shows the pantheon at work.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"zeus {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -73,11 +80,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return by_name[args.command].run(args)
     except KeyboardInterrupt:
         print("zeus: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader left (`zeus schema | head`): stop quietly
         with suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141  # 128 + SIGPIPE, as shell tools end
+        return EXIT_CLOSED
 
 
 @contextmanager

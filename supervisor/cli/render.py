@@ -9,12 +9,12 @@ run laid out as rows is `supervisor.cli.rows`.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.text import Text
 
+from actors.textblocks.attempts import stop_words
 from supervisor.journal.runs import Event, ReplayedAttempt, ReplayedDelegation, Run, num
 
 __all__ = [
@@ -22,11 +22,12 @@ __all__ = [
     "delegation_label",
     "delegation_status",
     "describe",
-    "event_line",
     "first_line",
     "intensity_text",
     "legend",
+    "money",
     "num",
+    "plain_event",
     "run_label",
     "seconds",
     "status_mark",
@@ -50,9 +51,17 @@ _COMMON = {"ts", "event", "delegation_id", "attempt_id", "parent_id", "agent", "
 
 # -- small words --------------------------------------------------------------------------
 def seconds(value: Any) -> str:
-    """`1.23s`, or `-` when there is no number."""
+    """`1.23s` (`<0.01s` for less that is not nothing), or `-` when there is no number."""
     number = num(value)
-    return "-" if number is None else f"{number:.2f}s"
+    if number is None:
+        return "-"
+    return "<0.01s" if 0 < number < 0.005 else f"{number:.2f}s"
+
+
+def money(value: Any) -> str:
+    """`$0.0304`: a cost to a hundredth of a cent (`<$0.0001` for less that is not nothing)."""
+    number = num(value) or 0.0
+    return "<$0.0001" if 0 < number < 0.00005 else f"${number:.4f}"
 
 
 def first_line(text: Any, limit: int = 80) -> str:
@@ -190,8 +199,7 @@ def attempt_label(a: ReplayedAttempt) -> str:
     if a.budget_exceeded:
         extras.append("over budget")
     if a.killed:
-        latency = "" if a.kill_latency_s is None else f" in {a.kill_latency_s:.3f}s"
-        extras.append(f"stopped: {a.killed}{latency}")
+        extras.append(_how_stopped(a))
     if a.fenced:
         extras.append(f"fenced: {a.fenced}")
     story = evidence(a.outcome, a.tool_calls, a.last_tool)
@@ -202,6 +210,18 @@ def attempt_label(a: ReplayedAttempt) -> str:
     if a.then:
         extras.append(f"then {a.then}")
     return f"{head}: {state}" + "".join(f"; {x}" for x in extras)
+
+
+def _how_stopped(a: ReplayedAttempt) -> str:
+    """"ignored the cancel; stopped by SIGTERM after 0.51s": the time since Zeus asked it to
+    stop when the journal says when that was, else how long the signal took."""
+    words = stop_words(a.killed) or f"stopped ({a.killed})"
+    asked = a.timed_out_after_s if a.timed_out_after_s is not None else a.stale_after_s
+    if asked is not None and a.duration_s is not None and a.killed != "cooperative":
+        return f"{words} after {seconds(max(0.0, a.duration_s - asked))}"
+    if a.kill_latency_s is not None:
+        return f"{words}, in {a.kill_latency_s:.3f}s"
+    return words
 
 
 _ENDED_AS = {"timeout": "timed out", "stale": "timed out", "budget_exceeded": "over budget",
@@ -226,21 +246,31 @@ def intensity_text(event: Event) -> str:
 
 
 # -- events in words ---------------------------------------------------------------------------
-# What each pinned event says; `{x_s}` fields read as seconds, a missing one as "?".
+# What each event says; `{x_s}` fields read as seconds, a missing one as "?". The events a
+# store adds (zeus.recovered, attempt.lost, attempt.reattached, delegation.replayed) too.
 _SAYS = {
     "zeus.stopped": "zeus stopped",
+    "attempt.spawned": "its process started (pid {pid})",
     "attempt.stale": "no progress: stale after {elapsed_s}",
     "attempt.timed_out": "deadline passed after {elapsed_s}; stopping it",
     "attempt.budget_exceeded": "over budget ({limit}); stopping it",
-    "attempt.killed": "stopped ({how}) in {latency_s}",
     "attempt.fenced": "fenced: {reason}",
     "attempt.completed": "completed after {duration_s}",
+    "attempt.progress": "progress {progress}",
+    "attempt.lost": "lost: {reason}",
+    "attempt.reattached": "picked up again after the supervisor's restart (pid {pid})",
     "retry.scheduled": "retry in {backoff_s} as {next_attempt_id}",
     "fallback.dispatched": "fallback {from} -> {to}",
+    "group.restarted": "restarted with its group: {reason}",
     "delegation.cancel_requested": "cancel requested: {reason}",
     "supervisor.intensity_exceeded": (
         "restart intensity exceeded: {restarts} restarts within {within_s}; no more restarts"
     ),
+    "supervisor.mailbox_lag": (
+        "Zeus's mailbox runs {lag_s} late (warns past {threshold_s}); {queued} message(s) wait"
+    ),
+    "zeus.internal_error": "internal error ({message}): {error}",
+    "zeus.unknown_message": "a message Zeus does not know reached it: {type}",
 }
 
 
@@ -250,19 +280,36 @@ class _Fields(dict[str, Any]):
     def __getitem__(self, key: str) -> Any:
         value = self.get(key)
         if key.endswith("_s"):
-            number = num(value)
-            return "?" if number is None else f"{number:.2f}s"
+            return "?" if num(value) is None else seconds(value)
         return "?" if value is None else value
 
 
 def describe(event: dict[str, Any]) -> str | None:
-    """What an event says, in words, for one line of plain output (None: not worth a line)."""
+    """What an event says, in words, for one line of plain output (None: not worth a line).
+
+    An event this version has no words for says its name and its own fields (not the
+    time, the ids and the agent, which the line already shows).
+    """
     name = str(event.get("event"))
     e = _Fields(event)
     if name in _QUIET:
         return None
     if name in _SAYS:
         return _SAYS[name].format_map(e)
+    if name == "attempt.killed":
+        latency = f" (in {e['latency_s']})" if num(event.get("latency_s")) is not None else ""
+        how = stop_words(str(event.get("how"))) or f"stopped ({e['how']})"
+        return how + latency
+    if name == "attempt.partial":
+        return f"partial result: {first_line(e['item'], 70)}"
+    if name == "delegation.replayed":
+        return ("replayed: the stored delegation, still open, is awaited" if event.get("open")
+                else f"replayed: its stored summary ({e['status']}), not run again")
+    if name == "zeus.recovered":
+        counts = [f"{len(v)} {k}" if isinstance(v, list) else f"{v} {k}"
+                  for k in ("settled", "rerun", "blocked", "reattached", "adopted")
+                  if (v := event.get(k))]
+        return "recovered the store" + (f": {', '.join(counts)}" if counts else ": nothing open")
     if name == "zeus.started":
         return f"zeus started (pid {e['pid']}, routing {event.get('routing') or 'none'})"
     if name == "delegation.dispatched":
@@ -289,20 +336,20 @@ def describe(event: dict[str, Any]) -> str | None:
             f"settled {str(e['status']).upper()}{kind} after {e['duration_s']}, "
             f"{e['attempts']} attempt(s)"
         )
-    return event_line(event)
-
-
-def event_line(event: Event) -> str:
-    """One event as a line with all its fields, for following a journal on a pipe."""
-    ts = event.get("ts")
-    when = (
-        time.strftime("%H:%M:%S", time.localtime(ts)) + f".{int(ts * 1000) % 1000:03d}"
-        if isinstance(ts, int | float)
-        else "--:--:--"
-    )
-    who = event.get("attempt_id") or event.get("delegation_id") or ""
     rest = " ".join(
         f"{k}={json.dumps(v, default=str)}" for k, v in event.items() if k not in _COMMON
     )
-    return " ".join(x for x in (when, str(event.get("event")), str(who), rest) if x)
+    return f"{name}: {rest}" if rest else name
+
+
+def plain_event(event: Event, t0: float | None) -> str | None:
+    """One event as the one line plain output prints for it (None: not worth a line):
+    seconds since `t0`, the attempt or delegation it is about, what it says in words."""
+    text = describe(event)
+    if text is None:
+        return None
+    ts = num(event.get("ts"))
+    when = 0.0 if ts is None or t0 is None else ts - t0
+    who = event.get("attempt_id") or event.get("delegation_id") or "zeus"
+    return f"{when:7.2f}s  {who:<18} {text}"
 

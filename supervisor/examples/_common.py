@@ -1,4 +1,5 @@
-"""What the example agents share: where the default source tree is, which files to
+"""What the example agents share: which paths a brief names (the current directory by
+default), the project's own source tree (for the demo and the reviewer), which files to
 walk, and a plausible price for the model calls they stand in for.
 
 The examples do real work (scan, lint, write) without a model; they charge usage
@@ -60,7 +61,8 @@ def roots_from_inputs(raw: Any) -> tuple[list[Path], dict[str, Any]]:
     """The paths a brief's `inputs` names, and its options (when inputs is a mapping).
 
     `inputs` may be a path, a list of paths, a mapping with `paths` or `root` (and
-    options), or None for the default roots. A path that does not exist is refused.
+    options), or None (or a mapping with neither) for the current directory. A path
+    that does not exist is refused.
     """
     opts: dict[str, Any] = raw if isinstance(raw, dict) else {}
     if isinstance(raw, str | Path):
@@ -72,7 +74,7 @@ def roots_from_inputs(raw: Any) -> tuple[list[Path], dict[str, Any]]:
     elif "root" in opts:
         roots = [Path(opts["root"])]
     elif raw is None or isinstance(raw, dict):
-        roots = default_roots()
+        roots = [Path(".")]
     else:
         raise ValueError(
             f"inputs must be a path, a list of paths or a dict, not {type(raw).__name__}"

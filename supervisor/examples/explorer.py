@@ -1,4 +1,4 @@
-"""apollo, the explorer: scans a tree of files for a pattern and reports each hit.
+"""apollo, the explorer: scans a tree of files for what the scope names and reports each hit.
 
 Read-only and partial-friendly: every hit goes out at once as a partial result
 (`path:line: text`), so a timeout still leaves what was found. Cancellation is
@@ -6,11 +6,15 @@ honoured between files. Inputs (all optional):
 
 - a path string (or a list of them): what to scan;
 - or a dict: `root` (a path) or `paths` (a list), `pattern` (a regex; default:
-  derived from the scope), `suffixes` (e.g. `[".py"]`), `recursive` (default
+  read from the scope), `suffixes` (e.g. `[".py"]`), `recursive` (default
   true), `delay_s` (seconds to linger per file, to make a demo time out),
   `max_hits` (default 200).
 
-With no inputs it scans the project's own packages, so it works on a fresh machine.
+With no paths it scans the current directory. The scope is read as its quoted
+phrases ("def explore"), each searched for whole, or else as its keywords, any of
+which is a hit ("find the word supervisor": supervisor); the report says how it
+read it. Stopped at `max_hits`, its report is `incomplete` (the delegation
+settles `partial`, saying where it stopped).
 """
 
 from __future__ import annotations
@@ -22,14 +26,16 @@ from pathlib import Path
 from actors import Brief, Context, Report
 from supervisor.examples._common import estimate_tokens, price, roots_from_inputs, walk_files
 
-__all__ = ["explore", "pattern_for"]
+__all__ = ["explore", "pattern_for", "read_scope"]
 
 # Words of a scope that say how to search, not what for.
 _STOPWORD_TEXT = """
-a an and any all are as at be by code codebase directory directories each every file files
-find folder folders for from grep how in into is it list locate look module modules occurrence
-occurrences of on or pattern patterns project reference references repo repository scan search
-source sources that the these this those to tree usage usages use uses where which with
+a an and any all are as at be by called code codebase contain containing contains directory
+directories each every file files find folder folders for from grep here how in into is it list
+locate look mention mentions module modules named occurrence occurrences of on or pattern
+patterns phrase phrases project reference references repo repository scan search source sources
+string strings term terms text that the these this those to tree usage usages use uses where
+which with word words
 """
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _QUOTED = re.compile(r'"([^"]+)"|`([^`]+)`|“([^”]+)”|(?<!\w)\'([^\']+)\'(?!\w)')
@@ -44,6 +50,14 @@ def pattern_for(scope: str) -> str:
     `'Find "TODO" and "FIXME"'` -> `TODO|FIXME`; `"Scan route files for auth
     patterns"` -> `route|auth`. Raises `ValueError` when the scope names nothing.
     """
+    return read_scope(scope)[0]
+
+
+def read_scope(scope: str) -> tuple[str, str]:
+    """The regex a scope asks for, and how it was read, in words (for the report).
+
+    `ValueError` when the scope names nothing to search for.
+    """
     quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(scope)]
     words = quoted or [
         w for w in _WORD.findall(scope) if len(w) >= 3 and w.lower() not in _STOPWORDS
@@ -53,13 +67,21 @@ def pattern_for(scope: str) -> str:
             f'scope {scope!r} names nothing to search for; quote it ("TODO") '
             "or give inputs={'pattern': REGEX}"
         )
-    return "|".join(re.escape(w) for w in dict.fromkeys(words))
+    unique = list(dict.fromkeys(words))
+    shown = ", ".join(f'"{w}"' for w in unique)
+    if quoted:
+        how = f"the phrase {shown}" if len(unique) == 1 else f"the phrases {shown} (any of them)"
+    else:
+        how = (f"the word {shown}" if len(unique) == 1 else f"the words {shown} (any of them)"
+               ) + '; quote a phrase ("like this") to search for it whole'
+    return "|".join(re.escape(w) for w in unique), how
 
 
 @dataclass(frozen=True)
 class _Options:
     paths: tuple[Path, ...]
     pattern: re.Pattern[str]
+    read_as: str  # how the scope (or inputs.pattern) was read, in words
     suffixes: tuple[str, ...] = ()
     recursive: bool = True
     delay_s: float = 0.0
@@ -68,7 +90,10 @@ class _Options:
 
 def _options(brief: Brief) -> _Options:
     paths, opts = roots_from_inputs(brief.inputs)
-    source = opts.get("pattern") or pattern_for(brief.scope)
+    if opts.get("pattern"):
+        source, read_as = str(opts["pattern"]), f"the pattern /{opts['pattern']}/ (inputs)"
+    else:
+        source, read_as = read_scope(brief.scope)
     try:
         pattern = re.compile(source, re.IGNORECASE)
     except re.error as exc:
@@ -76,6 +101,7 @@ def _options(brief: Brief) -> _Options:
     return _Options(
         paths=tuple(paths),
         pattern=pattern,
+        read_as=read_as,
         suffixes=tuple(opts.get("suffixes") or ()),
         recursive=bool(opts.get("recursive", True)),
         delay_s=float(opts.get("delay_s", 0.0)),
@@ -111,7 +137,9 @@ def explore(brief: Brief, ctx: Context) -> Report:
     files = [
         f for root in opts.paths for f in walk_files(root, opts.suffixes, recursive=opts.recursive)
     ]
-    ctx.heartbeat(f"{len(files)} files to scan for /{opts.pattern.pattern}/")
+    here = opts.paths == (Path("."),)
+    where = "the current directory" if here else ", ".join(_display(p) for p in opts.paths)
+    ctx.heartbeat(f"{len(files)} files in {where} to search for {opts.read_as}")
     already = {str(item) for item in ctx.previous_partials}  # reported by an earlier attempt
     hits: list[str] = []
     skipped: list[str] = []
@@ -161,8 +189,11 @@ def explore(brief: Brief, ctx: Context) -> Report:
         cost=price(summary_in, summary_out),
     )
     risks = []
+    incomplete = None
     if capped:
-        risks.append(f"stopped at {opts.max_hits} hits; narrow the pattern or raise max_hits")
+        incomplete = (f"stopped at {opts.max_hits} hits, after {scanned} of {len(files)} files; "
+                      "narrow the search or raise inputs.max_hits")
+        risks.append(incomplete)
     if skipped:
         risks.append(f"{len(skipped)} binary, huge or unreadable file(s) skipped")
     return Report(
@@ -175,6 +206,7 @@ def explore(brief: Brief, ctx: Context) -> Report:
             "hits": len(hits),
         },
         findings=hits,
-        validation=[f"scanned {scanned} of {len(files)} file(s) for /{opts.pattern.pattern}/"],
+        validation=[f"searched {scanned} of {len(files)} file(s) in {where} for {opts.read_as}"],
         risks=risks,
+        incomplete=incomplete,
     )

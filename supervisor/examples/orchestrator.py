@@ -5,7 +5,7 @@ Inputs (all optional): a path string or a list of them, or a dict with `root` or
 `paths`, `agent` (who explores; default `apollo`), `pattern` (default: from the
 scope), `max_parts` (default 6; the directories beyond it share the last
 part) and `explore` (extra inputs for each explorer, e.g. `{"delay_s": 0.2}`).
-No inputs: the project's own packages. Each part is `ctx.delegate()`d in turn;
+No paths: the current directory. Each part is `ctx.delegate()`d in turn;
 a part that does not complete leaves its partial results in the findings and a
 line in the risks, and the others go on.
 """

@@ -112,6 +112,17 @@ class ReplayedDelegation:
         seen += [a.agent for a in self.attempts if a.agent]
         return list(dict.fromkeys(seen))
 
+    @property
+    def agent_timeouts(self) -> list[float | None]:
+        """The deadline each of `agents` ran under: the dispatched timeout for the first,
+        each fallback's first attempt deadline (to a tenth of a second: it is measured)."""
+        first: dict[str, float | None] = {}
+        for a in self.attempts:
+            if a.agent is not None and a.agent not in first:
+                first[a.agent] = None if a.deadline_s is None else round(a.deadline_s, 1)
+        return [self.timeout_s if n == 0 else first.get(agent)
+                for n, agent in enumerate(self.agents)]
+
     def elapsed(self, now: float | None) -> float | None:
         """Seconds from dispatch to settlement, or to `now` while it is open."""
         if self.duration_s is not None:

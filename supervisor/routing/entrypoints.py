@@ -9,6 +9,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from supervisor.errors import did_you_mean
+
 __all__ = ["EntrypointError", "entrypoint_form_problem", "import_entrypoint", "signature_problem"]
 
 _ENTRYPOINT = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
@@ -44,9 +46,10 @@ def import_entrypoint(spec: str) -> Callable[..., Any]:
         ) from None
     for part in attrs.split("."):
         if not hasattr(target, part):
+            public = [name for name in dir(target) if not name.startswith("_")]
             raise EntrypointError(
                 f"found {spec!r}, but {getattr(target, '__name__', module_name)!r} has no "
-                f"attribute {part!r}"
+                f"attribute {part!r}{did_you_mean(part, public)}"
             )
         target = getattr(target, part)
     if not callable(target):

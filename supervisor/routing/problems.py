@@ -75,11 +75,19 @@ def _has(data: Any, path: KeyPath) -> bool:
 
 @dataclass
 class Problems:
+    """The problems of one file (a routing file; `zeus run` uses it for plans too).
+
+    `error`: what `raise_if_any` raises; `rerun`: the command to run again once they are
+    fixed (default: `zeus validate FILE` for a file, else "again").
+    """
+
     source: str
     lines: Lines | None
     origin: Callable[[KeyPath], KeyPath] = lambda path: path
     found: list[tuple[int | None, str]] = field(default_factory=list)
     _seen: set[str] = field(default_factory=set)
+    error: Callable[[str], Exception] = RoutingError
+    rerun: str | None = None
 
     def add(self, path: KeyPath, message: str, *, line: int | None = None) -> None:
         where = self.origin(path)
@@ -96,8 +104,9 @@ class Problems:
             return
         ordered = sorted(self.found, key=lambda item: (item[0] is None, item[0] or 0))
         count = len(ordered)
+        rerun = self.rerun or (f"zeus validate {self.source}" if self.lines else None)
         head = f"{self.source}: {count} problem{'s' if count > 1 else ''}; fix and run " + (
-            f"`zeus validate {self.source}`" if self.lines else "again"
+            f"`{rerun}`" if rerun else "again"
         )
         body = [
             f"{self.source}:{line}: {text}" if line is not None else f"{self.source}: {text}"
@@ -105,7 +114,7 @@ class Problems:
         ]
         if count > _MAX_SHOWN:
             body.append(f"... and {count - _MAX_SHOWN} more")
-        raise RoutingError("\n".join([head, *body]))
+        raise self.error("\n".join([head, *body]))
 
 
 def found(value: Any) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -77,22 +77,40 @@ class Routing(Frozen):
 
     @classmethod
     def from_dict(
-        cls, data: dict[str, Any], *, source: str | None = None, import_entrypoints: bool = True
+        cls,
+        data: dict[str, Any],
+        *,
+        source: str | None = None,
+        import_entrypoints: bool = True,
+        registered: Collection[str] | None = None,
     ) -> Routing:
         """Validate a routing mapping; `defaults:` is merged into every agent.
 
         Each `entrypoint` is imported to check it (its module's code runs) unless
-        `import_entrypoints` is False; then only its form is checked.
+        `import_entrypoints` is False; then only its form is checked. `registered`: see
+        `load`.
         """
-        return _build(data, source=source, lines=None, import_entrypoints=import_entrypoints)
+        return _build(data, source=source, lines=None, import_entrypoints=import_entrypoints,
+                      registered=registered)
 
     @classmethod
-    def load(cls, path: str | Path, *, import_entrypoints: bool = True) -> Routing:
+    def load(
+        cls,
+        path: str | Path,
+        *,
+        import_entrypoints: bool = True,
+        registered: Collection[str] | None = None,
+    ) -> Routing:
         """Read and validate a routing.yml file (either dialect).
 
         A routing file is code: each `entrypoint` is imported to check it, which runs
         its module's import-time code. With `import_entrypoints=False` (`zeus validate
         --no-import`) only its form is checked, for a file not trusted yet.
+
+        `registered` (the agents the host registers in code, `zeus.register`): when it
+        is given, a native file must be able to run as it is: an agent outside it with
+        neither `entrypoint:` nor `command:` is a problem, and so is a file with no
+        agents. None (the default) checks neither: a host may register every agent.
         """
         path = Path(path)
         try:
@@ -110,7 +128,7 @@ class Routing(Frozen):
         except yaml.YAMLError as exc:
             raise RoutingError(f"{path}: not valid YAML: {exc}") from None
         return _build({} if data is None else data, source=str(path), lines=Lines(root),
-                      import_entrypoints=import_entrypoints)
+                      import_entrypoints=import_entrypoints, registered=registered)
 
     def agent(self, name: str) -> AgentPolicy:
         """The effective policy of agent `name`; `UnknownAgent` names the ones that exist."""
@@ -193,7 +211,12 @@ class Routing(Frozen):
 
 
 def _build(
-    data: Any, *, source: str | None, lines: Lines | None, import_entrypoints: bool = True
+    data: Any,
+    *,
+    source: str | None,
+    lines: Lines | None,
+    import_entrypoints: bool = True,
+    registered: Collection[str] | None = None,
 ) -> Routing:
     label = source or "routing"
     problems = Problems(label, lines)
@@ -220,6 +243,8 @@ def _build(
         data, explicit = translated.data, translated.explicit
         mapped, ignored = tuple(translated.mapped), tuple(translated.ignored)
     payload = _check_native(data, problems, explicit, import_entrypoints=import_entrypoints)
+    if registered is not None and dialect == "native":
+        _check_runnable(payload["agents"], registered, problems)
     problems.raise_if_any()
     payload.update(source=source, dialect=dialect, mapped=mapped, ignored=ignored)
     try:
@@ -310,6 +335,20 @@ def _check_native(
     for name, merged in payload["agents"].items():
         check_agent(name, merged, names, others, problems, import_entrypoints)
     return payload
+
+
+def _check_runnable(
+    agents: Mapping[str, Mapping[str, Any]], registered: Collection[str], problems: Problems
+) -> None:
+    """A file that runs as it is: some agents, each with its work function or registered."""
+    if not agents:
+        problems.add(("agents",), "no agents; add an `agents:` section with at least one "
+                     "(`zeus init` writes a routing.yml to start from)")
+    for name, agent in agents.items():
+        if name not in registered and not (agent.get("entrypoint") or agent.get("command")):
+            problems.add(("agents", name), "no work function; give it `entrypoint: "
+                         "pkg.module:function` or `command: [program, arg, ...]` (an agent "
+                         "the host registers in code, zeus.register, is named with --registered)")
 
 
 def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

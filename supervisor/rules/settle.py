@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from actors import AttemptOutcome, Status
+from actors import AttemptOutcome, Report, Status
 from supervisor.routing import OWNER, AgentPolicy, RetryOn
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "Retry",
     "Settle",
     "StopCause",
+    "completed_step",
     "decide_next",
     "resolve_outcome",
 ]
@@ -90,6 +91,16 @@ class Fallback:
 
 NextStep = Settle | Retry | Fallback
 COMPLETED = Settle(Status.completed)
+
+
+
+def completed_step(value: object) -> Settle:
+    """How a delegation settles when its attempt returned `value`: `completed`, or
+    `partial` with the reason when the work said it stopped short (`Report.incomplete`)."""
+    if isinstance(value, Report) and value.incomplete:
+        return Settle(Status.partial, reason=value.incomplete)
+    return COMPLETED
+
 
 # What each timing-out outcome is called in a summary's `timeout_kind`: the one table.
 TIMEOUT_KIND: dict[AttemptOutcome, Literal["deadline", "stale"]] = {

@@ -6,7 +6,8 @@ One delegation, supervised: it prints the `<subtask_summary>` block (or, with
 is drawn on standard error when that is a terminal. The routing is F, else
 routing.yml in the current directory, else the pantheon Zeus ships with.
 Exit status: 0 when the delegation completed, 1 when it did not, 2 for bad
-input (an unknown agent, a bad routing file, a bad option).
+input (an unknown agent, an agent with no work function, a bad routing file, a
+bad option).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from supervisor.routing.bounded import BoundExceeded, loads_json_bounded
 
 __all__ = [
     "add_parser",
+    "agent_problem",
+    "brief_problem",
     "brief_problems",
     "default_routing",
     "inputs_or_problem",
@@ -84,14 +87,16 @@ def load_routing(path: Path | None, command: str) -> Routing | None:
 
 def brief_problems(exc: ValidationError) -> str:
     """A brief's validation errors as `field: what is wrong (found X)`, joined by `; `."""
-    parts = []
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "brief"
-        found = f" (found {json.dumps(err['input'], default=str)})" if "input" in err else ""
-        if err["type"] in ("missing", "extra_forbidden"):
-            found = ""
-        parts.append(f"{field}: {err['msg'].lower()}{found}")
-    return "; ".join(parts)
+    return "; ".join(brief_problem(err) for err in exc.errors())
+
+
+def brief_problem(err: Any) -> str:
+    """One of a brief's validation errors (pydantic's) as `field: what is wrong (found X)`."""
+    field = ".".join(str(p) for p in err["loc"]) or "brief"
+    found = f" (found {json.dumps(err['input'], default=str)})" if "input" in err else ""
+    if err["type"] in ("missing", "extra_forbidden"):
+        found = ""
+    return f"{field}: {err['msg'].lower()}{found}"
 
 
 def inputs_or_problem(raw: str | None, text: str | None) -> tuple[Any, str | None]:
@@ -120,6 +125,23 @@ def unknown_agent(name: str, routing: Routing) -> str:
     )
 
 
+def agent_problem(name: str, routing: Routing) -> str | None:
+    """Why the CLI cannot run agent `name`: unknown, or without a work function; else None.
+
+    The CLI registers nothing in code, so an agent needs its `entrypoint:` or `command:`.
+    """
+    if name not in routing.agents:
+        return unknown_agent(name, routing)
+    policy = routing.agents[name]
+    if policy.entrypoint or policy.command:
+        return None
+    return (
+        f"agent {name!r} has no work function in {routing.source}: give it `entrypoint: "
+        "pkg.module:function` or `command: [program, arg, ...]` (a host can zeus.register "
+        "one in code; the CLI cannot)"
+    )
+
+
 # -- the command ---------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
     routing = load_routing(args.routing, "dispatch")
@@ -141,8 +163,9 @@ def run(args: argparse.Namespace) -> int:
         problems = brief_problems(exc).replace("timeout_s:", "--timeout:")
         print(f"zeus dispatch: bad brief: {problems}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    if args.agent not in routing.agents:
-        print(f"zeus dispatch: {unknown_agent(args.agent, routing)}", file=sys.stderr)
+    problem = agent_problem(args.agent, routing)
+    if problem is not None:
+        print(f"zeus dispatch: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
     journal: IO[str] | None = None
     try:

@@ -42,13 +42,15 @@ from supervisor.cli.commands import (
     console,
     ui,
 )
-from supervisor.cli.commands.dispatch import brief_problems, load_routing, unknown_agent
+from supervisor.cli.commands.dispatch import agent_problem, brief_problem, load_routing
 from supervisor.cli.live import LiveTree, open_journal
 from supervisor.core.handle import Handle
 from supervisor.core.zeus import Zeus
 from supervisor.errors import SupervisorError
 from supervisor.routing import Routing
 from supervisor.routing.bounded import BoundExceeded, load_bounded, read_bounded
+from supervisor.routing.lines import KeyPath, Lines, Loader
+from supervisor.routing.problems import Problems
 from supervisor.rules.groups import STRATEGIES, Strategy
 
 __all__ = [
@@ -56,11 +58,13 @@ __all__ = [
     "Plan",
     "PlanError",
     "add_parser",
+    "check_agents",
     "load_plan",
     "print_final_tree",
     "print_interrupted",
     "print_report",
     "print_summaries",
+    "read_plan",
     "run",
     "screen_lines",
 ]
@@ -84,7 +88,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 class PlanError(ValueError):
-    """A plan that cannot run; the message names the file, the entry and the field."""
+    """A plan that cannot run; the message lists every problem, each with file:line."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,8 @@ class Entry:
 
     briefs: tuple[Brief, ...]
     strategy: Strategy | None = None  # None: a single brief, not a group
+    # Where each brief is: its key path in the plan file, and `entry 2 (a group), brief 1`.
+    places: tuple[tuple[KeyPath, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,9 +108,20 @@ class Plan:
 
 
 def load_plan(path: Path) -> Plan:
-    """Read and check a plan file; `PlanError` says what is wrong and where."""
+    """Read and check a plan file; `PlanError` lists every problem, each with file:line."""
+    plan, problems = read_plan(path)
+    problems.raise_if_any()
+    return plan
+
+
+def read_plan(path: Path) -> tuple[Plan, Problems]:
+    """The plan's entries that are valid, and the problems of the others (all of them).
+
+    `PlanError` at once for a file that is no plan at all (unreadable, not YAML, not a
+    list of briefs): there is nothing to check further.
+    """
     try:
-        data, _ = load_bounded(read_bounded(path))
+        data, root = load_bounded(read_bounded(path), Loader)
     except OSError as exc:
         raise PlanError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -117,7 +134,9 @@ def load_plan(path: Path) -> Plan:
         where = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or exc
         raise PlanError(f"{path}{where}: not valid YAML: {problem}") from None
+    problems = Problems(str(path), Lines(root), error=PlanError, rerun=f"zeus run {path}")
     routing: Path | None = None
+    base: KeyPath = ()
     if isinstance(data, dict) and "briefs" not in data and {"agent", "scope", "group"} & set(data):
         raise PlanError(
             f"{path}: a plan is a list of briefs, found a single mapping; "
@@ -126,15 +145,15 @@ def load_plan(path: Path) -> Plan:
     if isinstance(data, dict):
         unknown = sorted(str(k) for k in data if k not in _TOP_KEYS)
         if unknown:
-            raise PlanError(
-                f"{path}: unknown key(s) {', '.join(unknown)}; a plan mapping has "
-                "`routing:` (optional) and `briefs:` (a list)"
-            )
+            _add(problems, (unknown[0],), f"unknown key(s) {', '.join(unknown)}; a plan "
+                 "mapping has `routing:` (optional) and `briefs:` (a list)")
+            problems.raise_if_any()
         if "routing" in data:
             if not isinstance(data["routing"], str) or not data["routing"]:
-                raise PlanError(f"{path}: routing: give the routing file's path as a string")
+                _add(problems, ("routing",), "routing: give the routing file's path as a string")
+                problems.raise_if_any()
             routing = path.parent / data["routing"]
-        data = data.get("briefs")
+        data, base = data.get("briefs"), ("briefs",)
     if not isinstance(data, list):
         found = "nothing" if data is None else f"a {type(data).__name__}"
         raise PlanError(
@@ -143,76 +162,94 @@ def load_plan(path: Path) -> Plan:
         )
     if not data:
         raise PlanError(f"{path}: the plan has no briefs")
-    entries = tuple(_entry(path, n, raw) for n, raw in enumerate(data, 1))
-    return Plan(entries, routing)
+    entries = [_entry(problems, (*base, n - 1), n, raw) for n, raw in enumerate(data, 1)]
+    return Plan(tuple(e for e in entries if e is not None), routing), problems
 
 
-def _entry(path: Path, n: int, raw: Any) -> Entry:
-    where = f"{path}: entry {n}"
+def _add(problems: Problems, keys: KeyPath, text: str) -> None:
+    """A problem of the plan, on the line of `keys` (the text says which entry)."""
+    problems.add((), text, line=problems.lines.line(keys) if problems.lines else None)
+
+
+def _entry(problems: Problems, at: KeyPath, n: int, raw: Any) -> Entry | None:
+    """The entry's valid briefs (for the checks that need routing), its problems added.
+
+    A plan with any problem never runs, so an entry kept here may be incomplete.
+    """
+    where = f"entry {n}"
     if not isinstance(raw, dict):
-        raise PlanError(
-            f"{where}: a brief is a mapping (agent: ..., scope: ...), found {_kind(raw)}"
-        )
+        _add(problems, at, f"{where}: a brief is a mapping (agent: ..., scope: ...), "
+                     f"found {_kind(raw)}")
+        return None
     if "group" not in raw:
-        return Entry((_brief(where, raw),))
+        brief = _brief(problems, at, where, raw)
+        return None if brief is None else Entry((brief,), None, ((at, where),))
+    where += " (a group)"
     unknown = sorted(str(k) for k in raw if k not in _GROUP_KEYS)
     if unknown:
-        raise PlanError(
-            f"{where} (a group): unknown key(s) {', '.join(unknown)}; a group has "
-            "`group:` (a list of briefs) and `strategy:`"
-        )
+        _add(problems, (*at, unknown[0]), f"{where}: unknown key(s) {', '.join(unknown)}; a "
+                     "group has `group:` (a list of briefs) and `strategy:`")
     strategy = next((s for s in STRATEGIES if s == raw.get("strategy", "one_for_one")), None)
     if strategy is None:
-        raise PlanError(
-            f"{where} (a group): strategy: {raw.get('strategy')!r} is not one of "
-            f"{', '.join(STRATEGIES)}"
-        )
+        _add(problems, (*at, "strategy"), f"{where}: strategy: {raw.get('strategy')!r} is not "
+                     f"one of {', '.join(STRATEGIES)}")
     members = raw["group"]
     if not isinstance(members, list) or not members:
-        raise PlanError(f"{where} (a group): group: give a non-empty list of briefs")
-    briefs = []
+        _add(problems, (*at, "group"), f"{where}: group: give a non-empty list of briefs")
+        return None
+    briefs, places = [], []
     for m, member in enumerate(members, 1):
-        inner = f"{where} (a group), brief {m}"
+        inner, keys = f"{where}, brief {m}", (*at, "group", m - 1)
         if not isinstance(member, dict):
-            raise PlanError(f"{inner}: a brief is a mapping, found {_kind(member)}")
-        briefs.append(_brief(inner, member))
-    return Entry(tuple(briefs), strategy)
+            _add(problems, keys, f"{inner}: a brief is a mapping, found {_kind(member)}")
+            continue
+        brief = _brief(problems, keys, inner, member)
+        if brief is not None:
+            briefs.append(brief)
+            places.append((keys, inner))
+    return Entry(tuple(briefs), strategy or "one_for_one", tuple(places)) if briefs else None
 
 
-def _brief(where: str, raw: dict[str, Any]) -> Brief:
+def _brief(problems: Problems, at: KeyPath, where: str, raw: dict[str, Any]) -> Brief | None:
+    """The brief, or None after adding each of its problems at its field's line."""
     try:
         return Brief.model_validate(raw)
     except ValidationError as exc:
-        raise PlanError(f"{where}: {brief_problems(exc)}") from None
+        for err in exc.errors():
+            fields = [str(part) for part in err["loc"]][:1]
+            _add(problems, (*at, *fields), f"{where}: {brief_problem(err)}")
+        return None
 
 
 def _kind(value: Any) -> str:
     return "nothing" if value is None else f"a {type(value).__name__} ({value!r:.40})"
 
 
-def check_agents(plan: Plan, routing: Routing, path: Path) -> None:
-    """`PlanError` for the first brief whose agent the routing does not define."""
-    for n, entry in enumerate(plan.entries, 1):
-        for m, brief in enumerate(entry.briefs, 1):
-            if brief.agent not in routing.agents:
-                where = f"{path}: entry {n}" + (f" (a group), brief {m}" if entry.strategy else "")
-                raise PlanError(f"{where}: agent: {unknown_agent(brief.agent, routing)}")
+def check_agents(plan: Plan, routing: Routing, problems: Problems) -> None:
+    """Add a problem for every brief whose agent the routing does not define or cannot run."""
+    for entry in plan.entries:
+        for brief, (keys, where) in zip(entry.briefs, entry.places, strict=True):
+            problem = agent_problem(brief.agent, routing)
+            if problem is not None:
+                _add(problems, (*keys, "agent"), f"{where}: agent: {problem}")
 
 
 # -- the command ---------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
     try:
-        plan = load_plan(args.plan)
+        plan, problems = read_plan(args.plan)
     except PlanError as exc:
         print(f"zeus run: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     routing = load_routing(args.routing if args.routing is not None else plan.routing, "run")
-    if routing is None:
-        return EXIT_BAD_INPUT
+    if routing is not None:
+        check_agents(plan, routing, problems)
     try:
-        check_agents(plan, routing, args.plan)
+        problems.raise_if_any()
     except PlanError as exc:
         print(f"zeus run: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if routing is None:
         return EXIT_BAD_INPUT
     journal: IO[str] | None = None
     try:

@@ -7,8 +7,8 @@ only while it is alive and its start time is the recorded one, so a pid that
 the system has since given to another process is never signalled; neither is
 anything while the supervisor that wrote the journal still runs. `--dry-run`
 says what would be stopped. Exit status: 0 when nothing recorded is left
-running, 1 when something could not be stopped or its supervisor still runs, 2
-for bad input.
+running (with `--dry-run`: when the journal could be read), 1 when something
+could not be stopped or its supervisor still runs, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -74,4 +74,6 @@ def run(args: argparse.Namespace) -> int:
     print_table(out, _HEADERS, rows, title=f"Child processes named by {args.journal}")
     counts = Counter(str(r.action) for r in results)
     out.print(", ".join(f"{n} {action}" for action, n in counts.items()))
+    if args.dry_run:  # it only read: its job was to say, and it said
+        return EXIT_OK
     return EXIT_INCOMPLETE if any(r.action in _LEFT_RUNNING for r in results) else EXIT_OK

@@ -4,8 +4,8 @@ Each delegation shows its agent(s), status and duration, its attempts (pid,
 outcome, timeout, kill, what followed) and the delegations it made. With
 `--follow` the tree is redrawn as the journal grows, until `zeus.stopped` or
 Ctrl-C (on a pipe, each event is printed as a line instead, then the tree).
-Exit status: 0 when every delegation completed, 1 when some did not (or is
-still open), 2 for bad input.
+Exit status: 0 when the journal could be read (whatever its delegations did:
+the tree says that), 2 for bad input.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from rich.live import Live
 from rich.text import Text
 
 from supervisor import journal as jr
-from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console
+from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK, console
 from supervisor.cli.render import (
     delegation_label,
     delegation_status,
-    event_line,
     intensity_text,
     legend,
+    plain_event,
     run_label,
 )
 from supervisor.cli.rows import (
@@ -104,10 +104,6 @@ def shown_runs(journal: jr.Journal, all_runs: bool) -> list[jr.Run]:
     return journal.runs if all_runs else [journal.run]
 
 
-def exit_code(runs: Sequence[jr.Run]) -> int:
-    return EXIT_INCOMPLETE if any(r.incomplete() for r in runs) else EXIT_OK
-
-
 # -- rendering ------------------------------------------------------------------------------
 def render_plain(journal: jr.Journal, runs: Sequence[jr.Run]) -> str:
     lines: list[str] = []
@@ -163,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
             out.print(f"[dim]{len(journal.runs) - 1} earlier run(s) in the file: --all[/]")
     else:
         print(render_plain(journal, runs))
-    return exit_code(runs)
+    return EXIT_OK
 
 
 def _follow(path: Path, console: Console, all_runs: bool) -> int:
@@ -189,13 +185,18 @@ def _follow(path: Path, console: Console, all_runs: bool) -> int:
 
     with live if live is not None else contextlib.nullcontext():
         try:
+            t0: float | None = None
             for event in jr.follow(path, on_note=note, on_idle=refresh):
                 journal.apply(event)
-                if live is None and event.get("event") not in _QUIET_EVENTS:
-                    print(event_line(event))
+                if t0 is None and isinstance(event.get("ts"), int | float):
+                    t0 = float(event["ts"])
+                line = None if live is not None or event.get("event") in _QUIET_EVENTS else (
+                    plain_event(event, t0))
+                if line is not None:
+                    print(line)
         except KeyboardInterrupt:
             pass
         refresh()
     if live is None:
         print(render_plain(journal, shown_runs(journal, all_runs)))
-    return exit_code(shown_runs(journal, all_runs))
+    return EXIT_OK
