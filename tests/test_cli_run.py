@@ -538,12 +538,6 @@ def test_dispatch_of_an_agent_with_no_work_function_is_bad_input_not_a_failed_ru
     assert "entrypoint: pkg.module:function" in captured.err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the settlement of a completed attempt must go through rules.settle.completed_step: "
-    "a one-line change in supervisor/core/supervisor.py (the settle_completed step), which is "
-    "being restructured on another branch",
-)
 def test_an_explorer_stopped_at_its_cap_settles_partial_saying_where_it_stopped(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

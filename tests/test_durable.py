@@ -90,6 +90,16 @@ def stored_calls(store: Path) -> int:
     return int(calls)
 
 
+def settled(store: Path, key: str) -> bool:
+    """Whether the store holds the delegation of `key` settled (committed)."""
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
+            row = con.execute("SELECT status FROM delegations WHERE key = ?", (key,)).fetchone()
+    except sqlite3.Error:
+        return False  # not created yet
+    return row is not None and row[0] is not None
+
+
 def runs(folder: Path, name: str) -> list[tuple[int, float, bool]]:
     path = folder / f"{name}.runs"
     if not path.exists():
@@ -329,3 +339,41 @@ def test_a_store_that_cannot_be_written_refuses_new_work_and_loses_nothing_runni
         (status,) = con.execute("SELECT status FROM delegations WHERE id = ?",
                                 (running.id,)).fetchone()
     assert status == "completed"  # its summary reached the store once there was room
+
+
+def test_zeus_run_with_a_store_run_again_after_a_crash_runs_only_what_had_not_settled(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "routing.yml").write_text(json.dumps({"version": 1, "agents": {
+        "quick": agent("tests._durable_agents:quick", read_only=True),
+        "held": agent(read_only=True, retry={"max_retries": 1})}}))
+    plan = tmp_path / "plan.yml"
+    plan.write_text(json.dumps([
+        {"agent": "quick", "scope": "a", "inputs": {"dir": str(tmp_path), "name": "a"}},
+        {"key": "the-slow-one", "agent": "held", "scope": "b",
+         "inputs": {"dir": str(tmp_path), "name": "b"}},
+    ]))
+    cmd = [sys.executable, "-m", "supervisor.cli", "run", str(plan), "--routing",
+           str(tmp_path / "routing.yml"), "--store", str(tmp_path / "zeus.db"), "--json"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(cmd, cwd=tmp_path, env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + WAIT_S
+    while not (tmp_path / "b.started").exists() or not settled(tmp_path / "zeus.db", "plan:1"):
+        assert first.poll() is None, first.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=WAIT_S)
+    (tmp_path / "release").write_text("")
+
+    again = subprocess.run(cmd, cwd=tmp_path, env=env, text=True, capture_output=True,
+                           timeout=WAIT_S * 2)
+    assert again.returncode == 0, again.stderr
+    summaries = json.loads(again.stdout)
+    assert [s["status"] for s in summaries] == ["completed", "completed"]
+    assert len(runs(tmp_path, "a")) == 1  # settled before the crash: not run again
+    assert len(runs(tmp_path, "b")) == 2  # lost with the first run, run once more
+    with sqlite3.connect(f"file:{tmp_path / 'zeus.db'}?mode=ro", uri=True) as con:
+        keys = sorted(k for (k,) in con.execute("SELECT key FROM delegations"))
+    assert keys == ["plan:1", "the-slow-one"]

@@ -58,6 +58,7 @@ from supervisor.rules.settle import (
     NextStep,
     Retry,
     Settle,
+    completed_step,
     decide_next,
     resolve_outcome,
 )
@@ -466,7 +467,7 @@ class Supervisor:
                 assert d.policy.review_by is not None
                 self._start_review(d, d.policy.review_by, value)
             elif step == "settle_completed":
-                self.settle(d, COMPLETED, value=value)
+                self.settle(d, completed_step(value), value=value)
             elif step == "restart_siblings":
                 self._restart_siblings(d, outcome)
             else:

@@ -1,4 +1,4 @@
-"""`zeus run PLAN.yml [--routing F] [--log F] [--json]`: a plan of briefs, supervised together.
+"""`zeus run PLAN.yml [--routing F] [--log F] [--json] [--ui] [--store F]`: a plan of briefs.
 
 A plan is a YAML list; each entry is a brief (a mapping of Brief fields:
 agent, scope, inputs, expected_output, constraints, partial_ok, timeout_s,
@@ -10,6 +10,9 @@ the final tree last, where it stays in view (with `--json`: a JSON list of the
 summaries, groups flattened, and the live tree on standard error when it is a
 terminal). Ctrl-C stops Zeus, which cancels what is open, then prints what had
 settled, the final tree and the journal's path; exit status 130.
+With `--store F` the run is durable: each brief is dispatched under its `key:` (or
+PLAN:N, the plan file's name and the entry's number), so running the same command
+again after a crash runs only what had not settled and gives back what had.
 The routing is `--routing F`, else the plan's, else routing.yml in the current
 directory, else the pantheon Zeus ships with. Exit status: 0 when every
 delegation completed, 1 when some did not, 2 for a bad plan (the message names
@@ -84,6 +87,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--log", metavar="F", type=Path, help="append the event journal to F")
     parser.add_argument("--json", action="store_true", help="print the summaries as JSON")
     parser.add_argument("--ui", action="store_true", help="follow the journal in a browser")
+    parser.add_argument("--store", metavar="F", type=Path,
+                        help="a durable store: run again after a crash, only what had not "
+                             "settled runs (each brief's key: its key:, else PLAN:N)")
     parser.set_defaults(run=run)
 
 
@@ -99,6 +105,7 @@ class Entry:
     strategy: Strategy | None = None  # None: a single brief, not a group
     # Where each brief is: its key path in the plan file, and `entry 2 (a group), brief 1`.
     places: tuple[tuple[KeyPath, str], ...] = ()
+    key: str | None = None  # a single brief's `key:` (its dispatch key with --store)
 
 
 @dataclass(frozen=True)
@@ -182,8 +189,13 @@ def _entry(problems: Problems, at: KeyPath, n: int, raw: Any) -> Entry | None:
                      f"found {_kind(raw)}")
         return None
     if "group" not in raw:
-        brief = _brief(problems, at, where, raw)
-        return None if brief is None else Entry((brief,), None, ((at, where),))
+        key = raw.get("key")
+        if key is not None and not (isinstance(key, str) and key):
+            _add(problems, (*at, "key"), f"{where}: key: give a non-empty string, found "
+                         f"{_kind(key)}")
+        brief = _brief(problems, at, where, {k: v for k, v in raw.items() if k != "key"})
+        return None if brief is None else Entry((brief,), None, ((at, where),),
+                                                key if isinstance(key, str) else None)
     where += " (a group)"
     unknown = sorted(str(k) for k in raw if k not in _GROUP_KEYS)
     if unknown:
@@ -251,12 +263,17 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     if routing is None:
         return EXIT_BAD_INPUT
+    if args.store is not None and any(e.strategy is not None for e in plan.entries):
+        print(f"zeus run: {args.plan}: a group cannot be resumed from a store yet; run the "
+              "plan without --store, or give its briefs as single entries", file=sys.stderr)
+        return EXIT_BAD_INPUT
     journal: IO[str] | None = None
     try:
         if args.log is not None:
             journal = open_journal(args.log)
         with ui.Beside(args.log, "run") if args.ui else contextlib.nullcontext():
-            return _run(plan, routing, journal, args.log, as_json=args.json)
+            return _run(plan, routing, journal, args.log, as_json=args.json, store=args.store,
+                        name=args.plan.stem)
     except SupervisorError as exc:
         print(f"zeus run: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -266,7 +283,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(
-    plan: Plan, routing: Routing, journal: IO[str] | None, log: Path | None, *, as_json: bool
+    plan: Plan, routing: Routing, journal: IO[str] | None, log: Path | None, *, as_json: bool,
+    store: Path | None = None, name: str = "plan",
 ) -> int:
     out = console()
     if as_json:
@@ -276,11 +294,12 @@ def _run(
         live = LiveTree(out, journal=journal, transient=True)
     handles: list[Handle] = []
     interrupted: list[Summary] | None = None
-    with Zeus.start(routing, log=live) as zeus, live.show(zeus):
+    with Zeus.start(routing, log=live, store=store) as zeus, live.show(zeus):
         try:
-            for entry in plan.entries:
+            for n, entry in enumerate(plan.entries, 1):
                 if entry.strategy is None:
-                    added = [zeus.dispatch(entry.briefs[0])]
+                    key = (entry.key or f"{name}:{n}") if store is not None else None
+                    added = [zeus.dispatch(entry.briefs[0], key=key)]
                 else:
                     added = list(zeus.dispatch_group(entry.briefs, entry.strategy).handles)
                 for handle in added:
