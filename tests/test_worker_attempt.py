@@ -13,9 +13,9 @@ import pytest
 
 from actors import Brief, Context
 from actors import wire as _wire
+from actors.backends import frames
 from actors.backends import worker as _worker
 from actors.backends.base import ChildSpec
-from actors.backends import frames
 from actors.backends.jobs import encode_job
 from actors.clock import FakeClock
 from actors.protocol import Finished
@@ -55,7 +55,8 @@ def _job(n: int) -> frames.Run:
     )  # fmt: skip
     job, _ = encode_job(spec)
     work = _wire.dumps_work(keeps_a_weak_reference)
-    frame = frames.read_job(frames.run_frame(spec.attempt_id, frames.work_part(False, 0, work), job))
+    data = frames.run_frame(spec.attempt_id, frames.work_part(False, 0, work), job)
+    frame = frames.read_job(data)
     assert isinstance(frame, frames.Run)
     return frame
 

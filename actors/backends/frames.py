@@ -18,7 +18,8 @@ first item of the pickled tuple) says which frame it is:
                     (PLACED, pid, node), which says where the attempt runs
 
 A cancel or a message may overtake its job (another pipe): the worker keeps it
-until the job comes. Ray's reporter carries the report frames too, and its
+until the job comes. On Ray an attempt's job is one argument of its task
+(`ray_job`, a dict pickled); the reporter carries the report frames, and its
 control items are `Cancel` and `MailTo` values.
 """
 
@@ -29,6 +30,7 @@ import struct
 from typing import Any, NamedTuple
 
 from actors import wire as _wire
+from actors.backends.base import ChildSpec
 from actors.models import AttemptOutcome
 from actors.protocol import Charge, Finished, Heartbeat, Partial, ToolCall
 
@@ -52,8 +54,10 @@ __all__ = [
     "mail_frame",
     "pack",
     "placed_frame",
+    "ray_job",
     "read_control",
     "read_job",
+    "read_ray_job",
     "read_report",
     "reply_frame",
     "report_frame",
@@ -124,10 +128,15 @@ class Cancel(NamedTuple):
 
 
 class MailTo(NamedTuple):
-    """The owner's message to an attempt (`_wire.dumps`'d, read by `ctx.receive()`)."""
+    """The owner's message to an attempt (`_wire.dumps`'d, read by `ctx.receive()`).
+
+    `seq` numbers an attempt's messages from 1 where they may arrive out of order
+    (Ray's actors run calls concurrently); a pipe keeps the order (0).
+    """
 
     attempt_id: str
     data: bytes
+    seq: int = 0
 
 
 class Reply(NamedTuple):
@@ -244,3 +253,34 @@ def read_report(data: bytes | memoryview) -> Message | Delegate | PlacedAt:
     if kind == PLACED:
         return PlacedAt(packed[1], packed[2])
     return unpack(packed)
+
+
+# -- Ray -----------------------------------------------------------------------------------
+
+
+def ray_job(spec: ChildSpec, work: bytes, reporter: str) -> bytes:
+    """The job of a Ray attempt: one argument (each one a task takes costs a no-op's time);
+    `CrossingError` when it cannot cross. `work` is the work function's `_wire` bytes."""
+    job = {
+        "work": work,
+        "reporter": reporter,
+        "brief": _wire.brief_to_wire(spec.brief),
+        "agent": spec.agent,
+        "delegation_id": spec.delegation_id,
+        "attempt": spec.attempt,
+        "attempt_id": spec.attempt_id,
+        "remaining_s": spec.deadline - spec.clock.now(),  # the child lives on its own clock
+        "interval_s": spec.heartbeat_interval_s,
+        "previous_partials": list(spec.previous_partials),
+        "depth": spec.depth,
+        "framing": spec.framing,
+        "session_key": spec.session_key,
+        "session": spec.session,
+    }
+    return _wire.dumps(job, "the attempt's brief, previous partial results or session")
+
+
+def read_ray_job(data: bytes) -> dict[str, Any]:
+    """The job `ray_job` wrote (raises what unpickling raises)."""
+    job: dict[str, Any] = _wire.loads(data)
+    return job
