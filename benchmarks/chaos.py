@@ -1,8 +1,9 @@
 """Chaos: many mixed delegations at once, with cancels racing everything, judged exactly.
 
 Run: `python -m benchmarks chaos` (1,000 delegations on thread and process children;
-`--n`, `--seed`, `--isolation thread,process`, `--storm`). The test suite runs a
-smaller one (tests/test_chaos.py).
+`--n`, `--seed`, `--isolation thread,process,ray`, `--storm`). The test suite runs a
+smaller one (tests/test_chaos.py) on threads and processes; `--isolation ray` runs
+the same mix on a local Ray that Zeus starts (the `ray` extra).
 
 Each delegation does one kind of work: completes, completes slowly, fails transiently
 then completes, fails for good, crashes (`os._exit` in a process; `SystemExit` in a
@@ -24,8 +25,10 @@ restart intensity, opening its circuit on purpose; `storm_check` compares the ot
 delegations' statuses with a run without the storm.
 
 Isolation modes are a parameter: `ISOLATIONS` maps a mode to the routing policy keys
-that select it. Another backend (ray, say) is one more entry there, plus its backend
-in `Zeus.start(backends=...)` if Zeus does not make it itself.
+that select it (and what else the mode needs: Ray queues attempts for its CPUs and
+starts a worker in place of each one that crashed, so its deadline is longer).
+Another backend is one more entry there, plus its backend in
+`Zeus.start(backends=...)` if Zeus does not make it itself.
 """
 
 from __future__ import annotations
@@ -48,7 +51,10 @@ __all__ = ["ISOLATIONS", "KINDS", "ChaosReport", "chaos_work", "run_chaos", "sto
 ISOLATIONS: dict[str, dict[str, Any]] = {
     "thread": {"isolation": "thread"},
     "process": {"isolation": "process"},
+    "ray": {"isolation": "ray", "timeout_s": 8.0},
 }
+# The local Ray that Zeus starts for a run with the ray mode (and shuts down after it).
+RAY_INIT: dict[str, Any] = {"num_cpus": 4, "log_to_driver": False}
 
 # kind -> the statuses it may settle with when no cancel raced it.
 KINDS: dict[str, frozenset[Status]] = {
@@ -79,7 +85,8 @@ HANG_S = 3.5  # a deaf hang ends by itself after this long (a fenced thread then
 
 
 def chaos_work(brief: Brief, ctx: Context) -> str:
-    """The work function of every chaos agent; runs in the child (thread or process)."""
+    """The work function of every chaos agent; runs in the child (a thread, a process, a
+    Ray worker)."""
     kind = brief.inputs["kind"]
     in_process = os.getpid() != brief.inputs["host_pid"]
     ctx.heartbeat(kind)
@@ -183,6 +190,8 @@ def run_chaos(
         "max_concurrent": 64,
         "intensity": {"max_restarts": max_restarts, "within_s": 60, "scope": scope},
     }
+    if "ray" in isolations:
+        supervisor["ray"] = {"init": RAY_INIT}
     if storm:
         agents["storm"] = {"retry": {"max_retries": 1000, "backoff": "none"}}
     routing = Routing.from_dict({"version": 1, "supervisor": supervisor, "agents": agents})
