@@ -203,8 +203,8 @@ class ProcessBackend:
         for command in commands:
             command.kill()
         if not self._hub.in_hub_thread:
-            left = self._table.wait_ended(self._retire_s)
-            if left:
+            done, left = self._table.wait_ended(self._retire_s)
+            if not done:
                 for worker in left:
                     worker.ladder.escalate()
                 self._table.wait_ended(5.0)

@@ -321,11 +321,12 @@ class WorkerTable:
         with self.lock:
             return list(self._workers), list(self._commands)
 
-    def wait_ended(self, timeout: float) -> list[WorkerRecord]:
-        """Wait until every worker and command is gone, or `timeout`: the workers left."""
+    def wait_ended(self, timeout: float) -> tuple[bool, list[WorkerRecord]]:
+        """Wait until every worker and command is gone, or `timeout`: whether they all
+        are, and the workers left."""
         with self.lock:
-            self._ended.wait_for(self._all_ended, timeout)
-            return list(self._workers)
+            done = self._ended.wait_for(self._all_ended, timeout)
+            return done, list(self._workers)
 
     def _all_ended(self) -> bool:
         return not self._workers and not self._commands
