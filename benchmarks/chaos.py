@@ -25,8 +25,8 @@ restart intensity, opening its circuit on purpose; `storm_check` compares the ot
 delegations' statuses with a run without the storm.
 
 Isolation modes are a parameter: `ISOLATIONS` maps a mode to the routing policy keys
-that select it (and what else the mode needs: Ray queues attempts for its CPUs and
-starts a worker in place of each one that crashed, so its deadline is longer).
+that select it (and what else the mode needs: on Ray no more in flight than it has
+CPUs, and a longer deadline, since it starts a worker in place of each crashed one).
 Another backend is one more entry there, plus its backend in
 `Zeus.start(backends=...)` if Zeus does not make it itself.
 """
@@ -51,10 +51,11 @@ __all__ = ["ISOLATIONS", "KINDS", "ChaosReport", "chaos_work", "run_chaos", "sto
 ISOLATIONS: dict[str, dict[str, Any]] = {
     "thread": {"isolation": "thread"},
     "process": {"isolation": "process"},
-    "ray": {"isolation": "ray", "timeout_s": 8.0},
+    # Starting a Ray worker in place of a crashed one takes a while: a longer deadline.
+    "ray": {"isolation": "ray", "timeout_s": 20.0},
 }
 # The local Ray that Zeus starts for a run with the ray mode (and shuts down after it).
-RAY_INIT: dict[str, Any] = {"num_cpus": 4, "log_to_driver": False}
+RAY_INIT: dict[str, Any] = {"num_cpus": 8, "log_to_driver": False}
 
 # kind -> the statuses it may settle with when no cancel raced it.
 KINDS: dict[str, frozenset[Status]] = {
@@ -191,7 +192,10 @@ def run_chaos(
         "intensity": {"max_restarts": max_restarts, "within_s": 60, "scope": scope},
     }
     if "ray" in isolations:
+        # No more in flight than Ray has CPUs: an attempt waiting for a node is not a
+        # hang, but its deadline runs meanwhile.
         supervisor["ray"] = {"init": RAY_INIT}
+        supervisor["max_concurrent"] = RAY_INIT["num_cpus"]
     if storm:
         agents["storm"] = {"retry": {"max_retries": 1000, "backoff": "none"}}
     routing = Routing.from_dict({"version": 1, "supervisor": supervisor, "agents": agents})
