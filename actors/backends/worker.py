@@ -157,7 +157,7 @@ class _Child:
         if cancelled:
             att.cancel.set()
         for data in early_mail:
-            self._deliver(att, data)
+            self._put_mail(att, data)
         try:
             work = self._works.get(frame.flush, frame.token, frame.work)
             job = decode_job(frame.job)
@@ -349,10 +349,10 @@ class _Child:
             if att is None or att.attempt_id != mail.attempt_id:
                 self._mail_early.setdefault(mail.attempt_id, []).append(mail.data)
                 return
-        self._deliver(att, mail.data)
+        self._put_mail(att, mail.data)
 
     @staticmethod
-    def _deliver(att: _Attempt, data: bytes) -> None:
+    def _put_mail(att: _Attempt, data: bytes) -> None:
         try:
             message = _wire.loads(data)
         except Exception:  # noqa: BLE001 - checked at the owner's call; a class missing here
