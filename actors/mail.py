@@ -32,8 +32,9 @@ class Mail:
     line: bytes | None = None
 
     def encode(self, isolation: str) -> Mail:
-        """Encode for `isolation` (thread, process, command); `TypeError` if it cannot cross."""
-        if isolation == "process" and self.pickled is None:
+        """Encode for `isolation` (thread, process, ray, command); `TypeError` if it cannot
+        cross."""
+        if isolation in ("process", "ray") and self.pickled is None:
             self.pickled = _wire.dumps(self.obj, f"the message (a {_wire.type_name(self.obj)})")
         elif isolation == "command" and self.line is None:
             try:

@@ -1,4 +1,5 @@
-"""Crossing the process boundary: what may go down a child's pipe, and how it is encoded.
+"""Crossing the process boundary: how what goes down a child's pipe is encoded and framed
+(which frames there are: `actors.backends.frames`).
 
 Both sides use these functions (the supervisor process and the child). Messages
 are pickled with the standard library when it can (about 1 µs for a heartbeat)
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import operator
 import os
 import pickle
 import struct
@@ -36,11 +36,9 @@ from typing import Any
 
 import dill
 
-from actors.models import AttemptOutcome, Brief
-from actors.protocol import Charge, Finished, Heartbeat, Partial, ToolCall
+from actors.models import Brief
 
 __all__ = [
-    "DELEGATE",
     "CrossingError",
     "FrameReader",
     "TypeNamed",
@@ -50,24 +48,13 @@ __all__ = [
     "dumps",
     "dumps_dill",
     "dumps_work",
-    "encode_message",
     "loads",
-    "pack",
     "type_name",
-    "unpack",
     "write_frame",
 ]
 
 _PICKLE = b"p"
 _DILL = b"d"
-
-# The child's messages go as tuples (kind, *fields): a slotted dataclass pickles
-# through `dataclasses.fields()`, about 15 µs a message each way.
-Message = Heartbeat | Partial | Charge | ToolCall | Finished
-_MESSAGES: tuple[type[Message], ...] = (Heartbeat, Partial, Charge, ToolCall, Finished)
-_KIND = {cls: kind for kind, cls in enumerate(_MESSAGES)}
-DELEGATE = len(_MESSAGES)  # (DELEGATE, request id, brief): a `ctx.delegate()` request
-
 
 class CrossingError(TypeError):
     """An object cannot cross the process boundary (it cannot be pickled, even by dill)."""
@@ -91,14 +78,6 @@ class TypeNamed:
 
     def __str__(self) -> str:
         return self.template.format(type_name(self.obj))
-
-
-def encode_message(message: Message) -> bytes:
-    """A child's message for its pipe; `CrossingError` (naming a partial result's type)
-    when it cannot cross. Runs in the work's thread, in the child."""
-    what = TypeNamed("a partial result (a {})", message.item) if isinstance(message, Partial) \
-        else None
-    return dumps(pack(message), what)
 
 
 def dumps(obj: object, what: object = None) -> bytes:
@@ -139,33 +118,6 @@ def dumps_work(work: object, what: object = None) -> bytes:
     if b"__main__" in data:
         return dumps_dill(work, what)
     return _PICKLE + data
-
-
-_FINISHED = _KIND[Finished]
-_OUTCOMES = {outcome.value: outcome for outcome in AttemptOutcome}
-_FIELDS = {cls: operator.attrgetter(*cls.__slots__) for cls in _MESSAGES}
-
-
-def pack(message: Message) -> tuple[Any, ...]:
-    """A protocol message as a plain tuple for the wire.
-
-    A `Finished` carries its outcome as the plain string: an enum member pickles
-    through `__reduce_ex__` and unpickles through a call of its class.
-    """
-    cls = type(message)
-    fields = _FIELDS[cls](message)
-    if cls is Finished:
-        return (_FINISHED, fields[0], fields[1].value, *fields[2:])
-    return (_KIND[cls], *fields)
-
-
-def unpack(packed: tuple[Any, ...]) -> Message:
-    """The protocol message that `pack` flattened."""
-    kind = packed[0]
-    if kind == _FINISHED:
-        return Finished(packed[1], _OUTCOMES[packed[2]], *packed[3:])
-    message: Message = _MESSAGES[kind](*packed[1:])
-    return message
 
 
 def brief_to_wire(brief: Brief) -> Any:

@@ -1,8 +1,9 @@
 """Chaos: many mixed delegations at once, with cancels racing everything, judged exactly.
 
 Run: `python -m benchmarks chaos` (1,000 delegations on thread and process children;
-`--n`, `--seed`, `--isolation thread,process`, `--storm`). The test suite runs a
-smaller one (tests/test_chaos.py).
+`--n`, `--seed`, `--isolation thread,process,ray`, `--storm`). The test suite runs a
+smaller one (tests/test_chaos.py) on threads and processes; `--isolation ray` runs
+the same mix on a local Ray that Zeus starts (the `ray` extra).
 
 Each delegation does one kind of work: completes, completes slowly, fails transiently
 then completes, fails for good, crashes (`os._exit` in a process; `SystemExit` in a
@@ -24,8 +25,10 @@ restart intensity, opening its circuit on purpose; `storm_check` compares the ot
 delegations' statuses with a run without the storm.
 
 Isolation modes are a parameter: `ISOLATIONS` maps a mode to the routing policy keys
-that select it. Another backend (ray, say) is one more entry there, plus its backend
-in `Zeus.start(backends=...)` if Zeus does not make it itself.
+that select it (and what else the mode needs: on Ray no more in flight than it has
+CPUs, and a longer deadline, since it starts a worker in place of each crashed one).
+Another backend is one more entry there, plus its backend in
+`Zeus.start(backends=...)` if Zeus does not make it itself.
 """
 
 from __future__ import annotations
@@ -48,7 +51,11 @@ __all__ = ["ISOLATIONS", "KINDS", "ChaosReport", "chaos_work", "run_chaos", "sto
 ISOLATIONS: dict[str, dict[str, Any]] = {
     "thread": {"isolation": "thread"},
     "process": {"isolation": "process"},
+    # Starting a Ray worker in place of a crashed one takes a while: a longer deadline.
+    "ray": {"isolation": "ray", "timeout_s": 20.0},
 }
+# The local Ray that Zeus starts for a run with the ray mode (and shuts down after it).
+RAY_INIT: dict[str, Any] = {"num_cpus": 8, "log_to_driver": False}
 
 # kind -> the statuses it may settle with when no cancel raced it.
 KINDS: dict[str, frozenset[Status]] = {
@@ -79,7 +86,8 @@ HANG_S = 3.5  # a deaf hang ends by itself after this long (a fenced thread then
 
 
 def chaos_work(brief: Brief, ctx: Context) -> str:
-    """The work function of every chaos agent; runs in the child (thread or process)."""
+    """The work function of every chaos agent; runs in the child (a thread, a process, a
+    Ray worker)."""
     kind = brief.inputs["kind"]
     # The host's pid: in the brief, or (a brief that must read the same after a host
     # restart, under its key) in the environment the host's children inherit.
@@ -186,6 +194,11 @@ def run_chaos(
         "max_concurrent": 64,
         "intensity": {"max_restarts": max_restarts, "within_s": 60, "scope": scope},
     }
+    if "ray" in isolations:
+        # No more in flight than Ray has CPUs: an attempt waiting for a node is not a
+        # hang, but its deadline runs meanwhile.
+        supervisor["ray"] = {"init": RAY_INIT}
+        supervisor["max_concurrent"] = RAY_INIT["num_cpus"]
     if storm:
         agents["storm"] = {"retry": {"max_retries": 1000, "backoff": "none"}}
     routing = Routing.from_dict({"version": 1, "supervisor": supervisor, "agents": agents})

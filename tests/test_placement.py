@@ -13,20 +13,21 @@ from typing import Any
 import pytest
 
 from actors import AttemptOutcome, Brief, Status
-from actors.backends import ChildSpec, Send
+from actors.backends import ChildHandle, ChildSpec, Send
 from actors.clock import FakeClock
 from actors.protocol import Finished, Heartbeat, Placed
 from supervisor.testing import sync
 from tests.conftest import Recorder, ZeusFactory
 
 
-class WaitingChild:
+class WaitingChild(ChildHandle):
     """A child that has been submitted but not yet placed on a node."""
+
+    pid: int | None = None
 
     def __init__(self, spec: ChildSpec, send: Send) -> None:
         self.spec, self.send = spec, send
         self.placing = True
-        self.pid: int | None = None
         self.node: str | None = None
         self.journal_fields = {"ray_address": "10.0.0.1:6379", "ray_job": "01000000"}
         self.killed = False

@@ -466,17 +466,17 @@ def test_an_idle_worker_that_died_unnoticed_is_passed_over_for_a_new_one(
     import select
 
     idle = harness.run(W.pid).value
-    (sentinel,) = [w.sentinel for w in harness.backend._workers if w.pid == idle]
+    (sentinel,) = [w.sentinel for w in harness.backend._table.workers() if w.pid == idle]
     # The hub does not get to the dead worker's sentinel until the attempt is placed.
-    real = harness.backend._on_sentinel
-    monkeypatch.setattr(harness.backend, "_on_sentinel", lambda worker: time.sleep(0.001))
+    real = harness.backend._watch._on_sentinel
+    monkeypatch.setattr(harness.backend._watch, "_on_sentinel", lambda worker: time.sleep(0.001))
     os.kill(idle, signal.SIGKILL)
     # Reaped, all its threads gone (a zombie's threads may still hold its pipes).
     assert eventually(lambda: bool(select.select([sentinel], [], [], 0)[0]))
     finished = harness.run(W.pid)
     assert finished.outcome is AttemptOutcome.completed
     assert finished.value not in {idle, None}
-    monkeypatch.setattr(harness.backend, "_on_sentinel", real)
+    monkeypatch.setattr(harness.backend._watch, "_on_sentinel", real)
 
 
 # -- work functions pickled once -----------------------------------------------------------
@@ -484,18 +484,20 @@ def test_an_idle_worker_that_died_unnoticed_is_passed_over_for_a_new_one(
 
 def jobs_posted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, int, int]]:
     """Records the work part of every job sent to a worker: (flush, token, size of its bytes)."""
-    from actors.backends import process as _process
-    from actors.backends import worker as _worker
+    from actors.backends import frames
+    from actors.backends.worker_table import WorkerRecord
 
     posted: list[tuple[bool, int, int]] = []
-    post = _process._Worker.post
+    post = WorkerRecord.post
 
     def spy(worker: Any, data: bytes, **kwargs: Any) -> bool:
-        if data[:1] == b"J":
-            posted.append(_worker.WORK_HEADER.unpack_from(data.partition(b"\0")[2]))
+        if kwargs.get("job"):
+            frame = frames.read_job(data)
+            if isinstance(frame, frames.Run):
+                posted.append((frame.flush, frame.token, len(frame.work)))
         return post(worker, data, **kwargs)
 
-    monkeypatch.setattr(_process._Worker, "post", spy)
+    monkeypatch.setattr(WorkerRecord, "post", spy)
     return posted
 
 

@@ -290,6 +290,34 @@ def eventually_dead(pid: int) -> bool:
     return True
 
 
+# -- the child's mailbox --------------------------------------------------------------------
+
+
+def listens(brief: Brief, ctx: Context) -> list[Any]:
+    """Collects the owner's messages until one says "stop" (or none comes in 20 s)."""
+    ctx.heartbeat("listening")
+    got: list[Any] = []
+    while (message := ctx.receive(timeout=20)) not in ("stop", None):
+        got.append(message)
+    return got
+
+
+@pytest.mark.parametrize("session", [None, "inbox"], ids=["task", "session actor"])
+def test_a_ray_child_receives_what_its_owner_sends_in_order(
+    zeus: Zeus, session: str | None
+) -> None:
+    agent = on_ray(zeus, listens, session_max=1)
+    handle = zeus.dispatch(Brief(agent=agent, scope="x", session=session))
+    # Sent at once: a message may come before the child runs, or before its task watches.
+    assert handle.send({"steer": "left"}) is True
+    assert handle.send(("two", 2.5)) is True
+    assert handle.send("stop") is True
+    summary = handle.result(timeout=30)
+    assert summary.status is Status.completed, summary.error
+    assert summary.output == [{"steer": "left"}, ("two", 2.5)]
+    assert handle.send("late") is False  # settled
+
+
 # -- bad input -----------------------------------------------------------------------------
 
 

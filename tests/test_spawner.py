@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from actors import AttemptOutcome, Brief, Context, Status
-from actors.backends import ChildSpec, ProcessBackend
+from actors.backends import ChildHandle, ChildSpec, ProcessBackend
 from actors.backends import command as _command
 from actors.backends.spawner import Spawner
 from actors.clock import SystemClock
@@ -146,12 +146,13 @@ def test_the_spawner_runs_steps_in_order_and_survives_one_that_raises(
     assert spawner.submit(lambda: None) is False
 
 
-class _Starting:
+class _Starting(ChildHandle):
     """A process handle whose process the backend has not started yet."""
 
+    pid: int | None = None
+    killable = True
+
     def __init__(self) -> None:
-        self.pid: int | None = None
-        self.killable = True
         self.killed = False
 
     def cancel(self) -> None:

@@ -13,9 +13,10 @@ import pytest
 
 from actors import Brief, Context
 from actors import wire as _wire
+from actors.backends import frames
 from actors.backends import worker as _worker
 from actors.backends.base import ChildSpec
-from actors.backends.jobs import WORK_HEADER, encode_job
+from actors.backends.jobs import encode_job
 from actors.clock import FakeClock
 from actors.protocol import Finished
 
@@ -45,7 +46,7 @@ def child() -> Iterator[tuple[Any, int]]:
         os.close(fd)
 
 
-def _job(n: int) -> tuple[str, bytes]:
+def _job(n: int) -> frames.Run:
     clock = FakeClock()  # no real deadline: the worker's backstop (it kills) is not armed
     spec = ChildSpec(
         agent="a", delegation_id=f"d{n}", attempt=1, attempt_id=f"d{n}-a1",
@@ -54,7 +55,10 @@ def _job(n: int) -> tuple[str, bytes]:
     )  # fmt: skip
     job, _ = encode_job(spec)
     work = _wire.dumps_work(keeps_a_weak_reference)
-    return spec.attempt_id, WORK_HEADER.pack(False, 0, len(work)) + work + job
+    data = frames.run_frame(spec.attempt_id, frames.work_part(False, 0, work), job)
+    frame = frames.read_job(data)
+    assert isinstance(frame, frames.Run)
+    return frame
 
 
 def test_an_attempt_s_objects_are_freed_as_it_ends_not_left_to_the_collector(
@@ -67,9 +71,9 @@ def test_an_attempt_s_objects_are_freed_as_it_ends_not_left_to_the_collector(
     gc.disable()
     try:
         for n in range(3):
-            worker._run(*_job(n))
+            worker._run(_job(n))
             (data,) = reader.read() or []
-            finished = _wire.unpack(_wire.loads(data))
+            finished = frames.read_report(data)
             assert isinstance(finished, Finished) and finished.value == f"scope {n}"
             assert CONTEXTS[n]() is None  # no reference cycle kept it
     finally:

@@ -8,7 +8,7 @@ pipes and the warm pool) and command agents (command), both stopped by one kill 
 from actors.backends.base import Backend, ChildHandle, ChildSpec, Send
 from actors.backends.command import CommandChild
 from actors.backends.process import ProcessBackend
-from actors.backends.records import ProcessChild
+from actors.backends.process_child import ProcessChild
 from actors.backends.thread import ThreadBackend, ThreadChild
 from actors.clock import Clock, FakeClock, SystemClock, Timer, TimerError
 from actors.mail import Mail

@@ -1,18 +1,24 @@
 """The seam between Zeus and the isolation backends (thread, process, Ray).
 
 Zeus talks to a child only through messages: it starts the child with a
-`ChildSpec` and a `send` callable, and the child reports through `send`.
-Zeus in turn asks the handle to `cancel()` (cooperative) or `kill()` (force).
+`ChildSpec` and a `send` callable, and the child reports through `send` (one
+way: up, to Zeus). Zeus in turn asks the handle to `cancel()` (cooperative) or
+`kill()` (force), and passes the owner's messages down with `put_mail()`.
+`ChildHandle` declares every member Zeus may use, with the default of each
+optional one, as anyio's backend classes do.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from actors.backends.inputs import InputsVia
 from actors.clock import Clock
+from actors.mail import Mail
 from actors.models import Brief
 
 __all__ = ["Backend", "ChildHandle", "ChildSpec", "Send"]
@@ -55,25 +61,60 @@ class ChildSpec:
     resources: Mapping[str, float] | None = field(default=None, compare=False)
 
 
-class ChildHandle(Protocol):
-    """Zeus's handle on one running attempt. Methods are called from Zeus's actor thread."""
+class ChildHandle(ABC):
+    """Zeus's handle on one running attempt; every backend's handle derives from it.
 
+    Zeus calls its members from its actor thread only. The four abstract ones
+    every handle defines; the others have a default here, which a backend
+    overrides when it offers more (a process knows its start time, Ray its node).
+    """
+
+    # -- what every handle defines ---------------------------------------------------
     @property
+    @abstractmethod
     def pid(self) -> int | None:
-        """The child's process id, where it has one."""
+        """The child's process id, where it has one (None for a thread, or not yet known)."""
 
     @property
+    @abstractmethod
     def killable(self) -> bool:
         """Whether `kill()` can really stop the child (a process can, a thread cannot)."""
 
+    @abstractmethod
     def cancel(self) -> None:
         """Ask the child to stop cooperatively; returns at once."""
 
+    @abstractmethod
     def kill(self) -> None:
         """Force the child to stop; returns at once, and `Finished` follows through `send`.
 
         A thread cannot be killed: this does nothing there, and Zeus fences it.
         """
+
+    # -- what a handle may offer (the defaults say what Zeus assumes without it) -----
+    #: Alive as it starts (handed to a thread already running): its start is its first
+    #: sign of life, and it sends no separate one. Default: it says when it lives.
+    alive: bool = False
+    #: The process's start time (as psutil's `create_time()`): a pid plus this names it
+    #: (journaled with `attempt.started`). Default: unknown.
+    pid_start_time: float | None = None
+    #: Where it runs ("ip/node id"), where the backend has nodes. Default: this host.
+    node: str | None = None
+    #: Whether it still waits for a node: Zeus announces it once `Placed` comes.
+    #: Default: placed as it starts.
+    placing: bool = False
+    #: Fields `attempt.started` records so that `zeus sweep` can find it later
+    #: (Ray's address and job). Default: none.
+    journal_fields: Mapping[str, str] = MappingProxyType({})
+
+    def put_mail(self, mail: Mail) -> None:
+        """Put the owner's message in the child's own mailbox (`ctx.receive()` reads it);
+        one way only, to the child. Default: a backend without a mailbox drops it."""
+        del mail
+
+    def deliver(self, mail: Mail) -> None:
+        """The older name of `put_mail`, kept only while Zeus's core still calls it."""
+        self.put_mail(mail)
 
 
 class Backend(Protocol):

@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from actors.backends.base import ChildSpec, Send
+from actors.backends.base import ChildHandle, ChildSpec, Send
 from actors.backends.command_io import (
     BRIEF_TEXT_PLACEHOLDERS,
     PLACEHOLDER,
@@ -80,7 +80,7 @@ def _interruptible() -> None:
     become_subreaper()
 
 
-class CommandChild:
+class CommandChild(ChildHandle):
     """A running command attempt. `cancel`/`kill` from Zeus's thread; the rest runs in the hub."""
 
     def __init__(
@@ -218,7 +218,7 @@ class CommandChild:
         if self._popen is not None:
             self._hub.call_later(0.0, self._interrupt)
 
-    def deliver(self, mail: Mail) -> None:
+    def put_mail(self, mail: Mail) -> None:
         """Write the owner's message as one JSON line on the program's standard input.
 
         Dropped if the program has closed its input or does not read it fast enough

@@ -2,29 +2,13 @@
 how it goes down a worker's jobs pipe, written by the supervisor (`encode_job`, in
 Zeus's thread) and read in the worker (`decode_job`, `WorkStore`, in its main thread).
 
-On the pipe a job is `WORK_HEADER`, the work function's bytes (none when the
-worker keeps it under its token, see `_wire.WorkCache`), then the `Job`'s fields
-pickled as one tuple (`_wire.dumps`). The worker imports this module: it stays light.
-
-The wire, one message per `_wire.write_frame`, first byte for the kind:
-
-    jobs pipe         J + attempt_id + NUL + job       run an attempt: `WORK_HEADER`, the
-                                                       work function's bytes (or none: a
-                                                       token it has), the rest (`jobs`)
-                      S                                stop (sent only to an idle worker)
-    control pipe      C + attempt_id                   cooperative cancel of that attempt
-                      M + attempt_id + NUL + message   the owner's message (`ctx.receive()`)
-                      R + request id (8 bytes) + reply a `ctx.delegate()` answer
-    child -> parent   `_wire.pack`ed Heartbeat, Partial, Charge, ToolCall, and last
-                      Finished; or (`_wire.DELEGATE`, request id, brief)
-
-A cancel or a message may overtake its job (another pipe): the worker keeps it
-until the job comes.
+On the pipe a job is the `Job`'s fields pickled as one tuple (`_wire.dumps`), at
+the end of a `Run` frame (`actors.backends.frames`), after the work function's
+part. The worker imports this module: it stays light.
 """
 
 from __future__ import annotations
 
-import struct
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -37,11 +21,7 @@ from actors.context import Context
 from actors.mail import Flag, Inbox
 from actors.models import Brief
 
-__all__ = ["WORK_HEADER", "Job", "WorkStore", "decode_job", "encode_job"]
-
-# The work function's part of a job: forget the functions kept, token (0: do
-# not keep), size of its bytes (0: the one kept under that token); then the bytes.
-WORK_HEADER = struct.Struct("!?QI")
+__all__ = ["Job", "WorkStore", "decode_job", "encode_job"]
 
 
 class Job(NamedTuple):

@@ -9,7 +9,8 @@ into protocol messages for `send`, in order: a child's messages, then its one
 `Finished`.
 
 The stop ladder: `cancel()` reaches the child's `Context` (through the
-reporter, or the session actor itself); `kill()` is `ray.cancel(force=True)`
+reporter, or the session actor itself), as does an owner's message (`put_mail()`,
+read by `ctx.receive()`); `kill()` is `ray.cancel(force=True)`
 for a task and `ray.kill` for a session actor. Either way the attempt's
 `Finished` follows only once Ray says the task ended (its result raised
 `TaskCancelledError` or `ActorDiedError`), so a retry never overlaps it. Once
@@ -37,10 +38,11 @@ from typing import Any
 import ray
 
 from actors import wire as _wire
+from actors.backends import frames
 from actors.backends.base import ChildSpec, Send
 from actors.backends.pool import WarmPool
 from actors.backends.ray_causes import task_options
-from actors.backends.ray_child import PLACED, SessionWorker, run_task
+from actors.backends.ray_child import SessionWorker, run_task
 from actors.backends.ray_handle import RayChild, Session, ended_by_ray, returned
 from actors.backends.ray_place import connect, gone, new_reporter
 from actors.models import AttemptOutcome
@@ -52,7 +54,8 @@ _WORKS = _wire.WorkCache()
 
 
 class RayBackend:
-    """Runs attempts on Ray; one reporter actor and one pump thread per backend.
+    """Runs attempts on Ray; one reporter actor and one pump thread per backend. It is
+    the `RayStops` of the handles it starts.
 
     `address` and `init` are `supervisor.ray`'s; Ray is shut down at `close()`
     only if this backend started it. `park_s` bounds how long an attempt's end
@@ -98,12 +101,12 @@ class RayBackend:
     # -- Zeus's thread ---------------------------------------------------------------
     def start(self, spec: ChildSpec, send: Send) -> RayChild:
         """Submit the attempt and return its handle; never waits for a node."""
-        child = RayChild(self, spec, send)
+        child = RayChild(self, spec, send, self.journal_fields)
         if spec.work is None:
             return self._refuse(child, f"agent {spec.agent!r} has no work function for Ray")
         try:
             _, work = _WORKS.get(spec.work, _wire.TypeNamed("the work function (a {})", spec.work))
-            job = self._job(spec, work)
+            job = frames.ray_job(spec, work, self._reporter_name)
         except _wire.CrossingError as exc:
             return self._refuse(child, str(exc), "CrossingError")
         options = task_options(spec.resources)
@@ -151,25 +154,6 @@ class RayBackend:
         if self._owns_ray:
             ray.shutdown()
 
-    def _job(self, spec: ChildSpec, work: bytes) -> bytes:
-        job = {
-            "work": work,
-            "reporter": self._reporter_name,
-            "brief": _wire.brief_to_wire(spec.brief),
-            "agent": spec.agent,
-            "delegation_id": spec.delegation_id,
-            "attempt": spec.attempt,
-            "attempt_id": spec.attempt_id,
-            "remaining_s": spec.deadline - spec.clock.now(),  # the child lives on its own clock
-            "interval_s": spec.heartbeat_interval_s,
-            "previous_partials": list(spec.previous_partials),
-            "depth": spec.depth,
-            "framing": spec.framing,
-            "session_key": spec.session_key,
-            "session": spec.session,
-        }
-        return _wire.dumps(job, "the attempt's brief, previous partial results or session")
-
     def _session(self, spec: ChildSpec, options: dict[str, Any]) -> Session:
         """The warm actor of the brief's session, or a new one (started by Ray, not waited for)."""
         with self._lock:
@@ -180,11 +164,11 @@ class RayBackend:
 
     def _refuse(self, child: RayChild, error: str, error_type: str | None = None) -> RayChild:
         child.finished = True
-        _deliver(child, Finished(child.attempt_id, AttemptOutcome.error, error=error,
+        _report(child, Finished(child.attempt_id, AttemptOutcome.error, error=error,
                                  error_type=error_type))
         return child
 
-    def _cancel(self, child: RayChild) -> None:
+    def cancel_attempt(self, child: RayChild) -> None:
         with self._lock:
             if child.finished or child.cancel_t is not None or child.ref is None:
                 return
@@ -200,9 +184,29 @@ class RayBackend:
         if child.session is not None:
             child.session.handle.cancel.remote(child.attempt_id)
         else:
-            self._reporter.control.remote(child.attempt_id, "cancel")
+            self._reporter.control.remote(child.attempt_id, frames.Cancel(child.attempt_id))
 
-    def _kill(self, child: RayChild) -> None:
+    def mail_attempt(self, child: RayChild, data: bytes) -> None:
+        with self._lock:
+            if child.finished or child.ref is None:
+                return
+            child.mailed += 1
+            mail = frames.MailTo(child.attempt_id, data, child.mailed)
+        # Sent by the pump, after what was asked before it (a cancel): Zeus's thread
+        # never waits on Ray.
+        self._events.put(("mail", child, mail))
+
+    def _send_mail(self, child: RayChild, mail: frames.MailTo) -> None:
+        """The pump thread: the owner's message, unless the child is gone or being killed.
+        Ray may run actor calls out of order: the child puts them back in order (`seq`)."""
+        if child.finished or child.kill_t is not None:
+            return
+        if child.session is not None:
+            child.session.handle.mail.remote(mail)
+        else:
+            self._reporter.control.remote(child.attempt_id, mail)
+
+    def kill_attempt(self, child: RayChild) -> None:
         with self._lock:
             if child.finished or child.kill_t is not None or child.ref is None:
                 return
@@ -251,6 +255,8 @@ class RayBackend:
                         self._on_ended(event[1], event[2], held)
                     elif event[0] == "cancel":
                         self._send_cancel(event[1])
+                    elif event[0] == "mail":
+                        self._send_mail(event[1], event[2])
                     self._release(held)
             except Exception:  # noqa: BLE001 - a bug here must not stop every child's reports
                 traceback.print_exc()
@@ -280,15 +286,17 @@ class RayBackend:
 
     def _on_message(self, child: RayChild, data: bytes) -> None:
         try:
-            packed = _wire.loads(data)
-            if packed[0] == PLACED:
-                child.pid, child.node, child.placing = packed[1], packed[2], False
+            frame = frames.read_report(data)
+            if isinstance(frame, frames.PlacedAt):
+                child.pid, child.node, child.placing = frame.pid, frame.node, False
                 if child.session is not None:
                     child.session.pid, child.session.node = child.pid, child.node
-                message: object = Placed(child.attempt_id, child.pid, child.node)
+                message: object = Placed(child.attempt_id, frame.pid, frame.node)
+            elif isinstance(frame, frames.Delegate):
+                raise TypeError("a delegation request in the reporter's messages")
             else:
-                message = _wire.unpack(packed)
-                child.progress = max(child.progress, getattr(message, "progress", 0))
+                message = frame
+                child.progress = max(child.progress, frame.progress)
         except Exception as exc:  # noqa: BLE001 - e.g. a class Zeus's process cannot import
             child.read_error = child.read_error or (
                 "a message from the Ray child could not be read in the supervisor: "
@@ -296,7 +304,7 @@ class RayBackend:
             )
             return
         if not child.finished:
-            _deliver(child, message)
+            _report(child, message)
 
     def _on_delegate(self, child: RayChild, request_id: int, brief_data: bytes) -> None:
         reporter = self._reporter
@@ -314,7 +322,7 @@ class RayBackend:
         except Exception as exc:  # noqa: BLE001 - the child gets the reason
             reply(RuntimeError(f"the brief to delegate could not be read in the supervisor: {exc}"))
             return
-        _deliver(child, DelegateRequest(child.attempt_id, brief, reply))
+        _report(child, DelegateRequest(child.attempt_id, brief, reply))
 
     def _on_ended(self, child: RayChild, future: Any, held: dict[str, RayChild]) -> None:
         """Ray says the attempt's task or actor call ended: hold its `Finished` until it may go."""
@@ -376,15 +384,16 @@ class RayBackend:
                 elif child.kill_t is None:
                     evicted = [session]
             self._ended.notify_all()
-        _deliver(child, finished)
-        if child.cancel_t is not None and session is None:
+        _report(child, finished)
+        if (child.cancel_t is not None or child.mailed) and session is None:
             self._reporter.release.remote(child.attempt_id)
         for old in evicted:
             with contextlib.suppress(Exception):
                 ray.kill(old.handle, no_restart=True)
 
 
-def _deliver(child: RayChild, message: object) -> None:
+def _report(child: RayChild, message: object) -> None:
+    """Pass `message` up to the attempt's owner; a failing receiver is printed, never raised."""
     try:
         child.send(message)
     except Exception:  # noqa: BLE001 - a failing receiver must not stop the pump

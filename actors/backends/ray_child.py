@@ -1,4 +1,5 @@
-"""What runs inside Ray: the attempt's task body, the session actor, and the reporter.
+"""What runs inside Ray: the attempt's task body and the session actor (the reporter they
+report to: `actors.backends.ray_reporter`).
 
 Everything here runs in Ray worker processes (on any node), never in Zeus's
 process; the backend (`actors.backends.ray`) wraps these with `ray.remote`.
@@ -18,14 +19,15 @@ the reporter until Zeus answers.
 Cancels travel the other way: a task asks the reporter, once it has run for
 `QUIET_S`, to tell it when Zeus cancels it (`watch`); a cancel that came
 earlier is kept there until asked for. A session actor takes its cancels
-itself (a second method call, on its second thread). `watch` answers a list of
-control items so that an owner's messages (`ctx.receive`) can come the same
-way: today the only item is "cancel".
+itself (a second method call, on its second thread). An owner's messages
+(`ctx.receive`) come the same ways: `watch` answers a list of control items
+(`frames.Cancel`, `frames.MailTo`), and the task watches again after a message;
+a session actor takes them with its `mail` method.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import functools
 import itertools
 import os
@@ -36,16 +38,16 @@ from collections.abc import Callable
 from typing import Any
 
 from actors import wire as _wire
+from actors.backends import frames
 from actors.clock import SystemClock
 from actors.context import Context
+from actors.mail import Inbox
 from actors.models import AttemptOutcome
 from actors.protocol import DelegateRequest, Finished, Heartbeat
 from actors.run import run_work
 
-__all__ = ["PLACED", "QUIET_S", "Reporter", "SessionWorker", "run_task"]
+__all__ = ["QUIET_S", "SessionWorker", "run_task"]
 
-# The first item of the message that says where an attempt runs: (PLACED, pid, node).
-PLACED = "placed"
 # An attempt that ends sooner costs no call to the reporter: it posts nothing and never
 # asks to be told of cancels.
 QUIET_S = 0.02
@@ -61,65 +63,6 @@ def node_label() -> str:
 
     node_id = ray.get_runtime_context().get_node_id()
     return f"{ray.util.get_node_ip_address()}/{node_id[:8]}"
-
-
-class Reporter:
-    """The one channel from Ray children back to Zeus. A Ray actor (async: its methods
-    interleave on one event loop in the reporter's process)."""
-
-    def __init__(self) -> None:
-        self._items: list[tuple[Any, ...]] = []
-        self._ready = asyncio.Event()
-        self._control: dict[str, list[str]] = {}  # attempt id -> items not yet taken
-        self._watchers: dict[str, asyncio.Event] = {}
-        self._replies: dict[int, asyncio.Future[bytes]] = {}
-
-    async def post(self, attempt_id: str, messages: list[bytes]) -> None:
-        """A child's batch (fire and forget)."""
-        self._items.append(("m", attempt_id, messages))
-        self._ready.set()
-
-    async def drain(self) -> list[tuple[Any, ...]]:
-        """Zeus's long poll: everything posted since the last drain, once there is something."""
-        await self._ready.wait()
-        items, self._items = self._items, []
-        self._ready.clear()
-        return items
-
-    async def delegate(self, attempt_id: str, request_id: int, brief: bytes) -> bytes:
-        """A child's `ctx.delegate()`: waits for Zeus's `reply`."""
-        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self._replies[request_id] = future
-        self._items.append(("d", attempt_id, request_id, brief))
-        self._ready.set()
-        return await future
-
-    async def reply(self, request_id: int, result: bytes) -> None:
-        future = self._replies.pop(request_id, None)
-        if future is not None and not future.done():
-            future.set_result(result)
-
-    async def control(self, attempt_id: str, item: str) -> None:
-        """Zeus: `item` ("cancel") for the attempt, kept until it asks."""
-        self._control.setdefault(attempt_id, []).append(item)
-        watcher = self._watchers.get(attempt_id)
-        if watcher is not None:
-            watcher.set()
-
-    async def watch(self, attempt_id: str) -> list[str]:
-        """A child: wait for control items; [] once `release`d (the attempt ended)."""
-        if attempt_id not in self._control:
-            watcher = self._watchers.setdefault(attempt_id, asyncio.Event())
-            await watcher.wait()
-            self._watchers.pop(attempt_id, None)
-        return self._control.pop(attempt_id, [])
-
-    async def release(self, attempt_id: str) -> None:
-        """The attempt ended: end its watch, forget its control items."""
-        self._control.pop(attempt_id, None)
-        watcher = self._watchers.pop(attempt_id, None)
-        if watcher is not None:
-            watcher.set()
 
 
 class _Courier:
@@ -174,12 +117,14 @@ class Outbox:
         *,
         interval_s: float,
         cancel: threading.Event,
+        inbox: InOrder,
         watch: bool,
     ) -> None:
         self._reporter_name = reporter
         self._attempt_id = attempt_id
         self._interval = interval_s
         self._cancel = cancel
+        self._inbox = inbox
         self._watch = watch
         self._watching = False
         self._lock = threading.Lock()  # guards the batch and `posted`; held while posting
@@ -212,7 +157,7 @@ class Outbox:
             message.reply(self._delegate(message))
             return
         try:
-            data = _wire.encode_message(message)  # type: ignore[arg-type]
+            data = frames.report_frame(message)  # type: ignore[arg-type]
         except _wire.CrossingError as exc:
             self.crossing_error = self.crossing_error or str(exc)
             raise
@@ -262,7 +207,7 @@ class Outbox:
         if now >= self._next_beat and self.ctx is not None:
             self._next_beat = now + self._interval
             beat = Heartbeat(self._attempt_id, self.ctx.progress, liveness=True)
-            self.put(_wire.dumps(_wire.pack(beat)))
+            self.put(frames.report_frame(beat))
         self._flush()
         return min(self._next_beat, self._watch_at)
 
@@ -288,13 +233,44 @@ class Outbox:
             items = future.result()
         except Exception:  # noqa: BLE001 - the reporter is gone: Zeus's kill ladder remains
             return
-        if "cancel" in items:
-            self._cancel.set()
+        for item in items:
+            if isinstance(item, frames.Cancel):
+                self._cancel.set()
+            elif isinstance(item, frames.MailTo):
+                self._inbox.put(item)
+        with self._lock:
+            again = bool(items) and not self._ended and not self._cancel.is_set()
+        if again:  # a message came: the next one, or the cancel, may follow
+            ref = self._reporter().watch.remote(self._attempt_id)
+            ref.future().add_done_callback(self._on_control)
+
+
+class InOrder:
+    """An attempt's mailbox (`ctx.receive()` reads `inbox`), fed the owner's messages in
+    the order they were sent (`MailTo.seq`), whatever order Ray's calls ran in. Any thread."""
+
+    def __init__(self) -> None:
+        self.inbox = Inbox()
+        self._lock = threading.Lock()
+        self._next = 1
+        self._early: dict[int, bytes] = {}
+
+    def put(self, mail: frames.MailTo) -> None:
+        with self._lock:
+            self._early[mail.seq] = mail.data
+            ready = []
+            while self._next in self._early:
+                ready.append(self._early.pop(self._next))
+                self._next += 1
+            for data in ready:  # one that cannot be read here was checked at the owner's call
+                with contextlib.suppress(Exception):  # a class this worker cannot import
+                    self.inbox.put(_wire.loads(data))
 
 
 def _execute(
     job_data: bytes,
     cancel: threading.Event,
+    inbox: InOrder,
     session_for: Callable[[str | None, dict[str, Any] | None], dict[str, Any]],
     *,
     watch: bool,
@@ -302,7 +278,7 @@ def _execute(
     """One attempt in this worker: (messages posted, messages not posted, its Finished)."""
     pid = os.getpid()
     try:
-        job = _wire.loads(job_data)  # one argument: each one a task takes costs a no-op's time
+        job = frames.read_ray_job(job_data)
         work = _wire.loads(job["work"])
         brief = _wire.brief_from_wire(job["brief"])
     except BaseException as exc:  # noqa: BLE001 - e.g. the work's module is not on this node
@@ -312,11 +288,11 @@ def _execute(
             f"could not be unpickled in the Ray worker: {type(exc).__name__}: {exc}",
             error_type=type(exc).__name__, traceback="".join(tb.format_exception(exc)), pid=pid,
         )
-        return 0, [], _wire.dumps(_wire.pack(finished))
+        return 0, [], frames.finished_frame(finished)
     attempt_id = job["attempt_id"]
     outbox = Outbox(job["reporter"], attempt_id, interval_s=job["interval_s"],
-                    cancel=cancel, watch=watch)
-    outbox.put(_wire.dumps((PLACED, pid, node_label())))
+                    cancel=cancel, inbox=inbox, watch=watch)
+    outbox.put(frames.placed_frame(pid, node_label()))
     ctx = Context(
         brief=brief, agent=job["agent"], delegation_id=job["delegation_id"],
         attempt=job["attempt"], attempt_id=attempt_id,
@@ -324,6 +300,7 @@ def _execute(
         cancel_event=cancel, heartbeat_interval_s=job["interval_s"],
         session=session_for(job["session_key"], job["session"]),
         previous_partials=job["previous_partials"], depth=job["depth"], framing=job["framing"],
+        inbox=inbox.inbox,
     )
     outbox.ctx = ctx
     finished = run_work(work, brief, ctx, pid=pid)
@@ -332,12 +309,11 @@ def _execute(
                             error_type="CrossingError", pid=pid, progress=finished.progress)
     posted, tail = outbox.close()
     try:
-        data = _wire.dumps(_wire.pack(finished),
-                           _wire.TypeNamed("the result (a {})", finished.value))
+        data = frames.finished_frame(finished)
     except _wire.CrossingError as exc:
-        data = _wire.dumps(_wire.pack(Finished(
+        data = frames.finished_frame(Finished(
             attempt_id, AttemptOutcome.error, error=str(exc), error_type="CrossingError",
-            pid=pid, progress=finished.progress)))
+            pid=pid, progress=finished.progress))
     return posted, tail, data
 
 
@@ -347,7 +323,7 @@ def _fresh_session(_key: str | None, initial: dict[str, Any] | None) -> dict[str
 
 def run_task(job: bytes) -> tuple[int, list[bytes], bytes]:
     """The body of an attempt's Ray task (runs in a Ray worker)."""
-    return _execute(job, threading.Event(), _fresh_session, watch=True)
+    return _execute(job, threading.Event(), InOrder(), _fresh_session, watch=True)
 
 
 class SessionWorker:
@@ -357,6 +333,7 @@ class SessionWorker:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cancels: dict[str, threading.Event] = {}
+        self._inboxes: dict[str, InOrder] = {}  # an attempt's mailbox (mail may overtake it)
         self._key: str | None = None
         self._session: dict[str, Any] = {}
 
@@ -365,16 +342,24 @@ class SessionWorker:
     ) -> tuple[int, list[bytes], bytes]:
         with self._lock:
             cancel = self._cancels.setdefault(attempt_id, threading.Event())
+            inbox = self._inboxes.setdefault(attempt_id, InOrder())
         try:
-            return _execute(job, cancel, self._session_for, watch=False)
+            return _execute(job, cancel, inbox, self._session_for, watch=False)
         finally:
             with self._lock:
                 self._cancels.pop(attempt_id, None)
+                self._inboxes.pop(attempt_id, None)
 
     def cancel(self, attempt_id: str) -> None:
         """Zeus's cooperative cancel (on the actor's second thread; may overtake `run`)."""
         with self._lock:
             self._cancels.setdefault(attempt_id, threading.Event()).set()
+
+    def mail(self, mail: frames.MailTo) -> None:
+        """The owner's message (on the actor's second thread; may overtake `run`)."""
+        with self._lock:
+            inbox = self._inboxes.setdefault(mail.attempt_id, InOrder())
+        inbox.put(mail)
 
     def _session_for(self, key: str | None, initial: dict[str, Any] | None) -> dict[str, Any]:
         if key != self._key:

@@ -1,24 +1,24 @@
 """Zeus's handle on one attempt on Ray (`RayChild`), and how its end becomes a `Finished`:
 the value the child returned, or what Ray said (a kill, a worker or node death).
 
-Runs in Zeus's process (the backend's pump thread builds the endings).
+Runs in Zeus's process (the backend's pump thread builds the endings). The handle
+asks its stops of the backend through the small `RayStops` interface it is given.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-from actors import wire as _wire
-from actors.backends.base import ChildSpec, Send
+from actors.backends import frames
+from actors.backends.base import ChildHandle, ChildSpec, Send
 from actors.backends.ray_causes import describe_ray_failure
 from actors.backends.ray_place import never_granted
+from actors.mail import Mail
 from actors.models import AttemptOutcome
 from actors.protocol import Finished
 
-if TYPE_CHECKING:
-    from actors.backends.ray import RayBackend
-
-__all__ = ["RayChild", "Session", "ended_by_ray", "returned"]
+__all__ = ["RayChild", "RayStops", "Session", "ended_by_ray", "returned"]
 
 
 class Session:
@@ -30,21 +30,38 @@ class Session:
         self.node: str | None = None
 
 
-class RayChild:
+class RayStops(Protocol):
+    """What a `RayChild` asks of the backend that started it (Zeus's thread)."""
+
+    def cancel_attempt(self, child: RayChild) -> None:
+        """The cooperative cancel (through the reporter, or the session actor)."""
+
+    def kill_attempt(self, child: RayChild) -> None:
+        """`ray.cancel(force=True)` (a task) or `ray.kill` (a session actor)."""
+
+    def mail_attempt(self, child: RayChild, data: bytes) -> None:
+        """The owner's message, pickled, on its way to the child's `ctx.receive()`."""
+
+
+class RayChild(ChildHandle):
     """Zeus's handle on one attempt on Ray. `cancel`/`kill` return at once.
 
-    Fields are written by Zeus's thread (`cancel_t`, `kill_t`) and the pump
-    thread (the rest), under the backend's lock where both look.
+    Fields are written by Zeus's thread (`cancel_t`, `kill_t`, `mailed`) and the
+    pump thread (the rest), under the backend's lock where both look.
     """
 
-    def __init__(self, backend: RayBackend, spec: ChildSpec, send: Send) -> None:
+    pid: int | None = None  # its worker's, once it is placed
+
+    def __init__(
+        self, stops: RayStops, spec: ChildSpec, send: Send, journal_fields: Mapping[str, str]
+    ) -> None:
         self.spec = spec
         self.attempt_id = spec.attempt_id
         self.send = send
-        self._backend = backend
+        self._stops = stops
+        self.journal_fields = journal_fields
         self.ref: Any = None
         self.session: Session | None = None
-        self.pid: int | None = None
         self.node: str | None = None
         self.placing = True  # until the child says where it runs
         self.received = 0  # messages of this attempt drained from the reporter
@@ -55,23 +72,26 @@ class RayChild:
         self.cancel_t: float | None = None
         self.kill_t: float | None = None
         self.read_error: str | None = None
+        self.mailed = 0  # the owner's messages sent to it (the reporter keeps them until asked)
 
     @property
     def killable(self) -> bool:
         return self.ref is not None
 
-    @property
-    def journal_fields(self) -> dict[str, str]:
-        """What `attempt.started` records so that `zeus sweep` can ask Ray about it later."""
-        return self._backend.journal_fields
-
     def cancel(self) -> None:
         """Set the child Context's cancel event (through the reporter or its session actor)."""
-        self._backend._cancel(self)
+        self._stops.cancel_attempt(self)
+
+    def put_mail(self, mail: Mail) -> None:
+        """The owner's message, to the child's `ctx.receive()` (through the reporter, or
+        its session actor)."""
+        data = mail.encode("ray").pickled
+        assert data is not None
+        self._stops.mail_attempt(self, data)
 
     def kill(self) -> None:
         """`ray.cancel(force=True)` (a task) or `ray.kill` (a session actor)."""
-        self._backend._kill(self)
+        self._stops.kill_attempt(self)
 
 
 def returned(child: RayChild, data: bytes, now: float) -> Finished:
@@ -79,7 +99,7 @@ def returned(child: RayChild, data: bytes, now: float) -> Finished:
     if child.kill_t is not None:
         return ended_by_ray(child, None, now)
     try:
-        finished = _wire.unpack(_wire.loads(data))
+        finished = frames.read_report(data)
         assert isinstance(finished, Finished)
     except Exception as exc:  # noqa: BLE001 - a result class Zeus's process cannot import
         finished = Finished(child.attempt_id, AttemptOutcome.error,

@@ -15,7 +15,7 @@ from typing import Any
 import ray
 
 from actors.backends.ray_causes import grantable, parse_address
-from actors.backends.ray_child import Reporter
+from actors.backends.ray_reporter import Reporter
 
 __all__ = ["RayConnectError", "connect", "gone", "never_granted", "new_reporter"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import queue
 import threading
 
-from actors.backends.base import ChildSpec, Send
+from actors.backends.base import ChildHandle, ChildSpec, Send
 from actors.backends.jobs import Job
 from actors.errors import describe_error
 from actors.mail import CancelSignal, Inbox, Mail
@@ -33,7 +33,7 @@ __all__ = ["ThreadBackend", "ThreadChild"]
 STARTERS = 8  # threads that start new child threads, each waiting on one start at a time
 
 
-class ThreadChild:
+class ThreadChild(ChildHandle):
     """A running thread attempt. A thread cannot be killed, only asked and then fenced."""
 
     def __init__(self, spec: ChildSpec, send: Send) -> None:
@@ -75,7 +75,7 @@ class ThreadChild:
     def cancel(self) -> None:
         self._cancel.set()
 
-    def deliver(self, mail: Mail) -> None:
+    def put_mail(self, mail: Mail) -> None:
         """Put the owner's message in the child's mailbox (Zeus's thread)."""
         self._inbox.put(mail.obj)
 

@@ -20,7 +20,7 @@ carry the token alone and the worker runs the function it unpickled then (see
 `_wire.WorkCache`). Like a module function's globals, what such a function keeps
 lives on across this worker's attempts.
 
-The wire between a worker and the supervisor is drawn in `actors.backends.jobs`.
+The frames between a worker and the supervisor are drawn in `actors.backends.frames`.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from actors import wire as _wire
+from actors.backends import frames
 from actors.backends.backstop import Backstop
-from actors.backends.jobs import WORK_HEADER, WorkStore, decode_job
+from actors.backends.jobs import WorkStore, decode_job
 from actors.clock import SystemClock
 from actors.context import Context
 from actors.errors import describe_error
@@ -50,7 +51,7 @@ from actors.osproc import become_subreaper, kill_descendants
 from actors.protocol import DelegateRequest, Finished, Heartbeat
 from actors.run import run_work
 
-__all__ = ["WORK_HEADER", "main"]
+__all__ = ["main"]
 
 # The child only reads this clock (`now()`), so it never starts a timer thread.
 _CLOCK = SystemClock()
@@ -136,13 +137,14 @@ class _Child:
             if messages is None:
                 _orphaned()
             for data in messages:
-                if data[:1] == b"S":
+                frame = frames.read_job(data)
+                if isinstance(frame, frames.Stop):
                     kill_descendants()  # what its attempts left running goes with it
                     _exit(0)
-                attempt_id, _, payload = data[1:].partition(b"\0")
-                self._run(attempt_id.decode(), payload)
+                self._run(frame)
 
-    def _run(self, attempt_id: str, payload: bytes) -> None:
+    def _run(self, frame: frames.Run) -> None:
+        attempt_id = frame.attempt_id
         att = _Attempt(attempt_id)
         with self._send_lock, self._state_lock:
             self._current = att
@@ -155,12 +157,10 @@ class _Child:
         if cancelled:
             att.cancel.set()
         for data in early_mail:
-            self._deliver(att, data)
+            self._put_mail(att, data)
         try:
-            flush, token, size = WORK_HEADER.unpack_from(payload)
-            start = WORK_HEADER.size
-            work = self._works.get(flush, token, payload[start : start + size])
-            job = decode_job(memoryview(payload)[start + size :])
+            work = self._works.get(frame.flush, frame.token, frame.work)
+            job = decode_job(frame.job)
         except BaseException as exc:  # noqa: BLE001 - e.g. the work's module fails to import here
             self._finish(
                 att,
@@ -218,20 +218,16 @@ class _Child:
     def _finish(self, att: _Attempt, finished: Finished) -> None:
         """Send the attempt's one `Finished`; a result that cannot cross fails the attempt."""
         try:
-            data = _wire.dumps(
-                _wire.pack(finished), _wire.TypeNamed("the result (a {})", finished.value)
-            )
+            data = frames.finished_frame(finished)
         except _wire.CrossingError as exc:
-            data = _wire.dumps(
-                _wire.pack(
-                    Finished(
-                        att.attempt_id,
-                        AttemptOutcome.error,
-                        error=str(exc),
-                        error_type="CrossingError",
-                        pid=self._pid,
-                        progress=finished.progress,
-                    )
+            data = frames.finished_frame(
+                Finished(
+                    att.attempt_id,
+                    AttemptOutcome.error,
+                    error=str(exc),
+                    error_type="CrossingError",
+                    pid=self._pid,
+                    progress=finished.progress,
                 )
             )
         self._backstop.disarm()
@@ -249,9 +245,9 @@ class _Child:
             if isinstance(message, DelegateRequest):
                 self._delegate(att, message)
                 return
-            # Otherwise one of the messages `_wire.pack` knows (Context sends nothing else).
+            # Otherwise one of the messages `frames.pack` knows (Context sends nothing else).
             try:
-                data = _wire.encode_message(message)  # type: ignore[arg-type]
+                data = frames.report_frame(message)  # type: ignore[arg-type]
             except _wire.CrossingError as exc:
                 att.crossing_error = att.crossing_error or str(exc)
                 raise
@@ -264,7 +260,7 @@ class _Child:
             request_id = next(self._request_ids)
             self._replies[request_id] = request.reply
         try:
-            data = _wire.dumps((_wire.DELEGATE, request_id, request.brief), "the brief to delegate")
+            data = frames.delegate_frame(request_id, request.brief)
         except _wire.CrossingError as exc:
             self._replies.pop(request_id, None)
             request.reply(exc)
@@ -316,7 +312,7 @@ class _Child:
                     att.next_beat = now + att.interval
             if att is not None and ctx is not None:
                 beat = Heartbeat(att.attempt_id, ctx.progress, liveness=True)
-                self._post(att, _wire.dumps(_wire.pack(beat)))
+                self._post(att, frames.report_frame(beat))
             else:
                 wake_at = self._beat_wake_at
                 self._beat_event.wait(None if wake_at == math.inf else wake_at - now)
@@ -331,13 +327,13 @@ class _Child:
             if messages is None:
                 _orphaned()
             for data in messages:
-                kind, body = data[:1], data[1:]
-                if kind == b"C":
-                    self._cancel(body.decode())
-                elif kind == b"R":
-                    self._reply(body)
-                elif kind == b"M":
-                    self._mail(body)
+                frame = frames.read_control(data)
+                if isinstance(frame, frames.Cancel):
+                    self._cancel(frame.attempt_id)
+                elif isinstance(frame, frames.Reply):
+                    self._reply(frame)
+                elif isinstance(frame, frames.MailTo):
+                    self._mail(frame)
 
     def _cancel(self, attempt_id: str) -> None:
         with self._state_lock:
@@ -347,28 +343,27 @@ class _Child:
                 return
         att.cancel.set()  # outside the lock: it may run the async work's cancel callback
 
-    def _mail(self, body: bytes) -> None:
-        attempt_id, _, data = body.partition(b"\0")
+    def _mail(self, mail: frames.MailTo) -> None:
         with self._state_lock:
             att = self._current
-            if att is None or att.attempt_id != attempt_id.decode():
-                self._mail_early.setdefault(attempt_id.decode(), []).append(data)
+            if att is None or att.attempt_id != mail.attempt_id:
+                self._mail_early.setdefault(mail.attempt_id, []).append(mail.data)
                 return
-        self._deliver(att, data)
+        self._put_mail(att, mail.data)
 
     @staticmethod
-    def _deliver(att: _Attempt, data: bytes) -> None:
+    def _put_mail(att: _Attempt, data: bytes) -> None:
         try:
             message = _wire.loads(data)
         except Exception:  # noqa: BLE001 - checked at the owner's call; a class missing here
             return
         att.inbox.put(message)
 
-    def _reply(self, body: bytes) -> None:
-        request_id = int.from_bytes(body[:8], "big")
+    def _reply(self, frame: frames.Reply) -> None:
+        request_id = frame.request_id
         result: Any
         try:
-            result = _wire.loads(body[8:])
+            result = _wire.loads(frame.payload)
         except Exception as exc:  # noqa: BLE001 - the waiting agent gets the reason
             result = RuntimeError(f"the delegation's reply could not be read in the child: {exc}")
         with self._state_lock:

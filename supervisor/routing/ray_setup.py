@@ -1,16 +1,21 @@
-"""Zeus's side of `isolation: ray`: whether Ray is needed, installed, and reachable.
+"""Zeus's side of `isolation: ray` in a routing: whether it needs Ray, and whether Ray is there.
 
-`actors.backends.ray` (which imports Ray) is imported only when an agent runs on Ray,
-so Zeus imports and runs without the extra.
+The backend itself is started by `actors.backends.ray_start`; `ray_backend` turns
+its failures into Zeus's errors, for Zeus's core, which builds its backends.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from actors.backends import Backend
+from actors.backends.ray_start import (
+    MISSING_RAY,
+    RayUnavailable,
+    ray_installed,
+    start_ray_backend,
+)
 from supervisor.errors import RoutingError, SupervisorError
 from supervisor.routing.policies import AgentPolicy
 
@@ -19,15 +24,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MISSING_RAY", "ray_backend", "ray_installed", "wants_ray"]
 
-MISSING_RAY = (
-    "isolation: ray needs Ray, which is not installed here; install the extra: "
-    "pip install 'zeus-supervisor[ray]'"
-)
-
-
-def ray_installed() -> bool:
-    return importlib.util.find_spec("ray") is not None
-
 
 def wants_ray(policies: Iterable[AgentPolicy]) -> bool:
     """Whether any of `policies` runs on Ray (a command agent always runs as a process)."""
@@ -35,19 +31,16 @@ def wants_ray(policies: Iterable[AgentPolicy]) -> bool:
 
 
 def ray_backend(routing: Routing) -> Backend:
-    """Start or join Ray as `supervisor.ray` says, and the backend on it.
+    """The Ray backend as `supervisor.ray` says (`actors.backends.ray_start`).
 
     `RoutingError` when Ray is not installed; `SupervisorError` saying what to
     fix when it cannot be started or reached (nothing is left running then).
     """
     if not ray_installed():
         raise RoutingError(f"{routing.source or 'routing'}: {MISSING_RAY}")
-    from actors.backends.ray import RayBackend
-    from actors.backends.ray_place import RayConnectError
-
     config = routing.supervisor.ray
     try:
-        return RayBackend(address=config.address, init=config.init,
-                          connect_timeout_s=config.connect_timeout_s)
-    except RayConnectError as exc:
+        return start_ray_backend(address=config.address, init=config.init,
+                                 connect_timeout_s=config.connect_timeout_s)
+    except RayUnavailable as exc:
         raise SupervisorError(str(exc)) from None

@@ -1,57 +1,49 @@
 """What the process backend's hub thread does with what a worker sends, and with its end.
 
-`WorkerEvents` is the hub thread's half of `ProcessBackend`
-(`actors.backends.process`): the handlers the hub calls when a worker's pipe is
-readable (its messages: progress, a delegation, its `Finished`) or its sentinel
-fires (it was reaped: the attempt's `Finished` if it sent none, the sweep of
-what it left). They run in the hub thread only, one at a time; the state they
-share with the backend is guarded by the backend's lock.
+`WorkerWatch` registers each worker's pipe and sentinel with the hub and holds
+the handlers the hub then calls: when the pipe is readable (its frames:
+progress, a delegation, its `Finished`, read with `actors.backends.frames`) or
+its sentinel fires (it was reaped: the attempt's `Finished` if it sent none, the
+sweep of what it left). They run in the hub thread only, one at a time; what
+they change is the worker table's (`actors.backends.worker_table`), through its
+methods, and what they report goes to the attempt's owner.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import signal
-import threading
 import time
-from typing import Any
 
 from actors import wire as _wire
+from actors.backends import frames
 from actors.backends.backstop import MARGIN_S
-from actors.backends.base import ChildSpec
 from actors.backends.forkserver import close_process, exit_code, sentinel_ready
 from actors.backends.hub import Hub
-from actors.backends.pool import WarmPool
-from actors.backends.records import ProcessChild, WorkerRecord, deliver
+from actors.backends.process_child import ProcessChild, report
+from actors.backends.worker_table import WorkerRecord, WorkerTable
 from actors.errors import describe_error
 from actors.models import AttemptOutcome
 from actors.osproc import describe_exit
 from actors.protocol import DelegateRequest, Finished
 
-__all__ = ["WorkerEvents", "death_of"]
+__all__ = ["WorkerWatch", "death_of"]
 
 
-class WorkerEvents:
-    """The hub thread's handlers for worker processes; mixed into `ProcessBackend`, which
-    sets the state below and decides what becomes of a worker once its attempt ends."""
+class WorkerWatch:
+    """The hub thread's handlers for the workers of one worker table."""
 
-    _lock: threading.Lock
-    _ended: threading.Condition
-    _hub: Hub
-    _pool: WarmPool[WorkerRecord]
-    _workers: set[WorkerRecord]
-    _closed: bool
+    def __init__(self, table: WorkerTable, hub: Hub) -> None:
+        self._table = table
+        self._hub = hub
 
-    def _session_limit(self, spec: ChildSpec) -> int:
-        """How many idle workers the agent keeps (`ProcessBackend` says)."""
-        raise NotImplementedError
-
-    def _retire(self, worker: WorkerRecord) -> None:
-        """Tell an idle worker to exit (`ProcessBackend` does it)."""
-        raise NotImplementedError
+    def watch(self, worker: WorkerRecord) -> None:
+        """Watch a new worker's pipe and sentinel (any thread)."""
+        self._hub.watch(worker.conn, lambda: self._on_readable(worker))
+        self._hub.watch(worker.sentinel, lambda: self._on_sentinel(worker))
 
     def _on_readable(self, worker: WorkerRecord) -> None:
-        """Read what the worker sent (one read) and handle the messages it completes."""
+        """Read what the worker sent (one read) and handle the frames it completes."""
         try:
             messages = worker.reader.read()
         except BlockingIOError:
@@ -63,7 +55,7 @@ class WorkerEvents:
             self._hub.unwatch(worker.conn)
             return
         for data in messages:
-            self._on_message(worker, data)
+            self._on_frame(worker, data)
 
     def _drain(self, worker: WorkerRecord) -> None:
         """Everything the worker sent before it ended (it is dead: nothing more comes)."""
@@ -75,88 +67,63 @@ class WorkerEvents:
             if messages is None:
                 return
             for data in messages:
-                self._on_message(worker, data)
+                self._on_frame(worker, data)
 
-    def _on_message(self, worker: WorkerRecord, data: bytes) -> None:
+    def _on_frame(self, worker: WorkerRecord, data: bytes) -> None:
         child = worker.attempt  # one read; `_on_finished` looks again under the lock
         if child is None:
             return
         try:
-            packed = _wire.loads(data)
-            message = None if packed[0] == _wire.DELEGATE else _wire.unpack(packed)
+            message = frames.read_report(data)
         except Exception as exc:  # noqa: BLE001 - e.g. a class the supervisor cannot import
-            with self._lock:
-                first = child.read_error is None
-                if first:
-                    child.read_error = (
-                        "a message from the child process could not be read in the supervisor: "
-                        f"{describe_error(exc)}"
-                    )
-            if first:
-                self._abandon(worker, child)
+            error = ("a message from the child process could not be read in the supervisor: "
+                     f"{describe_error(exc)}")
+            if self._table.abandon(worker, child, error):
+                # It may have been its result: killed at once, and the attempt fails, with
+                # the reason, when it is reaped, instead of waiting out its deadline.
+                worker.ladder.escalate()
             return
-        if message is None:
-            _, request_id, brief = packed
-            self._on_delegate(worker, child, request_id, brief)
-        elif isinstance(message, Finished):
+        if isinstance(message, Finished):
             self._on_finished(worker, child, message)
-        else:
+        elif isinstance(message, frames.Delegate):
+            self._on_delegate(worker, child, message)
+        elif not isinstance(message, frames.PlacedAt):
             child.progress = max(child.progress, message.progress)
             if not child.finished:
-                deliver(child, message)
-
-    def _abandon(self, worker: WorkerRecord, child: ProcessChild) -> None:
-        """Runs in the hub thread: what the worker sends can no longer be read (it may have
-        been its result), so it is killed at once and the attempt fails, with the reason,
-        when it is reaped, instead of waiting out its deadline."""
-        with self._lock:
-            if child.finished or worker.dead or worker.attempt is not child:
-                return
-            worker.retiring = True
-            if child.kill_t is None:
-                child.kill_t = time.monotonic()
-        worker.ladder.escalate()
+                report(child, message)
 
     def _on_finished(self, worker: WorkerRecord, child: ProcessChild, finished: Finished) -> None:
         now = time.monotonic()
-        evicted: list[WorkerRecord] = []
-        with self._lock:
-            if child.finished or worker.attempt is not child:
-                return
-            if child.kill_t is not None:
-                return  # it is being killed: its Finished follows the reaping
-            child.finished = True
-            worker.attempt = None
-            killed = latency = None
-            if child.cancel_t is not None and finished.outcome is AttemptOutcome.cancelled:
-                killed, latency = "cooperative", now - child.cancel_t
-            if child.read_error is not None:
-                finished = Finished(
-                    child.attempt_id,
-                    AttemptOutcome.error,
-                    error=child.read_error,
-                    error_type="CrossingError",
-                    progress=finished.progress,
-                )
-            reuse = child.cancel_t is None and not self._closed and not worker.retiring
-            if reuse:
-                limit = self._session_limit(child.spec)
-                evicted = self._pool.put(worker.agent, worker, worker.session_key, limit)
-            else:
-                evicted = [worker]
+        ended, cancel_t, evicted = self._table.end_attempt(worker, child)
+        if not ended:
+            return
+        killed = latency = None
+        if cancel_t is not None and finished.outcome is AttemptOutcome.cancelled:
+            killed, latency = "cooperative", now - cancel_t
+        if child.read_error is not None:
+            finished = Finished(
+                child.attempt_id,
+                AttemptOutcome.error,
+                error=child.read_error,
+                error_type="CrossingError",
+                progress=finished.progress,
+            )
         if killed is not None or finished.pid != worker.pid:
             finished = dataclasses.replace(
                 finished, pid=worker.pid, killed=killed, kill_latency_s=latency
             )
-        deliver(child, finished)
+        report(child, finished)
         for old in evicted:
-            self._retire(old)
+            self._table.retire(old)
 
     def _on_delegate(
-        self, worker: WorkerRecord, child: ProcessChild, request_id: int, brief: Any
+        self, worker: WorkerRecord, child: ProcessChild, request: frames.Delegate
     ) -> None:
+        lock = self._table.lock
+        request_id = request.request_id
+
         def reply(result: object) -> None:
-            with self._lock:
+            with lock:
                 if worker.attempt is not child:
                     return  # the attempt has ended: nobody waits for this answer
             try:
@@ -165,9 +132,9 @@ class WorkerEvents:
                 )
             except _wire.CrossingError as exc:
                 payload = _wire.dumps(exc)
-            worker.post(b"R" + request_id.to_bytes(8, "big") + payload)
+            worker.post(frames.reply_frame(request_id, payload))
 
-        deliver(child, DelegateRequest(child.attempt_id, brief, reply))
+        report(child, DelegateRequest(child.attempt_id, request.brief, reply))
 
     def _on_sentinel(self, worker: WorkerRecord) -> None:
         if not sentinel_ready(worker.sentinel):
@@ -175,14 +142,9 @@ class WorkerEvents:
         self._drain(worker)  # what it sent before it ended comes first
         code = exit_code(worker.process)
         now = time.monotonic()
-        finished = None
-        with self._lock:
-            worker.ladder.reaped = True
-            self._pool.discard(worker.agent, worker)
-            child, worker.attempt = worker.attempt, None
-            if child is not None and not child.finished:
-                child.finished = True
-                finished = death_of(worker, child, code, now)
+        child, finished = self._table.reaped(
+            worker, lambda child: death_of(worker, child, code, now)
+        )
         self._hub.unwatch(worker.conn)
         self._hub.unwatch(worker.sentinel)
         # Whatever the worker started dies with it, and what the ladder found below it.
@@ -190,16 +152,14 @@ class WorkerEvents:
         worker.close()
         close_process(worker.process)
         if finished is not None and child is not None:
-            deliver(child, finished)
-        with self._lock:
-            self._workers.discard(worker)
-            self._ended.notify_all()
+            report(child, finished)
+        self._table.remove(worker)
 
 
 def death_of(worker: WorkerRecord, child: ProcessChild, code: int | None, now: float) -> Finished:
     """The `Finished` of an attempt whose worker died (exit code `code`), in this order: a
     message it sent could not be read, it was killed, its own backstop fired past its
-    kill-by time, else a crash. Called with the backend's lock held."""
+    kill-by time, else a crash. Called with the worker table's lock held."""
     if child.read_error is not None:
         return Finished(
             child.attempt_id,

@@ -1,0 +1,286 @@
+"""What crosses a worker's pipes, as typed frames: every frame is made and read here.
+
+Both sides import this module (the supervisor process, and the worker, which it
+keeps light: it imports only `actors.wire` and the protocol). One frame is one
+message of `actors.wire.write_frame`; its first byte (or, on the report pipe, the
+first item of the pickled tuple) says which frame it is:
+
+    jobs pipe       `Run`     J + attempt_id + NUL + `WORK_HEADER` + the work function's
+                              bytes (none: the one kept under its token) + the job
+                              (`actors.backends.jobs.encode_job`)
+                    `Stop`    S (sent only to an idle worker)
+    control pipe    `Cancel`  C + attempt_id: the cooperative cancel of that attempt
+                    `MailTo`  M + attempt_id + NUL + message: the owner's (`ctx.receive()`)
+                    `Reply`   R + request id (8 bytes) + reply: a `ctx.delegate()` answer
+    report pipe     the child's messages as tuples (kind, *fields): `Heartbeat`,
+                    `Partial`, `Charge`, `ToolCall`, and last `Finished` (`pack`);
+                    `Delegate` (DELEGATE, request id, brief); on Ray also `PlacedAt`
+                    (PLACED, pid, node), which says where the attempt runs
+
+A cancel or a message may overtake its job (another pipe): the worker keeps it
+until the job comes. On Ray an attempt's job is one argument of its task
+(`ray_job`, a dict pickled); the reporter carries the report frames, and its
+control items are `Cancel` and `MailTo` values.
+"""
+
+from __future__ import annotations
+
+import operator
+import struct
+from typing import Any, NamedTuple
+
+from actors import wire as _wire
+from actors.backends.base import ChildSpec
+from actors.models import AttemptOutcome
+from actors.protocol import Charge, Finished, Heartbeat, Partial, ToolCall
+
+__all__ = [
+    "DELEGATE",
+    "PLACED",
+    "STOP",
+    "STOP_FRAME",
+    "WORK_HEADER",
+    "Cancel",
+    "Delegate",
+    "MailTo",
+    "Message",
+    "PlacedAt",
+    "Reply",
+    "Run",
+    "Stop",
+    "cancel_frame",
+    "delegate_frame",
+    "finished_frame",
+    "mail_frame",
+    "pack",
+    "placed_frame",
+    "ray_job",
+    "read_control",
+    "read_job",
+    "read_ray_job",
+    "read_report",
+    "reply_frame",
+    "report_frame",
+    "run_frame",
+    "unpack",
+    "work_part",
+]
+
+_RUN, _STOP, _CANCEL, _MAIL, _REPLY = b"J", b"S", b"C", b"M", b"R"
+
+# The work function's part of a `Run`: forget the functions kept, token (0: do not
+# keep), size of its bytes (0: the one kept under that token); then the bytes.
+WORK_HEADER = struct.Struct("!?QI")
+_REQUEST = struct.Struct("!Q")
+
+
+# -- the jobs pipe ------------------------------------------------------------------------
+
+
+class Run(NamedTuple):
+    """Run an attempt: its work function (by token, or its bytes) and its job."""
+
+    attempt_id: str
+    flush: bool  # forget the work functions kept first
+    token: int  # 0: not to be kept
+    work: bytes  # empty: the one kept under `token`
+    job: memoryview  # `jobs.decode_job` reads it
+
+
+class Stop:
+    """Exit (an idle worker)."""
+
+    __slots__ = ()
+
+
+STOP = Stop()
+STOP_FRAME = _STOP  # the `Stop` frame
+
+
+def work_part(flush: bool, token: int, work: bytes) -> bytes:
+    """The work function's part of a `Run` frame (`WORK_HEADER`, then its bytes)."""
+    return WORK_HEADER.pack(flush, token, len(work)) + work
+
+
+def run_frame(attempt_id: str, work: bytes, job: bytes) -> bytes:
+    """A `Run` frame: `work` is what `work_part` made, `job` what `encode_job` made."""
+    return _RUN + attempt_id.encode() + b"\0" + work + job
+
+
+def read_job(data: bytes) -> Run | Stop:
+    """The frame a worker's main thread read from its jobs pipe."""
+    if data[:1] == _STOP:
+        return STOP
+    head, _, payload = data.partition(b"\0")
+    flush, token, size = WORK_HEADER.unpack_from(payload)
+    start = WORK_HEADER.size
+    return Run(head[1:].decode(), flush, token, payload[start : start + size],
+               memoryview(payload)[start + size :])  # fmt: skip
+
+
+# -- the control pipe ---------------------------------------------------------------------
+
+
+class Cancel(NamedTuple):
+    """The cooperative cancel of an attempt."""
+
+    attempt_id: str
+
+
+class MailTo(NamedTuple):
+    """The owner's message to an attempt (`_wire.dumps`'d, read by `ctx.receive()`).
+
+    `seq` numbers an attempt's messages from 1 where they may arrive out of order
+    (Ray's actors run calls concurrently); a pipe keeps the order (0).
+    """
+
+    attempt_id: str
+    data: bytes
+    seq: int = 0
+
+
+class Reply(NamedTuple):
+    """The answer to a `ctx.delegate()` (`_wire.dumps`'d)."""
+
+    request_id: int
+    payload: bytes
+
+
+def cancel_frame(attempt_id: str) -> bytes:
+    return _CANCEL + attempt_id.encode()
+
+
+def mail_frame(attempt_id: str, data: bytes) -> bytes:
+    return _MAIL + attempt_id.encode() + b"\0" + data
+
+
+def reply_frame(request_id: int, payload: bytes) -> bytes:
+    return _REPLY + _REQUEST.pack(request_id) + payload
+
+
+def read_control(data: bytes) -> Cancel | MailTo | Reply | None:
+    """The frame a worker's receiver thread read from its control pipe (None: unknown)."""
+    kind = data[:1]
+    if kind == _CANCEL:
+        return Cancel(data[1:].decode())
+    if kind == _REPLY:
+        (request_id,) = _REQUEST.unpack_from(data, 1)
+        return Reply(request_id, data[1 + _REQUEST.size :])
+    if kind == _MAIL:
+        attempt_id, _, body = data[1:].partition(b"\0")
+        return MailTo(attempt_id.decode(), body)
+    return None
+
+
+# -- the report pipe (and Ray's reporter) -------------------------------------------------
+
+# The child's messages go as tuples (kind, *fields): a slotted dataclass pickles
+# through `dataclasses.fields()`, about 15 µs a message each way.
+Message = Heartbeat | Partial | Charge | ToolCall | Finished
+_MESSAGES: tuple[type[Message], ...] = (Heartbeat, Partial, Charge, ToolCall, Finished)
+_KIND = {cls: kind for kind, cls in enumerate(_MESSAGES)}
+_FINISHED = _KIND[Finished]
+_OUTCOMES = {outcome.value: outcome for outcome in AttemptOutcome}
+_FIELDS = {cls: operator.attrgetter(*cls.__slots__) for cls in _MESSAGES}
+DELEGATE = len(_MESSAGES)  # (DELEGATE, request id, brief): a `ctx.delegate()` request
+PLACED = "placed"  # (PLACED, pid, node): where a Ray attempt runs
+
+
+class Delegate(NamedTuple):
+    """A `ctx.delegate()` request from the child: the supervisor answers with a `Reply`."""
+
+    request_id: int
+    brief: Any
+
+
+class PlacedAt(NamedTuple):
+    """Where a Ray attempt runs: its worker's pid and its node."""
+
+    pid: int
+    node: str
+
+
+def pack(message: Message) -> tuple[Any, ...]:
+    """A protocol message as a plain tuple for the wire.
+
+    A `Finished` carries its outcome as the plain string: an enum member pickles
+    through `__reduce_ex__` and unpickles through a call of its class.
+    """
+    cls = type(message)
+    fields = _FIELDS[cls](message)
+    if cls is Finished:
+        return (_FINISHED, fields[0], fields[1].value, *fields[2:])
+    return (_KIND[cls], *fields)
+
+
+def unpack(packed: tuple[Any, ...]) -> Message:
+    """The protocol message that `pack` flattened."""
+    kind = packed[0]
+    if kind == _FINISHED:
+        return Finished(packed[1], _OUTCOMES[packed[2]], *packed[3:])
+    message: Message = _MESSAGES[kind](*packed[1:])
+    return message
+
+
+def report_frame(message: Message) -> bytes:
+    """A child's message for its report pipe; `CrossingError` (naming a partial result's
+    type) when it cannot cross. Runs in the child (the work's thread, or its heartbeats')."""
+    what = _wire.TypeNamed("a partial result (a {})", message.item) \
+        if isinstance(message, Partial) else None  # fmt: skip
+    return _wire.dumps(pack(message), what)
+
+
+def finished_frame(finished: Finished) -> bytes:
+    """The attempt's `Finished` for the report pipe; `CrossingError` naming the result's type."""
+    return _wire.dumps(pack(finished), _wire.TypeNamed("the result (a {})", finished.value))
+
+
+def delegate_frame(request_id: int, brief: Any) -> bytes:
+    """A `Delegate` request; `CrossingError` when the brief cannot cross."""
+    return _wire.dumps((DELEGATE, request_id, brief), "the brief to delegate")
+
+
+def placed_frame(pid: int, node: str) -> bytes:
+    return _wire.dumps((PLACED, pid, node))
+
+
+def read_report(data: bytes | memoryview) -> Message | Delegate | PlacedAt:
+    """What the child reported (raises what unpickling raises: e.g. a class missing here)."""
+    packed = _wire.loads(data)
+    kind = packed[0]
+    if kind == DELEGATE:
+        return Delegate(packed[1], packed[2])
+    if kind == PLACED:
+        return PlacedAt(packed[1], packed[2])
+    return unpack(packed)
+
+
+# -- Ray -----------------------------------------------------------------------------------
+
+
+def ray_job(spec: ChildSpec, work: bytes, reporter: str) -> bytes:
+    """The job of a Ray attempt: one argument (each one a task takes costs a no-op's time);
+    `CrossingError` when it cannot cross. `work` is the work function's `_wire` bytes."""
+    job = {
+        "work": work,
+        "reporter": reporter,
+        "brief": _wire.brief_to_wire(spec.brief),
+        "agent": spec.agent,
+        "delegation_id": spec.delegation_id,
+        "attempt": spec.attempt,
+        "attempt_id": spec.attempt_id,
+        "remaining_s": spec.deadline - spec.clock.now(),  # the child lives on its own clock
+        "interval_s": spec.heartbeat_interval_s,
+        "previous_partials": list(spec.previous_partials),
+        "depth": spec.depth,
+        "framing": spec.framing,
+        "session_key": spec.session_key,
+        "session": spec.session,
+    }
+    return _wire.dumps(job, "the attempt's brief, previous partial results or session")
+
+
+def read_ray_job(data: bytes) -> dict[str, Any]:
+    """The job `ray_job` wrote (raises what unpickling raises)."""
+    job: dict[str, Any] = _wire.loads(data)
+    return job

@@ -1,0 +1,91 @@
+"""Zeus's handle on one attempt in a worker process (`ProcessChild`), and `report`, which
+passes what the attempt reports up to its owner.
+
+The handle owns the attempt's state; the worker table (`actors.backends.worker_table`)
+binds it to a worker and carries out its stops, through the small `AttemptStops`
+interface that the handle is given: the handle never reaches into the backend.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import TYPE_CHECKING, Protocol
+
+from actors.backends import frames
+from actors.backends.base import ChildHandle, ChildSpec, Send
+from actors.mail import Mail
+
+if TYPE_CHECKING:
+    from actors.backends.worker_table import WorkerRecord
+
+__all__ = ["AttemptStops", "ProcessChild", "report"]
+
+
+class AttemptStops(Protocol):
+    """What a `ProcessChild` asks of the worker table that holds it (Zeus's thread)."""
+
+    def cancel(self, child: ProcessChild) -> None:
+        """The cooperative cancel, down its worker's control pipe (or once it has one)."""
+
+    def kill(self, child: ProcessChild) -> None:
+        """The kill ladder on its worker (or, still starting, no process at all)."""
+
+    def mail(self, child: ProcessChild, frame: bytes) -> None:
+        """Post a `MailTo` frame to its worker, or keep it until the worker exists."""
+
+
+class ProcessChild(ChildHandle):
+    """Zeus's handle on one attempt in a worker process. `cancel`/`kill` return at once."""
+
+    def __init__(self, stops: AttemptStops, spec: ChildSpec, send: Send) -> None:
+        self.spec = spec
+        self.attempt_id = spec.attempt_id
+        self.send = send
+        self._stops = stops
+        self.worker: WorkerRecord | None = None
+        # Guarded by the worker table's lock (`finished` is written by the hub thread
+        # only, or before the attempt reaches a worker):
+        self.finished = False
+        self.cancel_t: float | None = None
+        self.kill_t: float | None = None
+        self.progress = 0
+        self.read_error: str | None = None
+        self.hard_stop: float | None = None  # the worker kills itself then (`_backstop`)
+        self.early_mail: list[bytes] = []  # sent before its worker existed (under the lock)
+
+    @property
+    def pid(self) -> int | None:
+        return self.worker.pid if self.worker is not None else None
+
+    @property
+    def pid_start_time(self) -> float | None:  # type: ignore[override]
+        """The worker's start time (as psutil's `create_time()`): a pid plus this names it."""
+        return self.worker.start_time if self.worker is not None else None
+
+    @property
+    def killable(self) -> bool:
+        # Before its worker exists too (the spawner then never starts it); not once it
+        # was refused without a process.
+        return self.worker is not None or not self.finished
+
+    def cancel(self) -> None:
+        """Set the child Context's cancel event (a message down the pipe)."""
+        self._stops.cancel(self)
+
+    def put_mail(self, mail: Mail) -> None:
+        """Send the owner's message down the control pipe (`ctx.receive()` reads it)."""
+        data = mail.encode("process").pickled
+        assert data is not None
+        self._stops.mail(self, frames.mail_frame(self.attempt_id, data))
+
+    def kill(self) -> None:
+        """SIGTERM to the worker's group now, SIGKILL after `term_s`; `Finished` after reaping."""
+        self._stops.kill(self)
+
+
+def report(child: ProcessChild, message: object) -> None:
+    """Pass `message` up to the attempt's owner; a failing receiver is printed, never raised."""
+    try:
+        child.send(message)
+    except Exception:  # noqa: BLE001 - a failing receiver must not stop the hub
+        traceback.print_exc()
