@@ -112,7 +112,7 @@ def test_isolation_ray_without_ray_installed_is_a_routing_error_naming_the_extra
 def test_zeus_without_ray_refuses_a_ray_agent_registered_later(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("supervisor.routing.ray_setup.ray_installed", lambda: False)
+    monkeypatch.setattr("supervisor.core.startup.ray_installed", lambda: False)
     from supervisor.routing import AgentPolicy
 
     with Zeus.start() as zeus, pytest.raises(RoutingError, match=r"zeus-supervisor\[ray\]"):

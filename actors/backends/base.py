@@ -112,10 +112,6 @@ class ChildHandle(ABC):
         one way only, to the child. Default: a backend without a mailbox drops it."""
         del mail
 
-    def deliver(self, mail: Mail) -> None:
-        """The older name of `put_mail`, kept only while Zeus's core still calls it."""
-        self.put_mail(mail)
-
 
 class Backend(Protocol):
     def start(self, spec: ChildSpec, send: Send) -> ChildHandle:

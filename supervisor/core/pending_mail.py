@@ -6,8 +6,7 @@ waits here for the next attempt. Owned by the actor's thread.
 
 from __future__ import annotations
 
-from typing import Any
-
+from actors.backends import ChildHandle
 from actors.mail import Mail
 
 __all__ = ["PendingMail"]
@@ -19,24 +18,18 @@ class PendingMail:
     def __init__(self) -> None:
         self._waiting: dict[str, list[Mail]] = {}
 
-    def post(self, delegation_id: str, child: Any, mail: Mail) -> None:
+    def post(self, delegation_id: str, child: ChildHandle | None, mail: Mail) -> None:
         """Hand `mail` to the running `child`, or keep it for the next attempt (child None)."""
         if child is None:
             self._waiting.setdefault(delegation_id, []).append(mail)
         else:
-            _hand(child, mail)
+            child.put_mail(mail)  # a backend without a mailbox drops it (the base's default)
 
-    def flush(self, delegation_id: str, child: Any) -> None:
+    def flush(self, delegation_id: str, child: ChildHandle) -> None:
         """A new attempt started: it gets what waited for it, in order."""
         for mail in self._waiting.pop(delegation_id, ()):
-            _hand(child, mail)
+            child.put_mail(mail)
 
     def drop(self, delegation_id: str) -> None:
         """The delegation settled: what still waits is dropped."""
         self._waiting.pop(delegation_id, None)
-
-
-def _hand(child: Any, mail: Mail) -> None:
-    deliver = getattr(child, "deliver", None)  # a backend without a mailbox drops it
-    if deliver is not None:
-        deliver(mail)

@@ -128,9 +128,9 @@ class ChildReports:
             return
         d, a = owner
         a.pid = msg.pid
+        assert a.child is not None  # a child that reports was started
         if self._sup.durable is not None:
-            self._sup.durable.identity(a, msg.pid, getattr(a.child, "pid_start_time", None),
-                                       getattr(a.child, "node", None))
+            self._sup.durable.identity(a, msg.pid, a.child.pid_start_time, a.child.node)
         if not a.announced:
             self._sup.announce(d, a)
 

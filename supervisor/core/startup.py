@@ -7,12 +7,14 @@ import threading
 from pathlib import Path
 
 from actors.backends import Backend, ProcessBackend
+from actors.backends.ray_start import MISSING_RAY, RayUnavailable, ray_installed, start_ray_backend
 from actors.clock import Clock
+from supervisor.errors import RoutingError, SupervisorError
 from supervisor.routing import Routing
-from supervisor.routing.ray_setup import ray_backend, wants_ray
+from supervisor.routing.ray_policy import wants_ray
 from supervisor.store import SqliteStore, Store
 
-__all__ = ["open_store", "prestart", "process_backends", "ray_backends"]
+__all__ = ["open_store", "prestart", "process_backends", "ray_backend", "ray_backends"]
 
 
 def open_store(routing: Routing, store: str | Path | None, clock: Clock) -> Store | None:
@@ -47,3 +49,20 @@ def ray_backends(routing: Routing) -> dict[str, Backend]:
     if not wants_ray(routing.agents.values()):
         return {}
     return {"ray": ray_backend(routing)}
+
+
+def ray_backend(routing: Routing) -> Backend:
+    """The Ray backend as `supervisor.ray` says (`actors.backends.ray_start`); also for
+    an agent registered later that runs on Ray.
+
+    `RoutingError` when Ray is not installed; `SupervisorError` saying what to
+    fix when it cannot be started or reached (nothing is left running then).
+    """
+    if not ray_installed():
+        raise RoutingError(f"{routing.source or 'routing'}: {MISSING_RAY}")
+    config = routing.supervisor.ray
+    try:
+        return start_ray_backend(address=config.address, init=config.init,
+                                 connect_timeout_s=config.connect_timeout_s)
+    except RayUnavailable as exc:
+        raise SupervisorError(str(exc)) from None

@@ -263,9 +263,9 @@ class Supervisor:
             a.child = self._backend(isolation_of(a)).start(spec, self.tell)
             a.pid = a.child.pid
             if self.durable is not None and a.pid is not None:
-                self.durable.identity(a, a.pid, getattr(a.child, "pid_start_time", None),
-                                      getattr(a.child, "node", None))
-            if getattr(a.child, "alive", False):  # alive as it starts: its first sign of life
+                self.durable.identity(a, a.pid, a.child.pid_start_time,
+                                      a.child.node)
+            if a.child.alive:  # alive as it starts: its first sign of life
                 a.watch = a.watch.observe(0, now)
         except Exception as exc:  # noqa: BLE001 - a child that cannot start is a failed attempt
             self.announce(d, a)
@@ -275,7 +275,7 @@ class Supervisor:
             return
         self.tree.nudge_ancestors(d, now)  # an attempt starting is progress of its subtree
         self._mail.flush(d.id, a.child)
-        if not getattr(a.child, "placing", False):  # a Ray task: once a node took it
+        if not a.child.placing:  # a Ray task: once a node took it
             self.announce(d, a)
 
     def announce(self, d: Delegation, a: Attempt) -> None:
@@ -283,10 +283,11 @@ class Supervisor:
         a.announced = True
         if not self.events.enabled:
             return
+        child = a.child  # None for an attempt whose child could not start
         self.emit("attempt.started", d, a, attempt=a.number, pid=a.pid,
-                  pid_start_time=getattr(a.child, "pid_start_time", None),
-                  node=getattr(a.child, "node", None),
-                  **getattr(a.child, "journal_fields", {}),
+                  pid_start_time=child.pid_start_time if child else None,
+                  node=child.node if child else None,
+                  **(child.journal_fields if child else {}),
                   deadline_s=round(a.deadline - self.clock.now(), 6))
 
     def _backend(self, isolation: str) -> Backend:

@@ -50,7 +50,7 @@ def snapshot_node(d: Delegation, now: float) -> dict[str, Any]:
             "agent": a.agent,
             "state": "stopping" if a.stopping_since is not None else "running",
             "pid": a.pid,
-            "node": getattr(a.child, "node", None),
+            "node": a.child.node if a.child else None,
             "elapsed_s": round(now - a.started_at, 3),
             "deadline_in_s": round(a.deadline - now, 3),
             "timeout_s": round(a.deadline - a.started_at, 3),

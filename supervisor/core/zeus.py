@@ -40,7 +40,13 @@ from supervisor.core.messages import (
     StoredLookup,
 )
 from supervisor.core.registry import Registry
-from supervisor.core.startup import open_store, prestart, process_backends, ray_backends
+from supervisor.core.startup import (
+    open_store,
+    prestart,
+    process_backends,
+    ray_backend,
+    ray_backends,
+)
 from supervisor.errors import (
     DelegationRefused,
     StoreError,
@@ -51,7 +57,7 @@ from supervisor.errors import (
 from supervisor.journal.events import EventLog, LogTarget
 from supervisor.journal.streams import EventStream
 from supervisor.routing import AgentPolicy, Routing
-from supervisor.routing.ray_setup import ray_backend, wants_ray
+from supervisor.routing.ray_policy import wants_ray
 from supervisor.rules.delegation import writer_partial_refusal
 from supervisor.rules.groups import STRATEGIES, Group, Strategy
 from supervisor.store import Recovery

@@ -20,7 +20,7 @@ from supervisor.routing.entrypoints import (
 from supervisor.routing.lines import KeyPath
 from supervisor.routing.policies import OWNER, HeartbeatPolicy
 from supervisor.routing.problems import WORDS, Problems
-from supervisor.routing.ray_setup import MISSING_RAY, ray_installed
+from supervisor.routing.ray_policy import MISSING_RAY, ray_installed
 
 
 def check_agent(
