@@ -1,4 +1,4 @@
-"""The SUBTASK BRIEF block (references/001): Brief.parse and Brief.render."""
+"""The SUBTASK BRIEF block (docs/formats.md): Brief.parse and Brief.render."""
 
 from __future__ import annotations
 

@@ -167,7 +167,7 @@ def test_errors_are_classified_transient_or_permanent(
     assert classify_exception(exc) is outcome
 
 
-# -- restart intensity as a circuit per agent (DESIGN §6) ---------------------------------
+# -- restart intensity as a circuit per agent (docs/design.md) -------------------------
 
 AGENT3 = IntensityPolicy(max_restarts=3, within_s=60)
 

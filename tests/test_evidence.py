@@ -1,5 +1,5 @@
-"""DESIGN §15: what a stopped attempt leaves behind, what a retry knows, the reasoning
-effort, and long tool calls (thread children, fake clock)."""
+"""What a stopped attempt leaves behind (docs/design.md, "Stopping a child"), what a
+retry knows, the reasoning effort, and long tool calls (thread children, fake clock)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ RACER = {"timeout_s": 10, "budget": {"max_cost": 1.0}, "shutdown": {"grace_s": 5
 
 
 def expected_status(order: tuple[str, ...]) -> Status:
-    """The oracle: DESIGN §6 precedence, read off the order the mailbox sees."""
+    """The oracle: the settlement precedence (docs/design.md), read off the order the
+    mailbox sees."""
     seen: list[str] = []
     for message in order:
         if message == "result":

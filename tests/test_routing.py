@@ -522,8 +522,8 @@ def test_from_dict_names_the_key_path_without_a_line() -> None:
 
 # -- the repository's routing.yml -----------------------------------------------------------
 
-# agent: timeout, retries, backoff, fallback, partial OK, effort (references/000's table;
-# athena, apollo's fallback, is the planner the table does not list).
+# agent: timeout, retries, backoff, fallback, partial OK, effort (the per-role timeout
+# table's columns; athena, apollo's fallback, is the planner the table does not list).
 TABLE = {
     "apollo": (60, 2, "exponential", "athena", True, "low"),
     "hermes": (180, 3, "exponential", "talos", False, "medium"),

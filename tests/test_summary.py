@@ -1,4 +1,4 @@
-"""The <subtask_summary> block (references/001): Summary.render and Summary.parse."""
+"""The <subtask_summary> block (docs/formats.md): Summary.render and Summary.parse."""
 
 from __future__ import annotations
 

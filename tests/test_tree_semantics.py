@@ -1,6 +1,7 @@
-"""DESIGN §6 (amended) on thread children with a fake clock: waiting orchestrators are
-working, restart intensity per agent, late spend, cancellation points, side effects as a
-tree, kept output, writers never partial, and a handler failure raised to the host."""
+"""The tree's semantics (docs/design.md) on thread children with a fake clock: waiting
+orchestrators are working, restart intensity per agent, late spend, cancellation points,
+side effects as a tree, kept output, writers never partial, and a handler failure raised
+to the host."""
 
 from __future__ import annotations
 
