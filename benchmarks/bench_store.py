@@ -207,16 +207,7 @@ def bench_zeus_recovery(rows: list[Row]) -> None:
                                                      "retry": {"max_retries": 1}}}})
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "zeus.db"
-        store = SqliteStore.open(path)
-        now = time.time()
-        for i in range(10_000):
-            d = f"noop-{i + 1}"
-            store.record_delegation(d, key=d, parent_id=None, ordinal=None, agent="noop",
-                                    brief=BRIEF, policy=POLICY, deadline=None, created=now)
-            store.attempt_started(f"{d}-a1", delegation_id=d, number=1, agent="noop",
-                                  started=now, deadline=now + 600)
-        store.close()
-        dead_owner(path)
+        left_open(path, 10_000)
         gc.collect()
         t0 = time.perf_counter()
         zeus = Zeus.start(routing, agents={"noop": noop}, store=path)
@@ -268,19 +259,24 @@ def bench_dbos(rows: list[Row], durable_s: float, lookup_s: float) -> None:
                     "ratio<=0.2", note="Zeus restarted on the store: dispatch(key=K)"))
 
 
+def left_open(path: Path, n: int) -> None:
+    """A store at `path` as a dead Zeus left it: `n` delegations each with an open attempt."""
+    store = SqliteStore.open(path)
+    now = time.time()
+    for i in range(n):
+        d = f"noop-{i + 1}"
+        store.record_delegation(d, key=d, parent_id=None, ordinal=None, agent="noop",
+                                brief=BRIEF, policy=POLICY, deadline=None, created=now)
+        store.attempt_started(f"{d}-a1", delegation_id=d, number=1, agent="noop",
+                              started=now, deadline=now + 600)
+    store.close()
+    dead_owner(path)
+
+
 def bench_recovery(rows: list[Row]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "zeus.db"
-        store = SqliteStore.open(path)
-        now = time.time()
-        for i in range(10_000):
-            d = f"open{i}"
-            store.record_delegation(d, key=d, parent_id=None, ordinal=None, agent="noop",
-                                    brief=BRIEF, policy=POLICY, deadline=now + 600, created=now)
-            store.attempt_started(f"{d}-a1", delegation_id=d, number=1, agent="noop",
-                                  started=now, deadline=now + 600)
-        store.close()
-        dead_owner(path)
+        left_open(path, 10_000)
         gc.collect()
         t0 = time.perf_counter()
         again = SqliteStore.open(path)

@@ -327,7 +327,8 @@ def _judge(report: ChaosReport, handles: list[tuple[Planned, Any]],
 
 
 def _overlaps(events: list[dict[str, Any]]) -> list[str]:
-    """Attempts of one delegation that ran at the same time, in the event log's order."""
+    """Attempts of one delegation that ran at the same time, in the event log's order
+    (the logs of a host's restarts one after the other, too)."""
     running: dict[str, str] = {}
     found = []
     for e in events:
@@ -337,8 +338,8 @@ def _overlaps(events: list[dict[str, Any]]) -> list[str]:
                 found.append(f"overlap: {e['attempt_id']} started while "
                              f"{running[delegation]} ran")
             running[delegation] = e["attempt_id"]
-        elif name in ("attempt.completed", "attempt.failed"):
-            running.pop(delegation, None)
+        elif name in ("attempt.completed", "attempt.failed", "attempt.lost"):
+            running.pop(delegation, None)  # (lost: ended by a restart's recovery)
     return found
 
 

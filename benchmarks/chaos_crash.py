@@ -41,9 +41,6 @@ from benchmarks import chaos
 
 __all__ = ["CrashReport", "run_crash_chaos"]
 
-_ENDS = ("attempt.completed", "attempt.failed", "attempt.lost")
-
-
 @dataclass
 class CrashReport:
     delegations: int
@@ -188,24 +185,8 @@ def _judge(report: CrashReport, store: Path, logs: Sequence[Path], n: int, seed:
             report.violations.append(
                 f"spend: {delegation_id}'s summary has {summary['usage']['calls']} calls, "
                 f"its stored attempts {spent.get(delegation_id) or 0}")
-    report.violations += _overlaps(events)
+    report.violations += chaos._overlaps(events)
     report.violations += _alive(pids)
-
-
-def _overlaps(events: list[dict[str, Any]]) -> list[str]:
-    """Attempts of one delegation that ran at the same time, across all the runs."""
-    running: dict[str, str] = {}
-    found = []
-    for e in events:
-        name, delegation = e["event"], str(e.get("delegation_id"))
-        if name == "attempt.started":
-            if delegation in running and running[delegation] != e["attempt_id"]:
-                found.append(f"overlap: {e['attempt_id']} started while "
-                             f"{running[delegation]} ran")
-            running[delegation] = e["attempt_id"]
-        elif name in _ENDS and running.get(delegation) == e.get("attempt_id"):
-            running.pop(delegation, None)
-    return found
 
 
 def _alive(pids: Sequence[tuple[int, float | None]]) -> list[str]:
