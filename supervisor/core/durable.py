@@ -1,10 +1,12 @@
 """The supervisor's hand on the store: each step of a delegation's life written ahead of
 what it lets happen, and the commit once per turn of the mailbox (docs/design.md,
-"The store"). Owned by Zeus's actor thread; it never calls back into the supervisor.
+"The store"). Owned by Zeus's actor thread. The one thing it calls is what the
+supervisor hands it to run after a commit: a settlement made known.
 
 What must be durable before it takes effect is committed at once: an attempt before
-its child starts (with its delegation's record, written in the same turn), a summary
-before its handle resolves. Everything else is committed at the end of the turn.
+its child starts (with its delegation's record, written in the same turn), the child's
+identity. A summary is committed before its handle resolves: by the next commit, which
+the settlements of a busy turn share. Everything else is committed at the turn's end.
 """
 
 from __future__ import annotations
