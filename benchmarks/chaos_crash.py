@@ -55,7 +55,11 @@ def _routing(isolations: Sequence[str], host_crashes: int) -> dict[str, Any]:
     # A lost attempt is retried as a transient one is: as many times as the host may crash.
     policy = {**chaos.POLICY, "retry": {**chaos.POLICY["retry"], "on": ["transient", "lost"],
                                         "max_retries": host_crashes + 1}}
-    return {"version": 1, "supervisor": {"max_concurrent": 64},
+    supervisor: dict[str, Any] = {"max_concurrent": 64}
+    if "ray" in isolations:  # as in the plain run: a local Ray, no more in flight than CPUs
+        supervisor.update(ray={"init": chaos.RAY_INIT},
+                          max_concurrent=chaos.RAY_INIT["num_cpus"])
+    return {"version": 1, "supervisor": supervisor,
             "agents": {f"c_{mode}": {**policy, **chaos.ISOLATIONS[mode]}
                        for mode in isolations}}
 
