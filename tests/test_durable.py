@@ -377,3 +377,36 @@ def test_zeus_run_with_a_store_run_again_after_a_crash_runs_only_what_had_not_se
     with sqlite3.connect(f"file:{tmp_path / 'zeus.db'}?mode=ro", uri=True) as con:
         keys = sorted(k for (k,) in con.execute("SELECT key FROM delegations"))
     assert keys == ["plan:1", "the-slow-one"]
+
+
+def test_settlements_wait_for_a_shared_commit_only_while_the_mailbox_is_busy_and_never_long(
+    tmp_path: Path,
+) -> None:
+    from actors import Summary
+    from actors.clock import FakeClock
+    from supervisor.core.durable import HOLD_AT_MOST, Durable
+    from supervisor.journal.events import EventLog
+    from supervisor.store import SqliteStore
+
+    clock = FakeClock()  # it stands still: the hold is counted in turns, not time
+    store = SqliteStore.open(tmp_path / "zeus.db")
+    durable = Durable(store, clock, EventLog(None, clock.wall))
+    resolved: list[int] = []
+
+    def settle(n: int) -> None:
+        d = type("D", (), {"id": f"d-{n}"})()
+        summary = Summary(id=f"d-{n}", agent="a", scope="s", status=Status.completed)
+        durable.settled(d, summary, lambda: resolved.append(n))  # type: ignore[arg-type]
+
+    settle(1)
+    durable.end_turn(waiting=3)  # more messages wait: the commit is shared with theirs
+    assert resolved == []
+    durable.end_turn(waiting=0)  # the mailbox is empty: committed, and made known
+    assert resolved == [1]
+    settle(2)
+    for _ in range(HOLD_AT_MOST):
+        durable.end_turn(waiting=1)  # a mailbox that never empties holds it this long
+    assert resolved == [1]
+    durable.end_turn(waiting=1)
+    assert resolved == [1, 2]
+    store.close()

@@ -24,10 +24,10 @@ from supervisor.store import Store
 
 __all__ = ["Durable"]
 
-# How many settlements, and for how long, may wait for a shared commit while more
-# messages wait in the mailbox (a busy turn): throughput against a handle's latency.
+# How many settlements, and for how many turns of the mailbox, may wait for a shared
+# commit while more messages wait (a busy mailbox): throughput against a handle's
+# latency. Counted in turns, not time: a fake clock that stands still holds nothing.
 HOLD_AT_MOST = 64
-HOLD_S = 0.002
 
 
 class Durable:
@@ -39,7 +39,7 @@ class Durable:
         self._events = events
         self._dirty = False
         self._resolve: list[Callable[[], object]] = []  # handles waiting for the commit
-        self._first_waiting = 0.0  # when the oldest of them began to wait (clock time)
+        self._held = 0  # turns whose writes wait for the next commit
 
     def wall(self, when: float) -> float:
         """Clock time `when` as wall-clock time (epoch seconds), as the store keeps time."""
@@ -108,8 +108,6 @@ class Durable:
         self.store.settled(d.id, status=summary.status, summary=summary,
                            at=self._clock.wall())
         self._dirty = True
-        if not self._resolve:
-            self._first_waiting = self._clock.now()
         self._resolve.append(resolve)
 
     # -- commits ------------------------------------------------------------------------------
@@ -125,6 +123,7 @@ class Durable:
             self._events.emit("zeus.internal_error", message="store", error=str(exc))
             return False
         finally:
+            self._held = 0
             resolve, self._resolve = self._resolve, []
             for settle in resolve:
                 settle()
@@ -137,8 +136,8 @@ class Durable:
         commit are few and recent (then the next turns' writes join it)."""
         if not self._dirty:
             return
-        if waiting and len(self._resolve) < HOLD_AT_MOST and (
-                not self._resolve or self._clock.now() - self._first_waiting < HOLD_S):
+        if waiting and len(self._resolve) < HOLD_AT_MOST and self._held < HOLD_AT_MOST:
+            self._held += 1
             return
         self.commit_now()
 
