@@ -410,3 +410,16 @@ def test_settlements_wait_for_a_shared_commit_only_while_the_mailbox_is_busy_and
     durable.end_turn(waiting=1)
     assert resolved == [1, 2]
     store.close()
+
+
+def test_a_start_refused_after_its_store_opened_keeps_no_store_owned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from supervisor import Routing, RoutingError
+
+    monkeypatch.setattr("supervisor.core.startup.ray_installed", lambda: False)
+    ray_routing = {"version": 1, "agents": {"r": {"isolation": "ray"}}}
+    with pytest.raises(RoutingError):
+        Zeus.start(Routing.from_dict(ray_routing), store=tmp_path / "zeus.db")
+    with Zeus.start(store=tmp_path / "zeus.db") as zeus:  # not StoreBusy: it was given up
+        assert zeus.recovered.rerun == ()

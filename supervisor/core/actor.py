@@ -13,6 +13,7 @@ from typing import Any, cast
 
 import pykka
 
+from actors import Summary
 from actors.backends import Backend
 from actors.clock import Clock
 from supervisor.core.durable import Durable
@@ -32,6 +33,7 @@ from supervisor.core.messages import (
     Snapshot,
     StopAll,
     StoredLookup,
+    StoredSummary,
 )
 from supervisor.core.recovery import recover_store
 from supervisor.core.registry import Registry
@@ -39,7 +41,7 @@ from supervisor.core.reports import ChildReports
 from supervisor.core.supervisor import Supervisor
 from supervisor.core.tree_view import tree_snapshot
 from supervisor.journal.events import EventLog
-from supervisor.store import Recovery
+from supervisor.store import Recovery, StoredDelegation
 
 __all__ = ["ZeusActor"]
 
@@ -91,6 +93,7 @@ class ZeusActor(pykka.ThreadingActor):
             Hold: self._on_hold,
             Recover: self._on_recover,
             StoredLookup: self._on_stored_lookup,
+            StoredSummary: self._on_stored_summary,
             RetryStore: self._on_retry_store,
         }
 
@@ -130,16 +133,11 @@ class ZeusActor(pykka.ThreadingActor):
     def _on_recover(self, msg: Recover) -> Recovery:
         return recover_store(self.supervisor, msg.keep_handle)
 
-    def _on_stored_lookup(self, msg: StoredLookup) -> tuple[str, Any, Any] | None:
-        """(id, brief, summary or None while open) of a stored delegation, or None."""
-        if self._durable is None:
-            return None
-        store = self._durable.store
-        found = (store.by_key(msg.key) if msg.key is not None
-                 else store.delegation(msg.delegation_id or ""))
-        if found is None:
-            return None
-        return found.id, found.brief, None if found.open else store.summary(found.id)
+    def _on_stored_lookup(self, msg: StoredLookup) -> StoredDelegation | None:
+        return None if self._durable is None else self._durable.store.by_key(msg.key)
+
+    def _on_stored_summary(self, msg: StoredSummary) -> Summary | None:
+        return None if self._durable is None else self._durable.store.summary(msg.delegation_id)
 
     def _on_retry_store(self, _msg: RetryStore) -> bool:
         return self._durable is None or self._durable.commit_now()

@@ -33,6 +33,7 @@ __all__ = [
     "Snapshot",
     "StopAll",
     "StoredLookup",
+    "StoredSummary",
 ]
 
 
@@ -109,16 +110,21 @@ class Recover:
     """Recover what the store's last Zeus left open (once, as Zeus starts);
     `keep_handle(id, future)` gives the host a handle on each recovered root."""
 
-    keep_handle: Callable[[str, DelegationFuture], None]
+    keep_handle: Callable[[str, DelegationFuture], object]
 
 
 @dataclass(slots=True)
 class StoredLookup:
-    """A delegation the host no longer holds a handle on, looked up in the store by its
-    key or its id: (id, brief, summary or None while open), or None."""
+    """The stored delegation of a dispatch key (`StoredDelegation`, or None)."""
 
-    key: str | None = None
-    delegation_id: str | None = None
+    key: str
+
+
+@dataclass(slots=True)
+class StoredSummary:
+    """The stored summary of a settled delegation the host holds no handle on (or None)."""
+
+    delegation_id: str
 
 
 @dataclass(slots=True)

@@ -37,7 +37,7 @@ from supervisor.rules.recovery import (
     recover,
 )
 from supervisor.rules.settle import Fallback, Retry, Settle
-from supervisor.store import OpenDelegation, Recovery, StoredAttempt
+from supervisor.store import OpenDelegation, Recovery, Store, StoredAttempt
 
 __all__ = ["recover_store"]
 
@@ -58,7 +58,7 @@ class _Rebuilt:
     unconfirmed: int | None = None  # the pid of a child that could not be confirmed gone
 
 
-def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture], None]) -> (
+def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture], object]) -> (
         Recovery):
     """Recover the store's open delegations; `keep_handle(id, future)` gives the host a
     handle on each of the host's own (a root)."""
@@ -69,7 +69,7 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
     for r in rebuilt:
         if r.d.parent_id is None:
             keep_handle(r.d.id, r.d.settled)
-    _carry_spend(sup, rebuilt)
+    _carry_spend(sup, store, rebuilt)
     for r in rebuilt:
         _end_lost(sup, r)
     rerun: list[str] = []
@@ -136,12 +136,10 @@ def _visited(stored: OpenDelegation) -> list[str]:
     return seen
 
 
-def _carry_spend(sup: Supervisor, rebuilt: list[_Rebuilt]) -> None:
+def _carry_spend(sup: Supervisor, store: Store, rebuilt: list[_Rebuilt]) -> None:
     """Spend counts across the crash: each delegation's own charges, its settled
     sub-delegations' summaries and its open ones' spend count against it and its
     ancestors, as they did before."""
-    store = sup.durable.store if sup.durable else None
-    assert store is not None
     for r in rebuilt:
         if r.d.policy.kind == "orchestrator":
             for child in store.children(r.d.id):
@@ -256,7 +254,7 @@ def _carry_out(sup: Supervisor, r: _Rebuilt) -> Status | Literal["rerun"]:
     parent = sup.tree.get(d.parent_id) if d.parent_id else None
     if parent is not None and parent.current is not None:
         d.deadline_cap = parent.current.deadline
-    sup.run_recovered(d)
+    sup.run_or_queue(d)
     return "rerun"
 
 

@@ -156,13 +156,8 @@ class Supervisor:
         elif parent is not None and parent.cancel_requested:
             d.cancel_requested = True
             self.settle(d, Settle(Status.cancelled, reason="its parent was cancelled"))
-        # max_concurrent queues the host's delegations; a nested one never waits behind
-        # them (its parent holds a slot already, and would deadlock waiting for it).
-        elif (d.depth > 1
-              or self.tree.running_roots < self.registry.routing.supervisor.max_concurrent):
-            self._begin(d)
         else:
-            self.tree.queue.append(d.id)
+            self.run_or_queue(d)
 
     def _stored_policy(self, policy: AgentPolicy, brief: Brief) -> dict[str, Any]:
         """The effective policy as the store keeps it: one dict per agent policy when the
@@ -216,8 +211,11 @@ class Supervisor:
             if stale is not None:
                 self.cancel(stale, NOT_ASKED_AGAIN)
 
-    def run_recovered(self, d: Delegation) -> None:
-        """A delegation recovered from the store runs again (a root waits for a slot)."""
+    def run_or_queue(self, d: Delegation) -> None:
+        """`d` runs now, or waits in the queue for a slot: max_concurrent queues the host's
+        delegations; a nested one never waits behind them (its parent holds a slot
+        already, and would deadlock waiting for it). Also for one recovered from the
+        store."""
         if (d.depth > 1
                 or self.tree.running_roots < self.registry.routing.supervisor.max_concurrent):
             self._begin(d)

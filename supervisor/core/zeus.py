@@ -38,6 +38,7 @@ from supervisor.core.messages import (
     Snapshot,
     StopAll,
     StoredLookup,
+    StoredSummary,
 )
 from supervisor.core.registry import Registry
 from supervisor.core.startup import (
@@ -60,7 +61,7 @@ from supervisor.routing import AgentPolicy, Routing
 from supervisor.routing.ray_policy import wants_ray
 from supervisor.rules.delegation import writer_partial_refusal
 from supervisor.rules.groups import STRATEGIES, Group, Strategy
-from supervisor.store import Recovery
+from supervisor.store import Recovery, StoredDelegation
 
 __all__ = ["Zeus"]
 
@@ -83,6 +84,26 @@ class Zeus:
         self._registry = Registry(routing)
         # The store first of all: a busy or bad one is refused before anything starts.
         self._store = open_store(routing, store, self._clock)
+        try:
+            self._start(routing, log, rng, backends)
+        except BaseException:
+            if self._store is not None:
+                self._store.close()  # given up: a refused start keeps no store owned
+            raise
+        for name, work in (agents or {}).items():  # before recovery: it may run them again
+            self.register(name, work)
+        self.recovered = Recovery()
+        """What this start found in its store and did with it (empty without a store)."""
+        if self._store is not None:
+            try:
+                self.recovered = self._ask(Recover(self._kept_handle))
+            except BaseException:
+                self.stop()  # nothing is left running, and the store is given up
+                raise
+
+    def _start(self, routing: Routing, log: LogTarget, rng: random.Random | None,
+               backends: Mapping[str, Backend] | None) -> None:
+        """Everything `__init__` starts after the store: backends, the journal, the actor."""
         if self._store is not None:
             self._registry.continue_from(self._store.issued())
         self._keys = Keys(None if self._store is None else self._stored_key)
@@ -110,16 +131,6 @@ class Zeus:
         )
         self._events.emit("zeus.started", pid=os.getpid(), routing=routing.source,
                           store=None if self._store is None else self._store.path)
-        for name, work in (agents or {}).items():  # before recovery: it may run them again
-            self.register(name, work)
-        self.recovered = Recovery()
-        """What this start found in its store and did with it (empty without a store)."""
-        if self._store is not None:
-            try:
-                self.recovered = self._ask(Recover(self._keep_recovered))
-            except BaseException:
-                self.stop()  # nothing is left running, and the store is given up
-                raise
 
     @classmethod
     def start(
@@ -203,8 +214,8 @@ class Zeus:
 
     def _stored_key(self, key: str) -> tuple[str, Brief] | None:
         """(id, brief) of the stored delegation of `key` (asked of Zeus's thread)."""
-        stored = self._ask(StoredLookup(key=key))
-        return None if stored is None else (stored[0], stored[1])
+        stored: StoredDelegation | None = self._ask(StoredLookup(key=key))
+        return None if stored is None else (stored.id, stored.brief)
 
     def dispatch_group(
         self, briefs: Iterable[Brief | Mapping[str, Any]], strategy: Strategy = "one_for_one"
@@ -244,19 +255,22 @@ class Zeus:
             )
         delegation_id = self._registry.next_id(brief.agent)
         settled = DelegationFuture()
-        settled.on_cancel = lambda: self.cancel(delegation_id, AWAITER_CANCELLED)
         first = self._events.subscriptions.subscribe(delegation_id) if watch else None
-        handle = Handle(delegation_id, self, settled, first_stream=first)
-        self._book.add(handle, settled)
+        handle = self._kept_handle(delegation_id, settled, first)
         self._events.dispatching(delegation_id)
         self._tell(Dispatch(delegation_id, brief, settled, group=group, key=key))
         return handle
 
-    def _keep_recovered(self, delegation_id: str, settled: DelegationFuture) -> None:
-        """Runs in Zeus's thread during recovery: the host gets a handle on a recovered
-        delegation of its own, as if it had dispatched it now."""
+    def _kept_handle(
+        self, delegation_id: str, settled: DelegationFuture, first: EventStream | None = None
+    ) -> Handle:
+        """The host's handle on a delegation of its own, kept in the handle book; a task
+        cancelled while it awaits cancels the delegation. Made as the host dispatches, or
+        in Zeus's thread for a delegation recovered from the store."""
         settled.on_cancel = lambda: self.cancel(delegation_id, AWAITER_CANCELLED)
-        self._book.add(Handle(delegation_id, self, settled), settled)
+        handle = Handle(delegation_id, self, settled, first_stream=first)
+        self._book.add(handle, settled)
+        return handle
 
     def _settled_handle(self, delegation_id: str, summary: Summary) -> Handle:
         """A new handle on a settled delegation whose first handle the host let go."""
@@ -285,9 +299,9 @@ class Zeus:
             return handle
         self._known(delegation_id)
         if self._store is not None and not self._stopped.is_set():
-            stored = self._ask(StoredLookup(delegation_id=delegation_id))
-            if stored is not None and stored[2] is not None:
-                return self._settled_handle(delegation_id, stored[2])
+            summary: Summary | None = self._ask(StoredSummary(delegation_id))
+            if summary is not None:
+                return self._settled_handle(delegation_id, summary)
         raise UnknownDelegation(
             f"no handle for {delegation_id!r}: it was delegated by a child, or it settled "
             f"before the last {self._book.keep} kept (supervisor.keep_settled)"
