@@ -4,7 +4,7 @@ overruns and leaves stopping the attempts to its caller."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from actors import Usage
 from supervisor.core.state import Delegation
@@ -36,11 +36,10 @@ class Spending:
         self.tree_usage = self.tree_usage + usage
         return overruns, budget_overrun(self.tree_usage, self.tree_budget)
 
-    def left(self, chain: Sequence[Delegation]) -> dict[str, float] | None:
-        """What an attempt of `chain[0]` may spend before its own, an ancestor's or the
-        tree's budget is over (`chain`: the delegation, then its open ancestors)."""
-        if chain[0].parent_id is None and not (
-                capped(chain[0].policy.budget) or capped(self.tree_budget)):
+    def left(self, d: Delegation, ancestors: Iterable[Delegation]) -> dict[str, float] | None:
+        """What an attempt of `d` may spend before its own, an ancestor's (`ancestors`:
+        its open ones, walked only when needed) or the tree's budget is over."""
+        if d.parent_id is None and not (capped(d.policy.budget) or capped(self.tree_budget)):
             return None  # a root with no cap above it: most delegations
-        return budget_left([*((n.usage, n.policy.budget) for n in chain),
+        return budget_left([*((n.usage, n.policy.budget) for n in (d, *ancestors)),
                             (self.tree_usage, self.tree_budget)])

@@ -251,12 +251,12 @@ class Supervisor:
             return
         try:
             work = work_of(a, self.registry)
-            chain = [d, *self.tree.ancestors(d)]
             spec = child_spec(d, a, registry=self.registry, clock=self.clock, now=now,
                               work=work,
                               session=self._sessions.get(d.agent, d.brief.session,
                                                          d.policy.session_max),
-                              budget_left=self.spending.left(chain), heads=self._framing_heads)
+                              budget_left=self.spending.left(d, self.tree.ancestors(d)),
+                              heads=self._framing_heads)
             self.timers.arm(a)  # before the child starts: a deadline no timer can keep fails it
             a.child = self._backend(isolation_of(a)).start(spec, self.tell)
             a.pid = a.child.pid
@@ -425,9 +425,8 @@ class Supervisor:
         d.attempts.append(record)
         if self.durable is not None:
             self.durable.attempt_ended(record)
-        replay = self.replays.pop(d.id, None)
-        if replay is not None:  # the rerun attempt ended: what it did not ask for again goes
-            self._not_asked_again(replay.finish())
+        if self.replays and (replay := self.replays.pop(d.id, None)) is not None:
+            self._not_asked_again(replay.finish())  # what the rerun attempt did not ask for
         if (finished is not None and finished.outcome is AttemptOutcome.completed
                 and outcome is not AttemptOutcome.completed):
             d.lost_output = finished.value  # a result that lost to a stop cause is kept
