@@ -106,7 +106,7 @@ class StoreFile(Source):
         self._path = path
         self._wal = path.with_name(path.name + "-wal")
         self._seen: list[Event] = []
-        self._stamp: tuple[int, ...] = ()
+        self._stamp: tuple[tuple[int, int] | None, ...] = ()
 
     @property
     def label(self) -> str:
@@ -132,12 +132,13 @@ class StoreFile(Source):
         self._seen = []
 
 
-def _stat(path: Path) -> int:
+def _stat(path: Path) -> tuple[int, int] | None:
+    """When the file last changed and its size; None when there is none."""
     try:
         st = path.stat()
     except FileNotFoundError:
-        return -1
-    return st.st_mtime_ns ^ (st.st_size << 1)
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def open_source(path: Path) -> Source:
