@@ -93,6 +93,7 @@ class DelegateRequest:
     attempt_id: str
     brief: Brief
     reply: Callable[[Summary | BaseException], None] = field(compare=False)
+    ordinal: int = 0  # the call's number within its attempt, from 1 (0: not told)
 
 
 @dataclass(slots=True)

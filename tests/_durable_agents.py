@@ -73,3 +73,62 @@ def flaky(brief: Brief, ctx: Context) -> Any:
     if ctx.attempt == 1:
         raise TransientError("the first attempt fails, so that a retry is scheduled")
     return f"{name} done"
+
+
+def writer(brief: Brief, ctx: Context) -> Any:
+    """A long writer for the reattach tests: charges, reports a partial result, then works
+    (its progress moving) until released; writes `<name>.finished` as it returns its pid."""
+    inputs = brief.inputs or {}
+    folder, name = Path(inputs["dir"]), inputs["name"]
+    _mark_run(folder, name)
+    ctx.charge(calls=1, cost=0.01)
+    ctx.partial(f"{name} under way")
+    (folder / f"{name}.started").write_text("")
+    beats = 0
+    while not (folder / "release").exists():
+        ctx.sleep(0.02)
+        beats += 1
+        if beats % 25 == 0:
+            ctx.heartbeat()  # its progress moves on, also while no Zeus runs
+    ctx.partial(f"{name} released")
+    (folder / f"{name}.finished").write_text("")
+    return {"pid": os.getpid(), "name": name}
+
+
+def spawner(brief: Brief, ctx: Context) -> Any:
+    """Starts two grandchildren (one in its group, one that left it with setsid), writes
+    their pids to `<name>.grandchildren`, then holds like `writer`."""
+    import subprocess
+    import sys
+
+    inputs = brief.inputs or {}
+    folder, name = Path(inputs["dir"]), inputs["name"]
+    sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+    kids = [subprocess.Popen(sleeper), subprocess.Popen(sleeper, start_new_session=True)]
+    (folder / f"{name}.grandchildren").write_text(
+        "\n".join(f"{k.pid} {process_start_time(k.pid)}" for k in kids))
+    return writer(brief, ctx)
+
+
+def counter(brief: Brief, ctx: Context) -> Any:
+    """A stateful performer: counts its calls in `ctx.session` and returns the count."""
+    inputs = brief.inputs or {}
+    _mark_run(Path(inputs["dir"]), inputs["name"])
+    ctx.session["n"] = ctx.session.get("n", 0) + 1
+    return {"n": ctx.session["n"], "pid": os.getpid()}
+
+
+def boss(brief: Brief, ctx: Context) -> Any:
+    """Delegates `first` (quick), then waits for `go` in its folder, then delegates
+    `second` (a writer, held until released), and returns both outputs."""
+    inputs = brief.inputs or {}
+    folder = inputs["dir"]
+    _mark_run(Path(folder), inputs["name"])
+    first = ctx.delegate(Brief(agent="quick", scope="first", inputs={"dir": folder,
+                                                                     "name": "first"}))
+    (Path(folder) / "boss.waiting").write_text("")
+    while not (Path(folder) / "go").exists():
+        ctx.sleep(0.02)
+    second = ctx.delegate(Brief(agent="slow", scope="second",
+                                inputs={"dir": folder, "name": "second"}))
+    return [first.status.value, second.status.value, first.output, second.output]

@@ -3,13 +3,15 @@
 The plan names the routing (agents as `tests._durable_agents` entrypoints) and the
 briefs, each with its key. The host dispatches them on the store, prints one JSON line
 `{"recovered": ...}` once Zeus has started, then waits for every summary and prints
-one JSON line per summary. A test SIGKILLs it, or lets it finish.
+one JSON line per summary; with `hold`, it then stays up. A test SIGKILLs it, or lets
+it finish.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
 
 from supervisor import Brief, Routing, Zeus
 
@@ -27,6 +29,9 @@ def main() -> None:
         for handle in handles:
             summary = handle.result()
             print(json.dumps({"summary": summary.model_dump(mode="json")}), flush=True)
+        if plan.get("hold"):  # stays up, its idle workers with it, until the test kills it
+            print(json.dumps({"holding": True}), flush=True)
+            threading.Event().wait()
 
 
 if __name__ == "__main__":

@@ -11,105 +11,25 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from actors.osproc import process_running
 from supervisor import Brief, Status, StoreBusy, Zeus
+from tests._crash import (
+    ROOT,
+    WAIT_S,
+    Host,
+    agent,
+    brief,
+    outcomes,
+    runs,
+    settled,
+    wait_charged,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.process, pytest.mark.realtime]
-
-ROOT = Path(__file__).resolve().parent.parent
-WAIT_S = 30.0  # a safety bound on waits, never the thing asserted
-HELD = "tests._durable_agents:held"
-
-
-def agent(entrypoint: str = HELD, **policy: Any) -> dict[str, Any]:
-    return {"entrypoint": entrypoint, "timeout_s": 60, **policy}
-
-
-def brief(agent_name: str, folder: Path, name: str, **inputs: Any) -> dict[str, Any]:
-    return {"key": name, "brief": {"agent": agent_name, "scope": name,
-                                   "inputs": {"dir": str(folder), "name": name, **inputs}}}
-
-
-class Host:
-    """A host process on `store` running `plan`; killed or waited for by the test."""
-
-    def __init__(self, tmp: Path, store: Path, plan: dict[str, Any],
-                 env: dict[str, str] | None = None) -> None:
-        plan_path = tmp / f"plan-{time.monotonic_ns()}.json"
-        plan_path.write_text(json.dumps(plan))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests._durable_host", str(store), str(plan_path)],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-
-    def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.communicate(timeout=WAIT_S)  # reaped, its pipes drained and closed
-
-    def results(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-        """What the host printed once it finished: its recovery, and each summary by key
-        (the scope: every brief here has its name as its scope)."""
-        out, err = self.proc.communicate(timeout=WAIT_S * 2)
-        assert self.proc.returncode == 0, err
-        lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-        summaries = {s["summary"]["scope"]: s["summary"] for s in lines if "summary" in s}
-        return lines[0]["recovered"], summaries
-
-
-def wait_for(path: Path, host: Host | None = None) -> None:
-    """Until `path` exists (the agent got there); fails fast if the host died first."""
-    deadline = time.monotonic() + WAIT_S
-    while not path.exists():
-        if host is not None and host.proc.poll() is not None:
-            pytest.fail(f"the host exited first: {host.proc.communicate()[1]}")
-        assert time.monotonic() < deadline, f"{path.name} never appeared"
-        time.sleep(0.01)
-
-
-def wait_charged(store: Path, calls: int, host: Host) -> None:
-    """Until the store holds `calls` charged calls: Zeus had them and committed them."""
-    deadline = time.monotonic() + WAIT_S
-    while stored_calls(store) < calls:
-        if host.proc.poll() is not None:
-            pytest.fail(f"the host exited first: {host.proc.communicate()[1]}")
-        assert time.monotonic() < deadline, f"the store never held {calls} calls"
-        time.sleep(0.01)
-
-
-def stored_calls(store: Path) -> int:
-    try:
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
-            (calls,) = con.execute("SELECT coalesce(sum(calls), 0) FROM attempts").fetchone()
-    except sqlite3.Error:
-        return 0  # not created yet
-    return int(calls)
-
-
-def settled(store: Path, key: str) -> bool:
-    """Whether the store holds the delegation of `key` settled (committed)."""
-    try:
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
-            row = con.execute("SELECT status FROM delegations WHERE key = ?", (key,)).fetchone()
-    except sqlite3.Error:
-        return False  # not created yet
-    return row is not None and row[0] is not None
-
-
-def runs(folder: Path, name: str) -> list[tuple[int, float, bool]]:
-    path = folder / f"{name}.runs"
-    if not path.exists():
-        return []
-    return [(int(p), float(s), o == "1") for p, s, o in
-            (line.split() for line in path.read_text().splitlines() if line.strip())]
-
-
-def outcomes(summary: dict[str, Any]) -> list[str]:
-    return [a["outcome"] for a in summary["attempts"]]
 
 
 def test_after_a_host_crash_readers_rerun_writers_settle_blocked_and_spend_carries_over(

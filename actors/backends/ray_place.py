@@ -95,3 +95,28 @@ def gone(pid: int) -> bool:
             return stat.read().rpartition(b")")[2].split()[0] == b"Z"
     except OSError:  # no such process (or no /proc)
         return True
+
+
+def worker_alive(pid: int, node: str | None) -> bool | None:
+    """Ray's word on a worker process (recovery, after its driver died): whether the
+    cluster's worker table holds a live worker `pid`, on `node` ("ip/node-id-prefix",
+    as `node_label` writes it) when known; None when Ray cannot be asked.
+
+    Ray ends the workers of a job whose driver died (the job is then dead); a worker
+    another job runs on under a reused pid is another process, and is counted alive
+    only if it is on that node: recovery then waits, and never signals it."""
+    from ray._private import state
+    from ray.core.generated import gcs_pb2
+
+    try:
+        table = state.state._connect_and_get_accessor().get_worker_table()
+    except Exception:  # noqa: BLE001 - a Ray that cannot answer cannot confirm
+        return None
+    prefix = node.rpartition("/")[2] if node else ""
+    for raw in table:
+        worker = gcs_pb2.WorkerTableData.FromString(raw)
+        if not worker.is_alive or worker.pid != pid:
+            continue
+        if not prefix or worker.worker_address.node_id.hex().startswith(prefix):
+            return True
+    return False

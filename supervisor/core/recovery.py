@@ -4,8 +4,9 @@ returns; it rebuilds each open delegation and hands it to the supervisor's verbs
 calls the supervisor, never the other way round).
 
 In order: every open delegation is rebuilt in the open tree (parents first, with its
-attempts, spend and partial results); every attempt that had not ended is confirmed
-gone (its pid and pid start time, its process group; a survivor is killed first) and
+attempts, spend and partial results); every attempt whose worker waits for this Zeus
+is reattached (`supervisor.core.reattach`); every other attempt that had not ended is
+confirmed gone (its pid and pid start time, its process group; a survivor is killed first) and
 ends `lost`; then each delegation's plan (`rules.recovery.recover`) is carried out:
 settled (timed out, over budget, blocked writers), or run again per its policy. An
 orchestrator run again replays its stored sub-delegations (`Supervisor.dispatch_nested`).
@@ -23,7 +24,9 @@ from typing import Literal
 
 from actors import AttemptOutcome, AttemptRecord, Status
 from actors.osproc import child_gone, process_running
+from actors.backends import ProcessBackend
 from supervisor.core.future import DelegationFuture
+from supervisor.core.reattach import Reattached, reattach_children
 from supervisor.core.state import Delegation
 from supervisor.core.supervisor import Supervisor
 from supervisor.errors import SupervisorError
@@ -70,19 +73,21 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
         if r.d.parent_id is None:
             keep_handle(r.d.id, r.d.settled)
     _carry_spend(sup, store, rebuilt)
+    found = _reattach(sup, store, rebuilt)
     for r in rebuilt:
-        _end_lost(sup, r)
+        _end_lost(sup, r, found)
     rerun: list[str] = []
     blocked: list[str] = []
     for r in rebuilt:
-        if r.d.state == "settled":
-            continue  # its parent settled first, and cancelled it
+        if r.d.state == "settled" or r.d.current is not None:
+            continue  # its parent settled first, and cancelled it; or it was reattached
         done = _carry_out(sup, r)
         if done == "rerun":
             rerun.append(r.d.id)
         elif done is Status.blocked:
             blocked.append(r.d.id)
     recovery = Recovery(rerun=tuple(rerun), blocked=tuple(blocked),
+                        reattached=tuple(found.reattached), adopted=tuple(found.adopted),
                         settled=store.counts().settled)
     sup.durable.commit_now()
     sup.events.emit("zeus.recovered", **recovery.model_dump(mode="json"))
@@ -152,14 +157,46 @@ def _carry_spend(sup: Supervisor, store: Store, rebuilt: list[_Rebuilt]) -> None
             parent.usage = parent.usage + r.d.usage
 
 
-def _end_lost(sup: Supervisor, r: _Rebuilt) -> None:
-    """Every attempt that had not ended: confirmed gone (a survivor killed first), then
-    ended `lost`; one that cannot be confirmed gone is kept open in `r.unconfirmed`."""
+def _reattach(sup: Supervisor, store: Store, rebuilt: list[_Rebuilt]) -> Reattached:
+    """The open process attempts whose workers wait for this Zeus, supervised on (see
+    `supervisor.core.reattach`); the sessions whose workers were not found are lost."""
+    backend = sup.backend_named("process")
+    place = backend.reattach_place if isinstance(backend, ProcessBackend) else None
+    if place is None:
+        return Reattached()
+    assert isinstance(backend, ProcessBackend)
+    candidates = [
+        (r.d, a) for r in rebuilt for a in r.stored.attempts
+        if a.open and a.pid is not None and r.known and _runs_in_a_worker(r.d.policy)
+        and (r.d.parent_id is None or sup.tree.get(r.d.parent_id) is not None)
+    ]
+    found = reattach_children(sup, candidates, backend, place)
+    sup.lost_sessions = {
+        (agent, key) for agent, key in store.sessions()
+        if _runs_in_a_worker(_policy_or_none(sup, agent))} - found.sessions
+    return found
+
+
+def _runs_in_a_worker(policy: AgentPolicy | None) -> bool:
+    return policy is not None and (policy.isolation == "process" or bool(policy.command))
+
+
+def _policy_or_none(sup: Supervisor, agent: str) -> AgentPolicy | None:
+    try:
+        return sup.registry.policy(agent)
+    except SupervisorError:
+        return None
+
+
+def _end_lost(sup: Supervisor, r: _Rebuilt, found: Reattached) -> None:
+    """Every attempt that had not ended and was not reattached: confirmed gone (a
+    survivor killed first), then ended `lost`; one that cannot be confirmed gone is kept
+    open in `r.unconfirmed`."""
     assert sup.durable is not None
     for a in r.stored.attempts:
-        if not a.open:
+        if not a.open or a.id in found:
             continue
-        if not _confirm_gone(a, r.d.policy):
+        if not _confirm_gone(sup, a, r.d.policy):
             r.unconfirmed = a.pid
             continue
         record = AttemptRecord(
@@ -174,24 +211,42 @@ def _end_lost(sup: Supervisor, r: _Rebuilt) -> None:
                         parent_id=r.d.parent_id, agent=a.agent, pid=a.pid, reason=LOST_ERROR)
 
 
-def _confirm_gone(a: StoredAttempt, policy: AgentPolicy) -> bool:
+def _confirm_gone(sup: Supervisor, a: StoredAttempt, policy: AgentPolicy) -> bool:
     """Whether the attempt's child is confirmed gone, killing a survivor first.
 
     A thread child ran inside the dead Zeus's process, which is gone (its store was
     claimed). A process child is checked by pid, start time and process group."""
     if a.pid is None:
         return True  # a thread, or a process not yet started when its Zeus died
+    if policy.isolation == "ray":
+        return _ray_confirms_gone(sup, a)
     if child_gone(a.pid, a.pid_start_time, a.pgid):
         return True
-    if policy.isolation == "ray":
-        # A Ray worker process is Ray's and may run other tasks: never signalled here.
-        # Gone once Ray ended it (its driver died with the old Zeus); else unconfirmed.
-        return _gone_within(a, CONFIRM_WAIT_S)
     if process_running(a.pid, a.pid_start_time):
         _signal(lambda: os.kill(a.pid or 0, signal.SIGKILL))
     if a.pgid is not None and a.pgid == a.pid and a.pgid != os.getpgrp():
         _signal(lambda: os.killpg(a.pgid or 0, signal.SIGKILL))
     return _gone_within(a, CONFIRM_WAIT_S)
+
+
+def _ray_confirms_gone(sup: Supervisor, a: StoredAttempt) -> bool:
+    """A Ray attempt's worker is Ray's (it may run other tasks, on another node): never
+    signalled here. Ray ends the tasks and workers of a driver that died, and its worker
+    table says when it has (`RayBackend.worker_alive`). Without a Ray backend to ask
+    (no agent of this Zeus runs on Ray), its pid is checked on this host: a local Ray
+    started by the dead Zeus ends with it."""
+    ray = sup.backend_named("ray")
+    if ray is not None:
+        from actors.backends.ray import RayBackend
+
+        if isinstance(ray, RayBackend):
+            assert a.pid is not None
+            give_up = time.monotonic() + CONFIRM_WAIT_S
+            while (alive := ray.worker_alive(a.pid, a.node)) and time.monotonic() < give_up:
+                time.sleep(0.05)  # Zeus's thread, before Zeus.start returns
+            if alive is not None:
+                return not alive
+    return child_gone(a.pid, a.pid_start_time, a.pgid) or _gone_within(a, CONFIRM_WAIT_S)
 
 
 def _gone_within(a: StoredAttempt, seconds: float) -> bool:

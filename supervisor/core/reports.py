@@ -204,7 +204,7 @@ class ChildReports:
             return
         future = DelegationFuture()
         future.add_callback(msg.reply)
-        self._sup.dispatch_nested(d, msg.brief, future)
+        self._sup.dispatch_nested(d, msg.brief, future, msg.ordinal)
 
     def _check_delegation(self, d: Delegation, brief: Brief) -> None:
         refusal = delegation_refusal(

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from actors.backends import Backend, ProcessBackend
+from actors.backends.reattach import place_for_store
 from actors.backends.ray_start import MISSING_RAY, RayUnavailable, ray_installed, start_ray_backend
 from actors.clock import Clock
 from supervisor.errors import RoutingError, SupervisorError
@@ -28,10 +29,16 @@ def open_store(routing: Routing, store: str | Path | None, clock: Clock) -> Stor
                             now=clock.wall)
 
 
-def process_backends(routing: Routing) -> dict[str, Backend]:
+def process_backends(routing: Routing, store: Store | None = None) -> dict[str, Backend]:
     """The process backend. Its fork server starts now when an agent will need it,
-    so that the first process attempt does not stall Zeus's mailbox on imports."""
-    backend = ProcessBackend()
+    so that the first process attempt does not stall Zeus's mailbox on imports.
+
+    With a store and `supervisor.orphan_grace_s` above 0, its workers wait that long
+    for the next Zeus when this one dies (docs/design.md, "Reattach"), and command
+    agents run under a worker, which holds their pipes meanwhile."""
+    grace = routing.supervisor.orphan_grace(store is not None)
+    place = place_for_store(store.path, grace) if store is not None and grace > 0 else None
+    backend = ProcessBackend(reattach=place, commands_in_workers=place is not None)
     if any(p.isolation == "process" or p.command for p in routing.agents.values()):
         prestart(backend)
     return {"process": backend}

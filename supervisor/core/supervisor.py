@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actors import AttemptOutcome, Brief, Status, Summary, Usage
-from actors.backends import Backend
+from actors.backends import Backend, ChildHandle, ChildSpec
 from actors.clock import Clock
 from actors.protocol import Finished
 from supervisor.core.durable import Durable
@@ -46,12 +46,13 @@ from supervisor.core.timers import Timers
 from supervisor.errors import SupervisorError
 from supervisor.journal.events import EventLog
 from supervisor.routing import AgentPolicy
+from supervisor.store import StoredAttempt
 from supervisor.rules.after_attempt import after_attempt
 from supervisor.rules.backoff import backoff_delay
 from supervisor.rules.circuit import when_circuit_open
 from supervisor.rules.framing import FramingHeads
 from supervisor.rules.groups import review_brief, review_verdict, siblings_to_restart
-from supervisor.rules.recovery import NOT_ASKED_AGAIN, Replay
+from supervisor.rules.recovery import NOT_ASKED_AGAIN, Replay, ResumedCalls
 from supervisor.rules.settle import (
     COMPLETED,
     Fallback,
@@ -64,7 +65,13 @@ from supervisor.rules.settle import (
 )
 from supervisor.rules.stale import ProgressWatch
 
-__all__ = ["Supervisor"]
+__all__ = ["SESSION_LOST", "Supervisor"]
+
+SESSION_LOST = (
+    "its session {session!r} lived in a worker of {agent!r} that did not survive the last "
+    "restart of its supervisor; a session is never replaced by a fresh one: dispatch it "
+    "with a new session to start over"
+)
 
 # The event that says why Zeus stops an attempt, for the causes that have one.
 _STOP_EVENTS = {
@@ -108,6 +115,10 @@ class Supervisor:
         # Stored sub-delegations an orchestrator rerun after a restart may ask for again,
         # by its delegation id (docs/design.md, "The store": nested delegations replay).
         self.replays: dict[str, Replay] = {}
+        # (agent, session) whose workers were not found again after a restart.
+        self.lost_sessions: set[tuple[str, str]] = set()
+        # A reattached orchestrator's stored sub-delegations, by its delegation id.
+        self.resumed_calls: dict[str, ResumedCalls] = {}
         self._policies: dict[int, tuple[AgentPolicy, dict[str, Any]]] = {}
 
     def emit(self, event: str, d: Delegation, a: Attempt | None = None, **fields: Any) -> None:
@@ -170,12 +181,20 @@ class Supervisor:
             self._policies[id(policy)] = cached  # holding the policy keeps its id unique
         return cached[1]
 
-    def dispatch_nested(self, parent: Delegation, brief: Brief, future: DelegationFuture) -> None:
-        """A delegation of `parent`'s attempt (a child's `ctx.delegate`, a task's review).
+    def dispatch_nested(self, parent: Delegation, brief: Brief, future: DelegationFuture,
+                        ordinal: int = 0) -> None:
+        """A delegation of `parent`'s attempt (a child's `ctx.delegate`, its `ordinal`-th
+        call, or a task's review).
 
         An orchestrator rerun after a restart gets its stored sub-delegation for the same
         call instead, when the brief is the same: a settled one's summary at once, an
-        open one awaited (no sub-delegation runs twice because its parent did)."""
+        open one awaited (no sub-delegation runs twice because its parent did). So does
+        one reattached, for the calls its worker asks again (`ResumedCalls`)."""
+        resumed = self.resumed_calls.get(parent.id)
+        if resumed is not None and ordinal:
+            reuse = resumed.ask(ordinal, brief)
+            if reuse is not None and self._reuse(parent, reuse, future):
+                return
         replay = self.replays.get(parent.id)
         if replay is not None and self._replayed(parent, replay, brief, future):
             return
@@ -187,19 +206,23 @@ class Supervisor:
         """Whether `brief` was answered from the store (see `dispatch_nested`)."""
         answer = replay.ask(brief)
         self._not_asked_again(answer.cancel)
-        if answer.reuse is None:
-            del self.replays[parent.id]
-            return False
-        child = self.tree.get(answer.reuse)
+        if answer.reuse is not None and self._reuse(parent, answer.reuse, future):
+            return True
+        del self.replays[parent.id]
+        return False
+
+    def _reuse(self, parent: Delegation, child_id: str, future: DelegationFuture) -> bool:
+        """Answer a call of `parent` with its stored sub-delegation `child_id`: awaited if
+        open, its stored summary if settled; False if the store no longer has it."""
+        child = self.tree.get(child_id)
         if child is not None:  # open: recovered on its own, awaited as it settles
             child.settled.add_callback(future.set)
             self.emit("delegation.replayed", child, None, open=True, parent=parent.id)
             return True
-        summary = self.durable.store.summary(answer.reuse) if self.durable else None
+        summary = self.durable.store.summary(child_id) if self.durable else None
         if summary is None:  # pruned or never settled: run it again after all
-            del self.replays[parent.id]
             return False
-        self.events.emit("delegation.replayed", delegation_id=answer.reuse,
+        self.events.emit("delegation.replayed", delegation_id=child_id,
                          attempt_id=None, parent_id=parent.id, agent=summary.agent,
                          status=summary.status.value, open=False)
         future.set(summary)
@@ -224,6 +247,10 @@ class Supervisor:
 
     def _begin(self, d: Delegation) -> None:
         self.tree.begin(d)
+        if self.lost_sessions and self.session_lost(d):
+            self.settle(d, Settle(Status.blocked, reason=SESSION_LOST.format(
+                session=d.brief.session, agent=d.agent)))
+            return
         self.start_attempt(d)
 
     def start_attempt(self, d: Delegation) -> None:
@@ -287,6 +314,50 @@ class Supervisor:
                   node=child.node if child else None,
                   **(child.journal_fields if child else {}),
                   deadline_s=round(a.deadline - self.clock.now(), 6))
+
+    def reattach(self, d: Delegation, stored: StoredAttempt,
+                 attach: Callable[[ChildSpec], ChildHandle | None], *, adopted: bool) -> bool:
+        """Supervise on an attempt whose child outlived the last Zeus (recovery, Zeus's
+        thread; docs/design.md, "Reattach"): the same attempt id and number, its stored
+        start and deadline, on this clock. `attach(spec)` is the backend's: it delivers
+        what the child buffered into the mailbox before it returns, so that those reports
+        come before this attempt's timer. False (nothing changed) when the child could not
+        be attached."""
+        now, wall = self.clock.now(), self.clock.wall()
+        deadline = (now + (stored.deadline - wall) if stored.deadline is not None
+                    else now + _timeout_s(d))
+        a = Attempt(id=stored.id, number=stored.number, agent=d.agent, policy=d.policy,
+                    started_at=now - max(0.0, wall - stored.started), deadline=deadline,
+                    watch=ProgressWatch.start(now))
+        try:
+            work = work_of(a, self.registry)
+        except SupervisorError:
+            work = None  # the worker holds its work function already
+        spec = child_spec(d, a, registry=self.registry, clock=self.clock, now=now, work=work,
+                          session=None, budget_left=self.spending.left(d, self.tree.ancestors(d)),
+                          heads=self._framing_heads)
+        child = attach(spec)
+        if child is None:
+            return False
+        a.child, a.pid, a.announced = child, child.pid, True
+        d.current = a
+        self.tree.begin(d)
+        self.tree.live[a.id] = (d, a)
+        self.emit("attempt.reattached", d, a, attempt=a.number, pid=a.pid,
+                  pid_start_time=child.pid_start_time, adopted=adopted,
+                  deadline_s=round(a.deadline - now, 6))
+        self.timers.arm(a)  # after its buffered reports: they are older than its deadline
+        return True
+
+    def session_lost(self, d: Delegation) -> bool:
+        """Whether `d` names a session whose worker did not survive the last restart: it
+        is never replaced by a fresh one (docs/design.md, "Reattach")."""
+        return (d.brief.session is not None and bool(self.lost_sessions)
+                and (d.agent, d.brief.session) in self.lost_sessions)
+
+    def backend_named(self, isolation: str) -> Backend | None:
+        """The backend of `isolation`, if Zeus has one (recovery reattaches through it)."""
+        return self._backends.get(isolation)
 
     def _backend(self, isolation: str) -> Backend:
         try:
@@ -427,6 +498,8 @@ class Supervisor:
             self.durable.attempt_ended(record)
         if self.replays and (replay := self.replays.pop(d.id, None)) is not None:
             self._not_asked_again(replay.finish())  # what the rerun attempt did not ask for
+        if self.resumed_calls:
+            self.resumed_calls.pop(d.id, None)
         if (finished is not None and finished.outcome is AttemptOutcome.completed
                 and outcome is not AttemptOutcome.completed):
             d.lost_output = finished.value  # a result that lost to a stop cause is kept

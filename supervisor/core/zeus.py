@@ -115,7 +115,7 @@ class Zeus:
         if backends:
             self._backends.update(backends)
         else:
-            self._backends.update(process_backends(routing))
+            self._backends.update(process_backends(routing, self._store))
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
         self._book = HandleBook(routing.supervisor.keep_settled, self._settled_handle)

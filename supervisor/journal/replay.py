@@ -266,6 +266,7 @@ _HANDLERS: dict[str, _Handler] = {
     "delegation.dispatched": _dispatched,
     "attempt.started": _started,
     "attempt.spawned": _spawned,
+    "attempt.reattached": _started,  # the same attempt, supervised on by a later run
     "attempt.heartbeat": _heartbeat,
     "attempt.timed_out": _timed_out,
     "attempt.stale": _timed_out,

@@ -114,6 +114,9 @@ def sweep_targets(journal: Journal) -> list[SweepTarget]:
         for a in run.attempts.values():
             if a.pid is not None:
                 found.setdefault((a.pid, a.pid_start_time, run.index, a.node), []).append(a)
+    latest: dict[tuple[int, float | None, str | None], int] = {}
+    for pid, start, run_index, node in found:
+        latest[(pid, start, node)] = max(run_index, latest.get((pid, start, node), run_index))
     return [
         SweepTarget(
             pid=pid,
@@ -129,6 +132,8 @@ def sweep_targets(journal: Journal) -> list[SweepTarget]:
             ray_job=attempts[-1].ray_job,
         )
         for (pid, start, run_index, node), attempts in found.items()
+        # A process a later run reattached is that run's to judge (docs/design.md, "Reattach").
+        if latest[(pid, start, node)] == run_index
     ]
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "Plan",
     "Replay",
     "ReplayAnswer",
+    "ResumedCalls",
     "Resume",
     "Start",
     "Wait",
@@ -204,3 +205,34 @@ class Replay:
         rest = tuple(d_id for d_id, _ in self._stored[self._next:])
         self._next = len(self._stored)
         return rest
+
+
+class ResumedCalls:
+    """A reattached orchestrator's stored sub-delegations, matched to the calls its worker
+    asks again by their ordinals (docs/design.md, "Reattach").
+
+    Its process never restarted: its worker re-sends each `ctx.delegate` call that had
+    no answer when its Zeus stopped, with the call's ordinal within the attempt, and
+    never asks again for one answered before. The k-th call made the k-th stored
+    sub-delegation of the attempt, unless an earlier call was refused (it made none):
+    then the match is the nearest one before it, not yet taken, with the same brief. Owned by
+    the parent delegation; `ask` runs on Zeus's thread.
+    """
+
+    __slots__ = ("_stored", "_taken")
+
+    def __init__(self, stored: Sequence[tuple[str, Brief]]) -> None:
+        self._stored = tuple(stored)  # (id, brief) in the order of the calls that made them
+        self._taken: set[int] = set()
+
+    def ask(self, ordinal: int, brief: Brief) -> str | None:
+        """The stored sub-delegation of call `ordinal` (1-based) asking for `brief`, or
+        None: a call the store never saw, to be dispatched as new."""
+        i = ordinal - 1
+        candidates = ([i] if 0 <= i < len(self._stored) else []) + list(
+            range(min(i, len(self._stored)) - 1, -1, -1))
+        for j in candidates:
+            if j not in self._taken and self._stored[j][1] == brief:
+                self._taken.add(j)
+                return self._stored[j][0]
+        return None

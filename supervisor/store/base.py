@@ -239,6 +239,11 @@ class Store(abc.ABC):
         """Everything every stored attempt charged (the tree's spend across restarts)."""
 
     @abc.abstractmethod
+    def sessions(self) -> set[tuple[str, str]]:
+        """(agent, session key) for every session an attempt of a stored delegation ran in:
+        after a restart, the sessions whose workers may have to be found again."""
+
+    @abc.abstractmethod
     def issued(self) -> dict[str, int]:
         """For each agent, the highest n of the `<agent>-<n>` ids stored: a Zeus that
         recovers the store gives out ids after them."""

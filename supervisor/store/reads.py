@@ -108,6 +108,15 @@ def total_spent(con: sqlite3.Connection) -> Usage:
     return Usage(calls=row[0], input_tokens=row[1], output_tokens=row[2], cost=row[3])
 
 
+def sessions(con: sqlite3.Connection) -> set[tuple[str, str]]:
+    """(agent, session key) of every stored attempt whose brief names a session."""
+    rows = con.execute(
+        "SELECT DISTINCT a.agent, json_extract(d.brief, '$.session') FROM attempts a"
+        " JOIN delegations d ON d.id = a.delegation_id"
+        " WHERE json_extract(d.brief, '$.session') IS NOT NULL")
+    return {(agent, str(key)) for agent, key in rows}
+
+
 def issued(con: sqlite3.Connection) -> dict[str, int]:
     """The highest n of each agent's `<agent>-<n>` delegation ids."""
     highest: dict[str, int] = {}

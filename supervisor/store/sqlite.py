@@ -310,6 +310,9 @@ class SqliteStore(Store):
     def total_spent(self) -> Usage:
         return reads.total_spent(self._con)
 
+    def sessions(self) -> set[tuple[str, str]]:
+        return reads.sessions(self._con)
+
     def issued(self) -> dict[str, int]:
         return reads.issued(self._con)
 

@@ -6,7 +6,9 @@ process is stopped (SIGTERM to its process group, then SIGKILL after the grace)
 only while it is alive and its start time is the recorded one, so a pid that
 the system has since given to another process is never signalled; neither is
 anything while the supervisor that wrote the journal still runs. `--dry-run`
-says what would be stopped. Exit status: 0 when nothing recorded is left
+says what would be stopped. Given a store, it first stops the workers that wait
+to be picked up by the store's next Zeus (nobody supervises them) and names them.
+Exit status: 0 when nothing recorded is left
 running (with `--dry-run`: when the journal could be read), 1 when something
 could not be stopped or its supervisor still runs, 2 for bad input.
 """
@@ -22,6 +24,8 @@ from typing import Any
 from supervisor import journal as jr
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console, print_table
 from supervisor.cli.commands.tree import load_or_fail
+from supervisor.journal.sweep_waiting import sweep_waiting
+from supervisor.store import is_sqlite_file
 
 __all__ = ["add_parser", "run"]
 
@@ -56,7 +60,13 @@ def run(args: argparse.Namespace) -> int:
     journal = load_or_fail(args.journal, "sweep")
     if journal is None:
         return EXIT_BAD_INPUT
-    results = jr.sweep(journal, dry_run=args.dry_run, grace_s=args.grace)
+    waiting = sweep_waiting(args.journal, dry_run=args.dry_run) \
+        if is_sqlite_file(args.journal) else []  # fmt: skip
+    seen = {(r.target.pid, r.target.pid_start_time) for r in waiting}
+    results = waiting + [
+        r for r in jr.sweep(journal, dry_run=args.dry_run, grace_s=args.grace)
+        if (r.target.pid, r.target.pid_start_time) not in seen
+    ]
     if not results:
         print("The journal names no child processes (thread children have none); nothing to do.")
         return EXIT_OK

@@ -1,0 +1,99 @@
+"""Recovery's first step on a store whose children wait to be picked up (docs/design.md,
+"Reattach"): find the workers that outlived the last Zeus and hand each to the
+supervisor as the attempt it runs (`Supervisor.reattach`), or back to the warm pool
+with the session it holds. Runs in Zeus's thread, inside recovery, before anything is
+confirmed gone or run again; it calls the supervisor and the process backend, never the
+other way round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from actors.backends import ProcessBackend
+from actors.backends.reattach import ReattachPlace, Waiting, find_waiting, wait_for_listener
+from actors.osproc import process_running
+from supervisor.core.state import Delegation
+from supervisor.core.supervisor import Supervisor
+from supervisor.errors import SupervisorError
+from supervisor.rules.recovery import ResumedCalls
+from supervisor.store import StoredAttempt
+
+__all__ = ["LISTEN_WAIT_S", "Reattached", "reattach_children"]
+
+# A child that still runs but whose socket is not there yet has just seen its Zeus go
+# (the last one died a moment ago): how long recovery waits for it to listen.
+LISTEN_WAIT_S = 2.0
+
+
+@dataclass(slots=True)
+class Reattached:
+    """What the step found: attempt ids supervised on (`reattached`: still running;
+    `adopted`: finished while no Zeus ran) and the sessions held by workers found."""
+
+    reattached: list[str] = field(default_factory=list)
+    adopted: list[str] = field(default_factory=list)
+    sessions: set[tuple[str, str]] = field(default_factory=set)
+
+    def __contains__(self, attempt_id: str) -> bool:
+        return attempt_id in self.reattached or attempt_id in self.adopted
+
+
+def reattach_children(
+    sup: Supervisor,
+    candidates: Iterable[tuple[Delegation, StoredAttempt]],
+    backend: ProcessBackend,
+    place: ReattachPlace,
+) -> Reattached:
+    """Reattach each candidate (an open delegation that may run on, and its open process
+    attempt) whose worker waits; put idle workers holding a session back in the pool;
+    stop every other waiting worker (nobody will supervise it)."""
+    found = Reattached()
+    everyone = find_waiting(place)
+    waiting = {w.attempt_id: w for w in everyone if w.attempt_id is not None}
+    idle = [w for w in everyone if w.attempt_id is None]
+    for d, stored in candidates:
+        w = waiting.pop(stored.id, None)
+        if w is None and stored.pid is not None and process_running(
+                stored.pid, stored.pid_start_time):
+            w = wait_for_listener(place, stored.pid, stored.pid_start_time,
+                                  timeout_s=LISTEN_WAIT_S)
+        if w is None:
+            continue  # confirmed gone (or killed) by recovery, then lost
+        if w.pid != stored.pid or w.attempt_id != stored.id:
+            w.stop()  # not the process the store names: never supervised as it
+            continue
+        if not _attach(sup, d, stored, w, backend):
+            continue
+        (found.adopted if w.finished else found.reattached).append(stored.id)
+        if w.session_key is not None:
+            found.sessions.add((w.agent, w.session_key))
+    for w in idle:
+        if _known_process_agent(sup, w.agent) and backend.reattach(w, None, sup.tell) is not None:
+            assert w.session_key is not None
+            found.sessions.add((w.agent, w.session_key))
+        else:
+            w.stop()
+    for w in waiting.values():  # attempts the store does not hold open
+        w.stop()
+    return found
+
+
+def _attach(sup: Supervisor, d: Delegation, stored: StoredAttempt, w: Waiting,
+            backend: ProcessBackend) -> bool:
+    """Hand the waiting worker to the supervisor as the attempt `stored` of `d`."""
+    ok = sup.reattach(d, stored, lambda spec: backend.reattach(w, spec, sup.tell),
+                      adopted=w.finished)
+    if ok and d.policy.kind == "orchestrator" and sup.durable is not None:
+        sup.resumed_calls[d.id] = ResumedCalls(
+            [(c.id, c.brief) for c in sup.durable.store.children(d.id)
+             if c.created >= stored.started])
+    return ok
+
+
+def _known_process_agent(sup: Supervisor, agent: str) -> bool:
+    try:
+        return sup.registry.policy(agent).isolation == "process"
+    except SupervisorError:
+        return False

@@ -1,0 +1,286 @@
+"""Reattach across a real host crash: a whole Zeus host process is SIGKILLed while its process
+children run; they wait for the next Zeus on the same store, which picks them up as the
+same attempts (docs/design.md, "Reattach")."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from multiprocess.connection import Client
+
+from actors.backends.reattach import existing_place
+from actors.osproc import process_running
+from tests._crash import WAIT_S, Host, agent, brief, outcomes, runs, wait_charged, wait_for
+
+pytestmark = [pytest.mark.process, pytest.mark.realtime]
+
+WRITER = "tests._durable_agents:writer"
+GRACE_S = 20.0  # long enough that no test waits it out, unless it means to
+
+
+def plan_of(tmp: Path, agents: dict[str, Any], briefs: list[dict[str, Any]],
+            grace_s: float = GRACE_S, **extra: Any) -> dict[str, Any]:
+    return {"agents": agents, "briefs": briefs, "log": str(tmp / "events.jsonl"),
+            "supervisor": {"orphan_grace_s": grace_s}, **extra}
+
+
+def events(tmp: Path, name: str) -> list[dict[str, Any]]:
+    lines = (tmp / "events.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if e["event"] == name]
+
+
+def gone_within(seconds: float, *processes: tuple[int, float | None]) -> bool:
+    """Whether every (pid, start time) has ended within `seconds` (a bound, never asserted
+    as a duration)."""
+    give_up = time.monotonic() + seconds
+    while any(process_running(pid, start) is not False for pid, start in processes):
+        if time.monotonic() > give_up:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def writer_plan(tmp: Path, **extra: Any) -> dict[str, Any]:
+    return plan_of(tmp, {"writer": agent(WRITER, isolation="process")},
+                   [brief("writer", tmp, "writer")], **extra)
+
+
+def test_a_writer_outlives_its_host_and_completes_as_one_attempt_in_the_same_process(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    plan = writer_plan(tmp_path)
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "writer.started", first)
+    wait_charged(store, 1, first)
+    first.kill()
+    [(pid, start, _)] = runs(tmp_path, "writer")
+    assert process_running(pid, start)  # it did not die with its host
+    time.sleep(0.5)  # the host stays down a while (the scenario, not a synchronisation)
+    second = Host(tmp_path, store, plan)
+    recovered = second.read_line()["recovered"]
+    (tmp_path / "release").write_text("")
+    _, summaries = second.results()
+
+    assert recovered["reattached"] == ["writer-1-a1"]
+    assert recovered["rerun"] == [] and recovered["blocked"] == [] and recovered["adopted"] == []
+    writer = summaries["writer"]
+    assert writer["status"] == "completed"
+    assert outcomes(writer) == ["completed"]  # no `lost`, no second attempt
+    assert writer["output"] == {"pid": pid, "name": "writer"}
+    assert writer["attempts"][0]["pid"] == pid
+    assert writer["partials"] == ["writer under way", "writer released"]
+    assert writer["usage"]["calls"] == 1  # charged once, before the crash
+    assert len(runs(tmp_path, "writer")) == 1
+    [event] = events(tmp_path, "attempt.reattached")
+    assert (event["attempt_id"], event["pid"], event["adopted"]) == ("writer-1-a1", pid, False)
+    assert not events(tmp_path, "attempt.lost")
+
+
+def test_a_child_that_finished_while_no_host_ran_has_its_result_adopted(tmp_path: Path) -> None:
+    store = tmp_path / "zeus.db"
+    plan = writer_plan(tmp_path)
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "writer.started", first)
+    first.kill()
+    (tmp_path / "release").write_text("")
+    wait_for(tmp_path / "writer.finished")  # it returned while no Zeus ran
+    recovered, summaries = Host(tmp_path, store, plan).results()
+
+    assert recovered["adopted"] == ["writer-1-a1"] and recovered["reattached"] == []
+    writer = summaries["writer"]
+    assert (writer["status"], outcomes(writer)) == ("completed", ["completed"])
+    assert writer["partials"] == ["writer under way", "writer released"]
+    assert len(runs(tmp_path, "writer")) == 1
+
+
+def test_a_child_nobody_picks_up_stops_with_its_grandchildren_and_is_lost_after_that(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    grace = 1.0
+    plan = plan_of(tmp_path, {"writer": agent("tests._durable_agents:spawner",
+                                              isolation="process", shutdown={"term_s": 0.5})},
+                   [brief("writer", tmp_path, "writer")], grace_s=grace)
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "writer.started", first)
+    [(pid, start, _)] = runs(tmp_path, "writer")
+    kids = [(int(p), float(s)) for p, s in (line.split() for line in
+            (tmp_path / "writer.grandchildren").read_text().splitlines())]
+    place = existing_place(store)
+    assert place is not None
+    first.kill()
+    wait_for(Path(place.address(pid)))  # it waits, listening
+    # gone by the grace and its ladder, with both grandchildren (one had left its group)
+    assert gone_within(grace + 0.5 + 5.0, (pid, start), *kids)
+    assert not Path(place.address(pid)).exists()
+    recovered, summaries = Host(tmp_path, store, plan).results()
+    assert recovered["blocked"] == ["writer-1"] and recovered["reattached"] == []
+    assert outcomes(summaries["writer"]) == ["lost"]
+
+
+def test_a_host_killed_twice_during_one_attempt_still_ends_it_as_one_attempt(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    plan = writer_plan(tmp_path)
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "writer.started", first)
+    first.kill()
+    second = Host(tmp_path, store, plan)
+    assert second.read_line()["recovered"]["reattached"] == ["writer-1-a1"]
+    second.kill()
+    third = Host(tmp_path, store, plan)
+    assert third.read_line()["recovered"]["reattached"] == ["writer-1-a1"]
+    (tmp_path / "release").write_text("")
+    _, summaries = third.results()
+    writer = summaries["writer"]
+    assert (writer["status"], outcomes(writer)) == ("completed", ["completed"])
+    [(pid, _, _)] = runs(tmp_path, "writer")
+    assert writer["output"]["pid"] == pid
+
+
+def test_a_connection_with_the_wrong_key_is_refused_and_the_child_is_unaffected(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    plan = writer_plan(tmp_path)
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "writer.started", first)
+    [(pid, start, _)] = runs(tmp_path, "writer")
+    first.kill()
+    place = existing_place(store)
+    assert place is not None
+    wait_for(Path(place.address(pid)))
+    with pytest.raises(Exception) as refused:  # noqa: PT011 - the module's own error types
+        Client(place.address(pid), family="AF_UNIX", authkey=b"not the key" * 3)
+    assert type(refused.value).__name__ in ("AuthenticationError", "EOFError",
+                                            "ConnectionResetError", "BrokenPipeError")
+    assert process_running(pid, start)
+    second = Host(tmp_path, store, plan)
+    assert second.read_line()["recovered"]["reattached"] == ["writer-1-a1"]
+    (tmp_path / "release").write_text("")
+    _, summaries = second.results()
+    assert outcomes(summaries["writer"]) == ["completed"]
+
+
+def test_a_stateful_session_continues_after_the_restart_and_one_lost_is_blocked(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    agents = {"counter": agent("tests._durable_agents:counter", isolation="process")}
+
+    def session_brief(name: str, session: str) -> dict[str, Any]:
+        b = brief("counter", tmp_path, name)
+        b["brief"]["session"] = session
+        return b
+
+    first = Host(tmp_path, store, plan_of(
+        tmp_path, agents, [session_brief("one", "kept"), session_brief("two", "kept")],
+        hold=True))
+    first.read_line()
+    outputs = [first.read_line()["summary"]["output"] for _ in range(2)]
+    assert [o["n"] for o in outputs] == [1, 2]
+    first.read_line()  # holding: its session's worker idle
+    first.kill()
+    recovered, summaries = Host(tmp_path, store, plan_of(
+        tmp_path, agents, [session_brief("three", "kept")])).results()
+    three = summaries["three"]
+    assert three["status"] == "completed"
+    assert three["output"] == {"n": 3, "pid": outputs[0]["pid"]}  # the same worker, its state
+
+    # A session whose worker is gone is never replaced by a fresh one.
+    first = Host(tmp_path, store, plan_of(tmp_path, agents, [session_brief("four", "short")],
+                                          grace_s=0.5, hold=True))
+    first.read_line()
+    pid = first.read_line()["summary"]["output"]["pid"]
+    first.read_line()
+    first.kill()
+    assert gone_within(WAIT_S, (pid, runs(tmp_path, "four")[0][1]))  # the grace ran out
+    _, summaries = Host(tmp_path, store, plan_of(
+        tmp_path, agents, [session_brief("five", "short")])).results()
+    five = summaries["five"]
+    assert five["status"] == "blocked"
+    assert "never replaced" in five["error"]
+    assert runs(tmp_path, "five") == []
+
+
+def test_a_reattached_orchestrator_keeps_waiting_and_its_calls_made_meanwhile_are_answered(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    plan = plan_of(tmp_path, {
+        "boss": agent("tests._durable_agents:boss", kind="orchestrator", isolation="process"),
+        "quick": agent("tests._durable_agents:quick", read_only=True),
+        "slow": agent(WRITER, isolation="process"),
+    }, [brief("boss", tmp_path, "boss")])
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "boss.waiting", first)
+    first.kill()
+    (tmp_path / "go").write_text("")  # its second call is made while no Zeus runs
+    time.sleep(0.3)  # the host stays down a while (the scenario, not a synchronisation)
+    second = Host(tmp_path, store, plan)
+    assert second.read_line()["recovered"]["reattached"] == ["boss-1-a1"]
+    wait_for(tmp_path / "second.started", second)
+    second.kill()  # and once more, while its sub-delegation runs
+    third = Host(tmp_path, store, plan)
+    assert sorted(third.read_line()["recovered"]["reattached"]) == ["boss-1-a1", "slow-1-a1"]
+    (tmp_path / "release").write_text("")
+    _, summaries = third.results()
+    boss = summaries["boss"]
+    assert boss["status"] == "completed"
+    assert boss["output"][:2] == ["completed", "completed"]
+    assert outcomes(boss) == ["completed"]
+    for name in ("boss", "first", "second"):
+        assert len(runs(tmp_path, name)) == 1, name  # nothing ran twice
+
+
+def test_a_command_agent_outlives_its_host_and_its_output_is_whole(tmp_path: Path) -> None:
+    store = tmp_path / "zeus.db"
+    script = (
+        "import pathlib, sys, time\n"
+        "d = pathlib.Path(sys.argv[1])\n"
+        "print('line one', flush=True)\n"
+        "(d / 'writer.started').write_text('')\n"
+        "while not (d / 'release').exists(): time.sleep(0.02)\n"
+        "print('line two', flush=True)\n"
+    )
+    plan = plan_of(tmp_path, {"writer": {"command": [sys.executable, "-c", script, "{scope}"],
+                                         "timeout_s": 60}},
+                   [{"key": "writer", "brief": {"agent": "writer", "scope": str(tmp_path)}}])
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "writer.started", first)
+    first.kill()
+    second = Host(tmp_path, store, plan)
+    assert second.read_line()["recovered"]["reattached"] == ["writer-1-a1"]
+    (tmp_path / "release").write_text("")
+    _, summaries = second.results()
+    [writer] = summaries.values()
+    assert (writer["status"], outcomes(writer)) == ("completed", ["completed"])
+    assert writer["output"] == "line one\nline two\n"
+    assert writer["partials"] == ["line one", "line two"]
+
+
+def test_zeus_sweep_stops_the_children_that_wait_and_names_them(tmp_path: Path) -> None:
+    import subprocess
+
+    store = tmp_path / "zeus.db"
+    first = Host(tmp_path, store, writer_plan(tmp_path))
+    wait_for(tmp_path / "writer.started", first)
+    [(pid, start, _)] = runs(tmp_path, "writer")
+    first.kill()
+    place = existing_place(store)
+    assert place is not None
+    wait_for(Path(place.address(pid)))
+    done = subprocess.run([sys.executable, "-m", "supervisor.cli", "sweep", str(store)],
+                          capture_output=True, text=True, timeout=WAIT_S,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    assert str(pid) in done.stdout and "picked up" in done.stdout
+    assert gone_within(5.0, (pid, start))
