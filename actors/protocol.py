@@ -88,12 +88,17 @@ class Finished:
 
 @dataclass(slots=True)
 class DelegateRequest:
-    """`Context.delegate()`: the child asks Zeus for a nested delegation and waits."""
+    """`Context.delegate()`: the child asks Zeus for a nested delegation and waits.
+
+    `ordinal`: which of the attempt's requests this is (1, 2, ... in the order made),
+    where the backend numbers them (a process worker does, so that a reattached
+    orchestrator's requests can be matched to the stored sub-delegations); else None.
+    """
 
     attempt_id: str
     brief: Brief
     reply: Callable[[Summary | BaseException], None] = field(compare=False)
-    ordinal: int = 0  # the call's number within its attempt, from 1 (0: not told)
+    ordinal: int | None = None
 
 
 @dataclass(slots=True)

@@ -32,6 +32,7 @@ import pickle
 import struct
 import types
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import dill
@@ -222,22 +223,28 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 class FrameReader:
-    """Reads the messages `write_frame` wrote to the other end of a pipe. One reader per fd."""
+    """Reads the messages `write_frame` wrote to the other end of a pipe or socket. One
+    reader per fd.
 
-    __slots__ = ("_buffer", "_fd", "_need")
+    `recv(fd, size)` is how one read is made: `os.read` by default; for a socket that
+    is written to blocking and read without waiting, one that passes `MSG_DONTWAIT`.
+    """
 
-    def __init__(self, fd: int) -> None:
+    __slots__ = ("_buffer", "_fd", "_need", "_recv")
+
+    def __init__(self, fd: int, recv: Callable[[int, int], bytes] = os.read) -> None:
         self._fd = fd
+        self._recv = recv
         self._buffer = bytearray()
         self._need = _LENGTH.size  # bytes wanted before the next message is complete
 
     def read(self) -> list[bytes] | None:
-        """One `os.read` (it blocks if the fd does and nothing is there): the messages now complete.
+        """One read (it blocks if the fd does and nothing is there): the messages now complete.
 
-        None at end of file: the writer is gone. Raises what `os.read` raises
+        None at end of file: the writer is gone. Raises what the read raises
         (`BlockingIOError` for a non-blocking fd with nothing to read).
         """
-        chunk = os.read(self._fd, min(max(_SMALL, self._need - len(self._buffer)), _MOST))
+        chunk = self._recv(self._fd, min(max(_SMALL, self._need - len(self._buffer)), _MOST))
         if not chunk:
             return None
         buffer = self._buffer

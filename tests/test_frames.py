@@ -43,10 +43,21 @@ def test_report_frames_read_back_equal(message: object) -> None:
 
 
 def test_a_delegation_and_a_placement_read_back_as_their_types() -> None:
-    assert frames.read_report(frames.delegate_frame(3, {"agent": "a"})) == frames.Delegate(
-        3, {"agent": "a"})
+    assert frames.read_report(frames.delegate_frame(3, {"agent": "a"}, 2)) == frames.Delegate(
+        3, {"agent": "a"}, 2)
     assert frames.read_report(frames.placed_frame(42, "10.0.0.1/abc")) == frames.PlacedAt(
         42, "10.0.0.1/abc")
+
+
+def test_a_waiting_workers_hello_reads_back_and_jobs_are_told_from_control_frames() -> None:
+    hello = frames.Hello(42, 1.5e9, "apollo", "apollo-1-a1", True, "s1")
+    assert frames.read_hello(frames.hello_frame(hello)) == hello
+    with pytest.raises(ValueError, match="not a hello"):
+        frames.read_hello(frames.report_frame(Heartbeat("d-a1", 1)))
+    jobs = [frames.run_frame("d-a1", frames.work_part(False, 0, b""), b"j"), frames.STOP_FRAME]
+    control = [frames.cancel_frame("d-a1"), frames.mail_frame("d-a1", b"m"),
+               frames.reply_frame(1, b"r")]  # fmt: skip
+    assert [frames.is_job(f) for f in jobs + control] == [True, True, False, False, False]
 
 
 def test_a_result_that_cannot_cross_names_its_type() -> None:

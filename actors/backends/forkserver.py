@@ -11,6 +11,10 @@ a few ms with what it needs in memory.
 
 `start_worker` runs in the backend's spawner thread, `ensure_ready` in the
 host's thread; `exit_code` and `close_process` in the hub thread.
+
+A worker started here is `Forked` (how the table learns it ended and reads its exit
+code) with its `Pipes`; one picked up after its supervisor died is not this
+process's child (`actors.backends.reattach`).
 """
 
 from __future__ import annotations
@@ -24,9 +28,19 @@ from typing import Any
 import multiprocess
 from multiprocess import forkserver, popen_forkserver, spawn, util
 
+from actors import wire as _wire
 from actors.backends import worker as _worker
+from actors.osproc import describe_exit, process_start_time
 
-__all__ = ["Pipes", "close_process", "ensure_ready", "exit_code", "sentinel_ready", "start_worker"]
+__all__ = [
+    "Forked",
+    "Pipes",
+    "close_process",
+    "ensure_ready",
+    "exit_code",
+    "sentinel_ready",
+    "start_worker",
+]
 
 _START_METHOD = "forkserver"
 _CTX = multiprocess.get_context(_START_METHOD)
@@ -99,15 +113,42 @@ def ensure_ready() -> None:
 
 class Pipes:
     """The supervisor's ends of a new worker's three pipes (Connections; only their fds
-    are used): `conn` what the worker sends (non-blocking), `jobs` jobs and stop,
-    `control` cancels, the owner's messages and delegation replies."""
+    are used): `conn` what the worker sends (non-blocking, read with `reader`), `jobs`
+    jobs and stop, `control` cancels, the owner's messages and delegation replies."""
 
-    __slots__ = ("conn", "control", "jobs")
+    __slots__ = ("conn", "control", "jobs", "reader")
 
     def __init__(self, conn: Any, jobs: Any, control: Any) -> None:
         self.conn = conn
         self.jobs = jobs
         self.control = control
+        self.reader = _wire.FrameReader(conn.fileno())
+
+
+class Forked:
+    """A worker started from the fork server: its sentinel fires once it was reaped, and
+    its exit code is read from it (`exit_code`)."""
+
+    __slots__ = ("pid", "process", "sentinel", "start_time")
+
+    def __init__(self, process: Any) -> None:
+        self.process = process
+        self.pid: int = process.pid
+        self.sentinel: int = process.sentinel
+        self.start_time = process_start_time(self.pid)
+
+    def ended(self) -> bool:
+        return sentinel_ready(self.sentinel)
+
+    def exit_code(self) -> int | None:
+        return exit_code(self.process)
+
+    def release(self) -> None:
+        close_process(self.process)
+
+    @staticmethod
+    def describe(code: int | None) -> str:
+        return describe_exit(code)
 
 
 def start_worker(agent: str) -> tuple[Any, Pipes]:

@@ -14,8 +14,19 @@ first item of the pickled tuple) says which frame it is:
                     `Reply`   R + request id (8 bytes) + reply: a `ctx.delegate()` answer
     report pipe     the child's messages as tuples (kind, *fields): `Heartbeat`,
                     `Partial`, `Charge`, `ToolCall`, and last `Finished` (`pack`);
-                    `Delegate` (DELEGATE, request id, brief); on Ray also `PlacedAt`
-                    (PLACED, pid, node), which says where the attempt runs
+                    `Delegate` (DELEGATE, request id, brief, ordinal); on Ray also
+                    `PlacedAt` (PLACED, pid, node), which says where the attempt runs
+
+A worker whose supervisor is gone waits to be picked up on a socket
+(`actors.backends.worker_wait`); once a connector has authenticated:
+
+    worker -> it    `Hello`   (HELLO, pid, start time, agent, attempt id, finished,
+                              session key), pickled: what the worker holds
+    it -> worker    `ATTACH_FRAME` (A) or `STOP_FRAME` (S: stop the job, exit), or
+                    it hangs up and the worker waits on
+    after A         the worker's held report frames in order, its unanswered
+                    `Delegate`s again, `CAUGHT_UP_FRAME` (K); then the socket carries
+                    what the three pipes carry, both ways (`is_job` tells a job apart)
 
 A cancel or a message may overtake its job (another pipe): the worker keeps it
 until the job comes. On Ray an attempt's job is one argument of its task
@@ -35,6 +46,8 @@ from actors.models import AttemptOutcome
 from actors.protocol import Charge, Finished, Heartbeat, Partial, ToolCall
 
 __all__ = [
+    "ATTACH_FRAME",
+    "CAUGHT_UP_FRAME",
     "DELEGATE",
     "PLACED",
     "STOP",
@@ -42,6 +55,7 @@ __all__ = [
     "WORK_HEADER",
     "Cancel",
     "Delegate",
+    "Hello",
     "MailTo",
     "Message",
     "PlacedAt",
@@ -51,11 +65,14 @@ __all__ = [
     "cancel_frame",
     "delegate_frame",
     "finished_frame",
+    "hello_frame",
+    "is_job",
     "mail_frame",
     "pack",
     "placed_frame",
     "ray_job",
     "read_control",
+    "read_hello",
     "read_job",
     "read_ray_job",
     "read_report",
@@ -67,6 +84,7 @@ __all__ = [
 ]
 
 _RUN, _STOP, _CANCEL, _MAIL, _REPLY = b"J", b"S", b"C", b"M", b"R"
+_JOBS = (_RUN, _STOP)
 
 # The work function's part of a `Run`: forget the functions kept, token (0: do not
 # keep), size of its bytes (0: the one kept under that token); then the bytes.
@@ -105,6 +123,11 @@ def work_part(flush: bool, token: int, work: bytes) -> bytes:
 def run_frame(attempt_id: str, work: bytes, job: bytes) -> bytes:
     """A `Run` frame: `work` is what `work_part` made, `job` what `encode_job` made."""
     return _RUN + attempt_id.encode() + b"\0" + work + job
+
+
+def is_job(data: bytes) -> bool:
+    """Whether a frame from a socket that carries both pipes' frames is a job (`Run`, `Stop`)."""
+    return data[:1] in _JOBS
 
 
 def read_job(data: bytes) -> Run | Stop:
@@ -187,10 +210,15 @@ PLACED = "placed"  # (PLACED, pid, node): where a Ray attempt runs
 
 
 class Delegate(NamedTuple):
-    """A `ctx.delegate()` request from the child: the supervisor answers with a `Reply`."""
+    """A `ctx.delegate()` request from the child: the supervisor answers with a `Reply`.
+
+    `ordinal` numbers the attempt's requests from 1 in the order they were made (a
+    reattached orchestrator's requests are matched to what the store holds by it).
+    """
 
     request_id: int
     brief: Any
+    ordinal: int
 
 
 class PlacedAt(NamedTuple):
@@ -235,9 +263,9 @@ def finished_frame(finished: Finished) -> bytes:
     return _wire.dumps(pack(finished), _wire.TypeNamed("the result (a {})", finished.value))
 
 
-def delegate_frame(request_id: int, brief: Any) -> bytes:
+def delegate_frame(request_id: int, brief: Any, ordinal: int) -> bytes:
     """A `Delegate` request; `CrossingError` when the brief cannot cross."""
-    return _wire.dumps((DELEGATE, request_id, brief), "the brief to delegate")
+    return _wire.dumps((DELEGATE, request_id, brief, ordinal), "the brief to delegate")
 
 
 def placed_frame(pid: int, node: str) -> bytes:
@@ -249,10 +277,40 @@ def read_report(data: bytes | memoryview) -> Message | Delegate | PlacedAt:
     packed = _wire.loads(data)
     kind = packed[0]
     if kind == DELEGATE:
-        return Delegate(packed[1], packed[2])
+        return Delegate(packed[1], packed[2], packed[3])
     if kind == PLACED:
         return PlacedAt(packed[1], packed[2])
     return unpack(packed)
+
+
+# -- a waiting worker's socket ------------------------------------------------------------
+
+ATTACH_FRAME = b"A"  # take over: send what you hold, then go on with me
+CAUGHT_UP_FRAME = b"K"  # everything held has been sent: what follows is live
+_HELLO = "hello"
+
+
+class Hello(NamedTuple):
+    """What a waiting worker says once a connector has authenticated."""
+
+    pid: int
+    start_time: float | None  # as `actors.osproc.process_start_time`
+    agent: str
+    attempt_id: str | None  # the attempt it runs or ran; None: idle, holding a session
+    finished: bool  # that attempt's `Finished` is among what it holds
+    session_key: str | None
+
+
+def hello_frame(hello: Hello) -> bytes:
+    return _wire.dumps((_HELLO, *hello))
+
+
+def read_hello(data: bytes) -> Hello:
+    """The `Hello` of `hello_frame` (`ValueError` for any other frame)."""
+    packed = _wire.loads(data)
+    if type(packed) is not tuple or packed[:1] != (_HELLO,) or len(packed) != 7:
+        raise ValueError("not a hello frame")
+    return Hello(*packed[1:])
 
 
 # -- Ray -----------------------------------------------------------------------------------

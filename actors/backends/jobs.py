@@ -5,6 +5,9 @@ Zeus's thread) and read in the worker (`decode_job`, `WorkStore`, in its main th
 On the pipe a job is the `Job`'s fields pickled as one tuple (`_wire.dumps`), at
 the end of a `Run` frame (`actors.backends.frames`), after the work function's
 part. The worker imports this module: it stays light.
+
+A job of a backend with a store carries `orphan`: how the worker waits to be picked
+up if its supervisor dies during or after it (`actors.backends.worker_wait`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,12 @@ from actors.context import Context
 from actors.mail import Flag, Inbox
 from actors.models import Brief
 
-__all__ = ["Job", "WorkStore", "decode_job", "encode_job"]
+__all__ = ["Job", "Orphan", "WorkStore", "decode_job", "encode_job", "real_deadline"]
+
+# How a worker whose supervisor died waits to be picked up: (grace_s, the directory it
+# listens in, the key a connector must know, term_s of its kill ladder once the grace
+# is over). None: it stops at once, as without a store.
+Orphan = tuple[float, str, bytes, float]
 
 
 class Job(NamedTuple):
@@ -42,11 +50,12 @@ class Job(NamedTuple):
     reasoning_effort: str | None
     budget_left: dict[str, float] | None
     hard_stop: float | None  # the worker's kill-by time (`_backstop`)
+    orphan: Orphan | None
 
     @classmethod
     def from_spec(cls, spec: ChildSpec, *, deadline: float, hard_stop: float | None) -> Job:
         """The job of the attempt `spec`, with its deadline on the clock it will run on."""
-        return cls._make(_fields(spec, spec.brief, deadline, hard_stop))
+        return cls._make(_fields(spec, spec.brief, deadline, hard_stop, None))
 
     def context(
         self,
@@ -82,20 +91,19 @@ class Job(NamedTuple):
 
 
 def _fields(
-    spec: ChildSpec, brief: Any, deadline: float, hard_stop: float | None
+    spec: ChildSpec, brief: Any, deadline: float, hard_stop: float | None, orphan: Orphan | None
 ) -> tuple[Any, ...]:
     """The fields of the job of `spec`, in `Job`'s order, with `brief` as given."""
     return (
         brief, spec.agent, spec.delegation_id, spec.attempt, deadline,
         spec.heartbeat_interval_s, list(spec.previous_partials), spec.depth, spec.framing,
         spec.session_key, spec.session, spec.previous_error, spec.reasoning_effort,
-        spec.budget_left, hard_stop,
+        spec.budget_left, hard_stop, orphan,
     )  # fmt: skip
 
 
-def encode_job(spec: ChildSpec) -> tuple[bytes, float | None]:
-    """The attempt but its work function, pickled, and the worker's kill-by time;
-    `CrossingError` if it cannot cross."""
+def real_deadline(spec: ChildSpec) -> tuple[float, float | None]:
+    """The attempt's deadline on the real monotonic clock, and the worker's kill-by time."""
     # The spec's clock may be a fake one; the child lives on the real one.
     now = time.monotonic()
     deadline = now + (spec.deadline - spec.clock.now())
@@ -104,9 +112,20 @@ def encode_job(spec: ChildSpec) -> tuple[bytes, float | None]:
     hard_stop = (
         kill_by(deadline, spec.grace_s, spec.term_s, now=now)
         if isinstance(spec.clock, SystemClock) else None
-    )
+    )  # fmt: skip
+    return deadline, hard_stop
+
+
+def encode_job(
+    spec: ChildSpec, reattach: tuple[float, str, bytes] | None = None
+) -> tuple[bytes, float | None]:
+    """The attempt but its work function, pickled, and the worker's kill-by time;
+    `CrossingError` if it cannot cross. `reattach`: (grace_s, directory, key) of the
+    backend's store, which the job's `orphan` carries with the spec's `term_s`."""
+    deadline, hard_stop = real_deadline(spec)
+    orphan = None if reattach is None else (*reattach, spec.term_s)
     # The fields go as a plain tuple, the brief as its pickling state (no Job on the way).
-    fields = _fields(spec, _wire.brief_to_wire(spec.brief), deadline, hard_stop)
+    fields = _fields(spec, _wire.brief_to_wire(spec.brief), deadline, hard_stop, orphan)
     what = "the attempt's brief, previous partial results or session"
     return _wire.dumps(fields, what), hard_stop
 

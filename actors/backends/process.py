@@ -36,21 +36,30 @@ Isolation guarantees:
 - A work function, brief or result that cannot be pickled (even by dill) fails
   the attempt with an error naming its type; it is checked before it is sent.
 - A killed, crashed or cancelled worker is never reused.
+
+With a store (`reattach`, a `ReattachPlace`), every job says how its worker waits to
+be picked up if this process dies (docs/design.md, "Reattach";
+`actors.backends.worker_link`), and `reattach()` picks up a worker that waited for
+this one (`actors.backends.reattach.find_waiting`): over one socket instead of its
+pipes, its end watched through a pidfd (it is not this process's child); from then
+on it is a worker like the others.
 """
 
 from __future__ import annotations
 
 import atexit
 import weakref
+from typing import Literal, overload
 
 from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.base import ChildSpec, Send
 from actors.backends.command import CommandChild
-from actors.backends.forkserver import ensure_ready, start_worker
+from actors.backends.forkserver import Forked, ensure_ready, start_worker
 from actors.backends.hub import Hub
-from actors.backends.jobs import encode_job
+from actors.backends.jobs import encode_job, real_deadline
 from actors.backends.process_child import ProcessChild, report
+from actors.backends.reattach import Adopted, ReattachPlace, SocketPipes, Waiting, catch_up
 from actors.backends.spawner import Spawner
 from actors.backends.worker_table import WorkerRecord, WorkerTable
 from actors.backends.worker_watch import WorkerWatch
@@ -67,6 +76,8 @@ _WORKS_KEPT = 64
 
 _LIVE: weakref.WeakSet[ProcessBackend] = weakref.WeakSet()
 
+CATCH_UP_S = 2.0  # the most a reattached worker may take to send what it held
+
 
 @atexit.register
 def _close_live_backends() -> None:
@@ -81,15 +92,19 @@ class ProcessBackend:
 
     `session_max` is how many idle workers are kept per agent when the spec
     does not say (`ChildSpec.session_max`). `retire_s` bounds how long a worker
-    told to stop may take before it is killed.
+    told to stop may take before it is killed. `reattach`: where the workers wait to
+    be picked up should this process die (a store's place); None: they stop at once.
 
     It owns its parts, each knowing only those below it: the hub thread, the
     spawner thread, the worker table (workers, warm pool, commands, their lock)
     and the hub's handlers for workers (`WorkerWatch`, which works on the table).
     """
 
-    def __init__(self, *, session_max: int = 1, retire_s: float = 2.0) -> None:
+    def __init__(
+        self, *, session_max: int = 1, retire_s: float = 2.0, reattach: ReattachPlace | None = None
+    ) -> None:
         self._retire_s = retire_s
+        self._place = (reattach.grace_s, reattach.directory, reattach.key) if reattach else None
         self._hub = Hub()
         self._spawner = Spawner()
         self._table = WorkerTable(self._hub, session_max=session_max, retire_s=retire_s)
@@ -121,7 +136,7 @@ class ProcessBackend:
         child = ProcessChild(table, spec, send)
         try:
             token, work = _WORKS.get(spec.work, WorkName(spec.work))
-            job, child.hard_stop = encode_job(spec)
+            job, child.hard_stop = encode_job(spec, self._place)
         except _wire.CrossingError as exc:
             return _refuse(child, str(exc), AttemptOutcome.error, "CrossingError")
         while (worker := table.bind_warm(child)) is not None:
@@ -179,7 +194,63 @@ class ProcessBackend:
     def _spawn(self, agent: str) -> WorkerRecord:
         """Start a worker process for `agent` (the spawner thread)."""
         process, pipes = start_worker(agent)
-        return WorkerRecord(agent, process, pipes, self._hub, self._table.lock)
+        return WorkerRecord(agent, Forked(process), pipes, self._hub, self._table.lock)
+
+    @overload
+    def reattach(self, waiting: Waiting, spec: ChildSpec, send: Send) -> ProcessChild | None: ...
+    @overload
+    def reattach(self, waiting: Waiting, spec: None, send: Send) -> Literal[True] | None: ...
+    def reattach(
+        self, waiting: Waiting, spec: ChildSpec | None, send: Send
+    ) -> ProcessChild | Literal[True] | None:
+        """Pick up a worker that waited (Zeus's thread): it is sent `Attach`, and what it
+        held is read (at most `CATCH_UP_S`) and passed to `send` in order, as the hub
+        passes a live worker's, before this returns; the hub then watches it.
+
+        `spec`: the attempt `waiting.attempt_id`, rebuilt by the caller (same attempt id;
+        its deadline on the caller's clock): its handle is returned, bound to the worker
+        (its pid is the worker's). None: an idle worker holding a session, which joins
+        the warm pool under its agent and session key (True is returned). None when it
+        cannot be attached (it died meanwhile; the caller confirms it gone) or the
+        backend is closed; `waiting` is then closed.
+        """
+        if spec is not None and spec.attempt_id != waiting.attempt_id:
+            raise ValueError(f"the spec is of attempt {spec.attempt_id!r}; the worker "
+                             f"{waiting.pid} holds {waiting.attempt_id!r}")  # fmt: skip
+        if spec is None and waiting.attempt_id is not None and not waiting.finished:
+            raise ValueError(f"the worker {waiting.pid} runs attempt {waiting.attempt_id!r}: "
+                             "reattach it with that attempt's spec")  # fmt: skip
+        end = None if self._table.closed else Adopted.open(waiting.pid, waiting.start_time)
+        pipes = SocketPipes(waiting.conn)
+        caught = catch_up(waiting, pipes.reader, CATCH_UP_S) if end is not None else None
+        if end is None or caught is None:
+            if end is not None:
+                end.release()
+            waiting.close()
+            return None
+        worker = WorkerRecord(waiting.agent, end, pipes, self._hub, self._table.lock)
+        worker.session_key = waiting.session_key
+        if spec is None:
+            if not self._table.add_idle(worker):
+                worker.post(frames.STOP_FRAME, job=True)
+                worker.close()
+                end.release()
+                return None
+            self._watch.adopt(worker, [])  # what it sent for an attempt nobody asks about
+            return True
+        child = ProcessChild(self._table, spec, send)
+        _, child.hard_stop = real_deadline(spec)
+        closed, _, _ = self._table.add_bound(worker, child)
+        self._watch.adopt(worker, caught)
+        if closed:  # close() ran meanwhile
+            child.kill()
+        return child
+
+    @staticmethod
+    def stop_waiting(waiting: Waiting) -> None:
+        """Tell a waiting worker to stop its job with the kill ladder and exit (`zeus sweep`,
+        or a worker recovery does not take); returns at once."""
+        waiting.stop()
 
     def close(self) -> None:
         """Stop every worker and command, wait until they are reaped, and stop the hub.

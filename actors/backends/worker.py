@@ -20,18 +20,19 @@ carry the token alone and the worker runs the function it unpickled then (see
 `_wire.WorkCache`). Like a module function's globals, what such a function keeps
 lives on across this worker's attempts.
 
+Its `Link` (`actors.backends.worker_link`) says where reports go and jobs come from:
+the pipes; once they are gone, what it holds while it waits to be picked up (if the
+job said how); then the socket of the supervisor that attached.
+
 The frames between a worker and the supervisor are drawn in `actors.backends.frames`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import itertools
 import math
 import os
-import signal
-import sys
 import threading
 import time
 import traceback as tb
@@ -42,6 +43,8 @@ from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.backstop import Backstop
 from actors.backends.jobs import WorkStore, decode_job
+from actors.backends.worker_link import Link
+from actors.backends.worker_wait import exit_now
 from actors.clock import SystemClock
 from actors.context import Context
 from actors.errors import describe_error
@@ -86,7 +89,8 @@ def main(jobs: Any, control: Any, outbox: Any) -> NoReturn:
 class _Attempt:
     """The attempt a worker is running. `ctx` is set once its job is loaded."""
 
-    __slots__ = ("attempt_id", "cancel", "crossing_error", "ctx", "inbox", "interval", "next_beat")
+    __slots__ = ("attempt_id", "cancel", "crossing_error", "ctx", "delegated", "inbox",
+                 "interval", "next_beat", "pending")  # fmt: skip
 
     def __init__(self, attempt_id: str) -> None:
         self.attempt_id = attempt_id
@@ -97,24 +101,25 @@ class _Attempt:
         self.next_beat = math.inf
         # Set when the agent reported something that cannot cross; fails the attempt.
         self.crossing_error: str | None = None
+        self.delegated = 0  # `ctx.delegate` requests sent: the last one's ordinal (send lock)
+        self.pending: dict[int, bytes] | None = None  # unanswered ones' frames (state lock)
 
 
 class _Child:
     def __init__(self, jobs: Any, control: Any, outbox: Any) -> None:
         # The Connections own the fds; only their fds are used.
         self._pipes = (jobs, control, outbox)
-        self._jobs = _wire.FrameReader(jobs.fileno())
+        self._link = Link(jobs.fileno(), outbox.fileno(), self)
         self._control = _wire.FrameReader(control.fileno())
-        self._out_fd: int = outbox.fileno()
         self._pid = os.getpid()
-        self._send_lock = threading.Lock()  # one writer on the pipe at a time
+        self._send_lock = self._link.lock  # one writer at a time, wherever frames go
         # Guards the fields below; never held while doing I/O. `_current` is
         # written with both locks held, so either one is enough to read it.
         self._state_lock = threading.Lock()
         self._current: _Attempt | None = None
         self._cancel_early: set[str] = set()  # cancels that overtook their job
         self._mail_early: dict[str, list[bytes]] = {}  # messages that overtook their job
-        self._replies: dict[int, Callable[[Any], None]] = {}
+        self._replies: dict[int, tuple[_Attempt, Callable[[Any], None]]] = {}
         self._request_ids = itertools.count(1)
         self._beat_event = threading.Event()  # wakes the heartbeat thread early
         self._beat_wake_at = math.inf  # when the heartbeat thread wakes up by itself
@@ -129,18 +134,13 @@ class _Child:
     def serve(self) -> NoReturn:
         threading.Thread(target=self._receive, name="zeus-child-receiver", daemon=True).start()
         threading.Thread(target=self._beat, name="zeus-child-heartbeat", daemon=True).start()
+        link = self._link
         while True:
-            try:
-                messages = self._jobs.read()
-            except OSError:
-                messages = None
-            if messages is None:
-                _orphaned()
-            for data in messages:
+            for data in link.next_jobs():
                 frame = frames.read_job(data)
                 if isinstance(frame, frames.Stop):
                     kill_descendants()  # what its attempts left running goes with it
-                    _exit(0)
+                    exit_now(0)
                 self._run(frame)
 
     def _run(self, frame: frames.Run) -> None:
@@ -176,6 +176,7 @@ class _Child:
                 ),
             )
             return
+        self._link.orphan, self._link.agent = job.orphan, job.agent
         ctx = job.context(
             attempt_id,
             clock=_CLOCK,
@@ -237,7 +238,8 @@ class _Child:
                 # The context's `send` holds the attempt: without this edge the two would
                 # be a cycle, every attempt's objects left to the collector (about 20).
                 att.ctx = None
-            self._write(data)
+            self._link.send(data)
+            self._link.finished(att.attempt_id)
 
     # -- the work's thread (through its Context) -------------------------------------
     def _sender(self, att: _Attempt) -> Callable[[object], None]:
@@ -256,31 +258,50 @@ class _Child:
         return send
 
     def _delegate(self, att: _Attempt, request: DelegateRequest) -> None:
-        with self._state_lock:
-            request_id = next(self._request_ids)
-            self._replies[request_id] = request.reply
-        try:
-            data = frames.delegate_frame(request_id, request.brief)
-        except _wire.CrossingError as exc:
-            self._replies.pop(request_id, None)
-            request.reply(exc)
-            return
-        if not self._post(att, data):
-            self._replies.pop(request_id, None)
-            request.reply(RuntimeError(f"attempt {att.attempt_id} has ended"))
+        """The request is numbered (its ordinal) and sent under the send lock, so that the
+        attempt's requests leave in their order; it is kept until it is answered."""
+        error: BaseException | None = None
+        with self._send_lock:
+            if self._current is not att:
+                error = RuntimeError(f"attempt {att.attempt_id} has ended")
+            else:
+                request_id = next(self._request_ids)
+                try:
+                    data = frames.delegate_frame(request_id, request.brief, att.delegated + 1)
+                except _wire.CrossingError as exc:
+                    error = exc  # it never leaves: no ordinal taken
+                else:
+                    att.delegated += 1
+                    with self._state_lock:
+                        self._replies[request_id] = (att, request.reply)
+                        pending = att.pending = att.pending or {}
+                        pending[request_id] = data
+                    self._link.send_request(data)
+        if error is not None:
+            request.reply(error)
 
-    def _post(self, att: _Attempt, data: bytes) -> bool:
+    def _post(self, att: _Attempt, data: bytes, beat: bool = False) -> bool:
         """Send for `att`; dropped (False) once it has ended, e.g. from a thread it left behind."""
         with self._send_lock:
             if self._current is not att:
                 return False
-            self._write(data)
+            self._link.send(data, beat)
             return True
 
-    def _write(self, data: bytes) -> None:
-        """Called with the send lock held."""
-        with contextlib.suppress(OSError):  # the supervisor is gone; the receiver ends us
-            _wire.write_frame(self._out_fd, data)
+    # -- what its link asks (`worker_link.Holder`; any thread) -----------------------
+    def holding(self) -> tuple[str | None, str | None]:
+        att = self._current  # the link asks with the send lock held
+        return (att.attempt_id if att is not None else None), self._session_key
+
+    def unanswered(self) -> list[bytes]:
+        with self._state_lock:
+            att = self._current
+            pending = att.pending if att is not None else None
+            return [pending[k] for k in sorted(pending)] if pending else []
+
+    def on_stop(self) -> None:
+        if (att := self._current) is not None:  # one read: either lock would do
+            att.cancel.set()
 
     # -- heartbeat thread ------------------------------------------------------------
     def _beat(self) -> None:
@@ -312,7 +333,7 @@ class _Child:
                     att.next_beat = now + att.interval
             if att is not None and ctx is not None:
                 beat = Heartbeat(att.attempt_id, ctx.progress, liveness=True)
-                self._post(att, frames.report_frame(beat))
+                self._post(att, frames.report_frame(beat), beat=True)
             else:
                 wake_at = self._beat_wake_at
                 self._beat_event.wait(None if wake_at == math.inf else wake_at - now)
@@ -325,15 +346,20 @@ class _Child:
             except OSError:
                 messages = None
             if messages is None:
-                _orphaned()
+                self._link.pipes_gone()
+                return  # the waiting thread, or the main thread, goes on
             for data in messages:
-                frame = frames.read_control(data)
-                if isinstance(frame, frames.Cancel):
-                    self._cancel(frame.attempt_id)
-                elif isinstance(frame, frames.Reply):
-                    self._reply(frame)
-                elif isinstance(frame, frames.MailTo):
-                    self._mail(frame)
+                self.on_control(data)
+
+    def on_control(self, data: bytes) -> None:
+        """A control frame (this thread, or the waiting thread once a supervisor attached)."""
+        frame = frames.read_control(data)
+        if isinstance(frame, frames.Cancel):
+            self._cancel(frame.attempt_id)
+        elif isinstance(frame, frames.Reply):
+            self._reply(frame)
+        elif isinstance(frame, frames.MailTo):
+            self._mail(frame)
 
     def _cancel(self, attempt_id: str) -> None:
         with self._state_lock:
@@ -367,25 +393,8 @@ class _Child:
         except Exception as exc:  # noqa: BLE001 - the waiting agent gets the reason
             result = RuntimeError(f"the delegation's reply could not be read in the child: {exc}")
         with self._state_lock:
-            reply = self._replies.pop(request_id, None)
-        if reply is not None:
-            reply(result)
-
-
-def _orphaned() -> NoReturn:
-    """The supervisor process is gone (its end of the pipe closed): nobody waits for this work.
-
-    Kill the whole group, this process included, so nothing it started lingers.
-    """
-    kill_descendants()  # those that left the group too
-    if os.getpgid(0) == os.getpid():
-        os.killpg(0, signal.SIGKILL)
-    _exit(70)
-
-
-def _exit(code: int) -> NoReturn:
-    """Leave without joining threads or running atexit hooks that agent code left behind."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(code)
+            entry = self._replies.pop(request_id, None)
+            if entry is not None and entry[0].pending is not None:
+                entry[0].pending.pop(request_id, None)
+        if entry is not None:
+            entry[1](result)

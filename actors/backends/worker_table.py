@@ -7,6 +7,11 @@ a `ProcessChild` is given), an attempt's end and a worker's reaping (the
 handlers of `actors.backends.worker_watch` ask, and act on what it returns),
 retiring an idle worker. It calls nothing above it; steps that must run in the
 hub thread (the kill ladder, a retired worker's deadline) go to the hub.
+
+A worker is one of two kinds, told apart by what its record holds, not by probing
+it: its `Endpoint` (how the hub learns it ended and reads its exit: a fork-server
+child's sentinel, or a reattached worker's pidfd) and its `Channel` (three pipes,
+or one socket).
 """
 
 from __future__ import annotations
@@ -14,20 +19,49 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.command import CommandChild
-from actors.backends.forkserver import Pipes
 from actors.backends.hub import Hub
 from actors.backends.ladder import KillLadder
 from actors.backends.pool import WarmPool
 from actors.backends.process_child import ProcessChild
-from actors.osproc import process_start_time
 from actors.protocol import Finished
 
-__all__ = ["WorkerRecord", "WorkerTable"]
+__all__ = ["Channel", "Endpoint", "WorkerRecord", "WorkerTable"]
+
+
+class Endpoint(Protocol):
+    """How the hub learns that a worker process ended, and reads how
+    (`forkserver.Forked`, `reattach.Adopted`)."""
+
+    pid: int
+    start_time: float | None  # as `osproc.process_start_time`
+    sentinel: int  # readable once it ended
+
+    def ended(self) -> bool:
+        """Whether the sentinel says it ended (it may wake the hub early)."""
+
+    def exit_code(self) -> int | None:
+        """Once it ended: its exit code, if this process can read it."""
+
+    def release(self) -> None:
+        """Once it ended: close the sentinel."""
+
+    def describe(self, code: int | None) -> str:
+        """How it ended, for a crash's error ("child process died of SIGSEGV ...")."""
+
+
+class Channel(Protocol):
+    """The supervisor's ends of what a worker reads and writes (`forkserver.Pipes`,
+    `reattach.SocketPipes`): only their fds are used; `conn` is watched by the hub."""
+
+    conn: Any
+    jobs: Any
+    control: Any
+    reader: _wire.FrameReader
 
 
 class WorkerRecord:
@@ -39,21 +73,21 @@ class WorkerRecord:
     """
 
     def __init__(
-        self, agent: str, process: Any, pipes: Pipes, hub: Hub, lock: threading.Lock
+        self, agent: str, end: Endpoint, pipes: Channel, hub: Hub, lock: threading.Lock
     ) -> None:
         self.agent = agent
-        self.process = process
+        self.end = end
         # The Connections own the pipes' fds; only the fds are used (see `_wire.write_frame`).
         self.conn = pipes.conn  # what the worker sends (read here, by the hub; non-blocking)
         self.jobs = pipes.jobs  # jobs and stop, read by the worker's main thread
         self.control = pipes.control  # cancels and replies, read by its receiver thread
-        self.reader = _wire.FrameReader(self.conn.fileno())
+        self.reader = pipes.reader
         self.jobs_fd: int = self.jobs.fileno()
         self.control_fd: int = self.control.fileno()
         self.closed = False  # its pipes (under `send_lock`)
-        self.pid: int = process.pid
-        self.sentinel: int = process.sentinel
-        self.start_time = process_start_time(self.pid)
+        self.pid: int = end.pid
+        self.sentinel: int = end.sentinel
+        self.start_time = end.start_time
         # How it is stopped, with what runs below it (`reaped` and `sigkill_sent` under
         # the table's lock).
         self.ladder = KillLadder(self.pid, hub, lock)
@@ -177,6 +211,17 @@ class WorkerTable:
             if killed:
                 worker.retiring = True
             return self.closed, killed, child.cancel_t is not None
+
+    def add_idle(self, worker: WorkerRecord) -> bool:
+        """A reattached worker that runs nothing joins the table and the pool, under its
+        agent and session (evicting none: each holds a session); False when closed."""
+        with self.lock:
+            if self.closed:
+                return False
+            self._workers.add(worker)
+            idle = len(self._pool.idle(worker.agent))
+            self._pool.put(worker.agent, worker, worker.session_key, idle + 1)
+            return True
 
     def _bind(self, worker: WorkerRecord, child: ProcessChild) -> None:
         """Called with the lock held."""

@@ -18,13 +18,11 @@ import time
 from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.backstop import MARGIN_S
-from actors.backends.forkserver import close_process, exit_code, sentinel_ready
 from actors.backends.hub import Hub
 from actors.backends.process_child import ProcessChild, report
 from actors.backends.worker_table import WorkerRecord, WorkerTable
 from actors.errors import describe_error
 from actors.models import AttemptOutcome
-from actors.osproc import describe_exit
 from actors.protocol import DelegateRequest, Finished
 
 __all__ = ["WorkerWatch", "death_of"]
@@ -41,6 +39,14 @@ class WorkerWatch:
         """Watch a new worker's pipe and sentinel (any thread)."""
         self._hub.watch(worker.conn, lambda: self._on_readable(worker))
         self._hub.watch(worker.sentinel, lambda: self._on_sentinel(worker))
+
+    def adopt(self, worker: WorkerRecord, caught: list[bytes]) -> None:
+        """A reattached worker (the caller's thread, before the hub watches it): what it
+        held and sent since (`reattach.catch_up`) is handled in order, as the hub would,
+        before `watch` passes it to the hub."""
+        for data in caught:
+            self._on_frame(worker, data)
+        self.watch(worker)
 
     def _on_readable(self, worker: WorkerRecord) -> None:
         """Read what the worker sent (one read) and handle the frames it completes."""
@@ -134,13 +140,13 @@ class WorkerWatch:
                 payload = _wire.dumps(exc)
             worker.post(frames.reply_frame(request_id, payload))
 
-        report(child, DelegateRequest(child.attempt_id, request.brief, reply))
+        report(child, DelegateRequest(child.attempt_id, request.brief, reply, request.ordinal))
 
     def _on_sentinel(self, worker: WorkerRecord) -> None:
-        if not sentinel_ready(worker.sentinel):
+        if not worker.end.ended():
             return
         self._drain(worker)  # what it sent before it ended comes first
-        code = exit_code(worker.process)
+        code = worker.end.exit_code()
         now = time.monotonic()
         child, finished = self._table.reaped(
             worker, lambda child: death_of(worker, child, code, now)
@@ -150,7 +156,7 @@ class WorkerWatch:
         # Whatever the worker started dies with it, and what the ladder found below it.
         worker.ladder.sweep()
         worker.close()
-        close_process(worker.process)
+        worker.end.release()
         if finished is not None and child is not None:
             report(child, finished)
         self._table.remove(worker)
@@ -197,7 +203,7 @@ def death_of(worker: WorkerRecord, child: ProcessChild, code: int | None, now: f
     return Finished(
         child.attempt_id,
         AttemptOutcome.crash,
-        error=f"{describe_exit(code)} before reporting a result",
+        error=f"{worker.end.describe(code)} before reporting a result",
         error_type="ChildProcessDied",
         pid=worker.pid,
         progress=child.progress,

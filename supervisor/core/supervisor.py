@@ -182,7 +182,7 @@ class Supervisor:
         return cached[1]
 
     def dispatch_nested(self, parent: Delegation, brief: Brief, future: DelegationFuture,
-                        ordinal: int = 0) -> None:
+                        ordinal: int | None = None) -> None:
         """A delegation of `parent`'s attempt (a child's `ctx.delegate`, its `ordinal`-th
         call, or a task's review).
 
