@@ -61,8 +61,13 @@ class Host:
                 return self._read[-1]
 
     def kill(self) -> None:
+        """SIGKILL, then reaped. Its pipes are closed here, not drained: children that
+        outlive it hold their copies of them open."""
         self.proc.send_signal(signal.SIGKILL)
-        self.proc.communicate(timeout=WAIT_S)  # reaped, its pipes drained and closed
+        self.proc.wait(timeout=WAIT_S)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
     def results(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """What the host printed once it finished: its recovery, and each summary by key

@@ -3,7 +3,8 @@
 The plan names the routing (agents as `tests._durable_agents` entrypoints) and the
 briefs, each with its key. The host dispatches them on the store, prints one JSON line
 `{"recovered": ...}` once Zeus has started, then waits for every summary and prints
-one JSON line per summary; with `hold`, it then stays up. A test SIGKILLs it, or lets
+one JSON line per summary (with `one_by_one`, each brief is dispatched once the one
+before settled); with `hold`, it then stays up. A test SIGKILLs it, or lets
 it finish.
 """
 
@@ -24,8 +25,12 @@ def main() -> None:
                                  "supervisor": plan.get("supervisor", {})})
     with Zeus.start(routing, store=store, log=plan.get("log")) as zeus:
         print(json.dumps({"recovered": zeus.recovered.model_dump(mode="json")}), flush=True)
-        handles = [zeus.dispatch(Brief.model_validate(b["brief"]), key=b["key"])
-                   for b in plan["briefs"]]
+        if plan.get("one_by_one"):  # each after the last settled (a session's briefs)
+            handles = (zeus.dispatch(Brief.model_validate(b["brief"]), key=b["key"])
+                       for b in plan["briefs"])
+        else:
+            handles = iter([zeus.dispatch(Brief.model_validate(b["brief"]), key=b["key"])
+                            for b in plan["briefs"]])
         for handle in handles:
             summary = handle.result()
             print(json.dumps({"summary": summary.model_dump(mode="json")}), flush=True)

@@ -332,6 +332,32 @@ def test_settlements_wait_for_a_shared_commit_only_while_the_mailbox_is_busy_and
     store.close()
 
 
+def test_a_summary_settled_in_this_turn_is_found_before_its_commit(tmp_path: Path) -> None:
+    """A rerun orchestrator may ask again for a sub-delegation that settled in the same
+    turn, before the commit: it gets that summary, and the sub-delegation never runs
+    again because the store did not have it yet."""
+    from supervisor.core.durable import Durable
+    from supervisor.journal.events import EventLog
+    from actors import Summary
+    from actors.clock import FakeClock
+    from supervisor.store import SqliteStore
+
+    clock = FakeClock()
+    store = SqliteStore.open(tmp_path / "zeus.db")
+    durable = Durable(store, clock, EventLog(None, clock.wall))
+    store.record_delegation("d-1", key=None, parent_id=None, ordinal=None, agent="a",
+                            brief=Brief(agent="a", scope="s"), policy={}, deadline=None,
+                            created=1.0)
+    durable.commit_now()
+    summary = Summary(id="d-1", agent="a", scope="s", status=Status.completed, output="ok")
+    durable.settled(type("D", (), {"id": "d-1"})(), summary, lambda: None)  # type: ignore[arg-type]
+    assert store.summary("d-1") is None  # not committed yet
+    assert durable.summary("d-1") == summary
+    durable.commit_now()
+    assert durable.summary("d-1") == store.summary("d-1") == summary
+    store.close()
+
+
 def test_a_start_refused_after_its_store_opened_keeps_no_store_owned(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

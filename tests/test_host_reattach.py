@@ -75,7 +75,7 @@ def test_a_writer_outlives_its_host_and_completes_as_one_attempt_in_the_same_pro
     assert outcomes(writer) == ["completed"]  # no `lost`, no second attempt
     assert writer["output"] == {"pid": pid, "name": "writer"}
     assert writer["attempts"][0]["pid"] == pid
-    assert writer["partials"] == ["writer under way", "writer released"]
+    assert writer["partial_results"] == ["writer under way", "writer released"]
     assert writer["usage"]["calls"] == 1  # charged once, before the crash
     assert len(runs(tmp_path, "writer")) == 1
     [event] = events(tmp_path, "attempt.reattached")
@@ -96,7 +96,7 @@ def test_a_child_that_finished_while_no_host_ran_has_its_result_adopted(tmp_path
     assert recovered["adopted"] == ["writer-1-a1"] and recovered["reattached"] == []
     writer = summaries["writer"]
     assert (writer["status"], outcomes(writer)) == ("completed", ["completed"])
-    assert writer["partials"] == ["writer under way", "writer released"]
+    assert writer["partial_results"] == ["writer under way", "writer released"]
     assert len(runs(tmp_path, "writer")) == 1
 
 
@@ -158,7 +158,7 @@ def test_a_connection_with_the_wrong_key_is_refused_and_the_child_is_unaffected(
     place = existing_place(store)
     assert place is not None
     wait_for(Path(place.address(pid)))
-    with pytest.raises(Exception) as refused:  # noqa: PT011 - the module's own error types
+    with pytest.raises(Exception) as refused:
         Client(place.address(pid), family="AF_UNIX", authkey=b"not the key" * 3)
     assert type(refused.value).__name__ in ("AuthenticationError", "EOFError",
                                             "ConnectionResetError", "BrokenPipeError")
@@ -183,7 +183,7 @@ def test_a_stateful_session_continues_after_the_restart_and_one_lost_is_blocked(
 
     first = Host(tmp_path, store, plan_of(
         tmp_path, agents, [session_brief("one", "kept"), session_brief("two", "kept")],
-        hold=True))
+        hold=True, one_by_one=True))
     first.read_line()
     outputs = [first.read_line()["summary"]["output"] for _ in range(2)]
     assert [o["n"] for o in outputs] == [1, 2]
@@ -264,7 +264,7 @@ def test_a_command_agent_outlives_its_host_and_its_output_is_whole(tmp_path: Pat
     [writer] = summaries.values()
     assert (writer["status"], outcomes(writer)) == ("completed", ["completed"])
     assert writer["output"] == "line one\nline two\n"
-    assert writer["partials"] == ["line one", "line two"]
+    assert writer["partial_results"] == ["line one", "line two"]
 
 
 def test_zeus_sweep_stops_the_children_that_wait_and_names_them(tmp_path: Path) -> None:

@@ -105,6 +105,7 @@ class ProcessBackend:
     ) -> None:
         self._retire_s = retire_s
         self._place = (reattach.grace_s, reattach.directory, reattach.key) if reattach else None
+        self.reattach_place = reattach  # read by recovery, which finds the workers there
         self._hub = Hub()
         self._spawner = Spawner()
         self._table = WorkerTable(self._hub, session_max=session_max, retire_s=retire_s)

@@ -44,7 +44,7 @@ from actors.backends.pool import WarmPool
 from actors.backends.ray_causes import task_options
 from actors.backends.ray_child import SessionWorker, run_task
 from actors.backends.ray_handle import RayChild, Session, ended_by_ray, returned
-from actors.backends.ray_place import connect, gone, new_reporter, worker_alive
+from actors.backends.ray_place import connect, gone, new_reporter
 from actors.models import AttemptOutcome
 from actors.protocol import DelegateRequest, Finished, Placed
 
@@ -129,11 +129,6 @@ class RayBackend:
             return self._refuse(child, f"Ray refused the attempt: {type(exc).__name__}: {exc}")
         child.ref.future().add_done_callback(lambda f: self._on_result(child, f))
         return child
-
-    def worker_alive(self, pid: int, node: str | None) -> bool | None:
-        """Whether Ray still runs the worker `pid` on `node` of an earlier driver (recovery,
-        Zeus's thread; `ray_place.worker_alive`): Ray's word before anything reruns."""
-        return worker_alive(pid, node)
 
     def close(self) -> None:
         """Kill every running attempt, wait until Ray confirms each ended, kill the warm

@@ -137,7 +137,7 @@ class ZeusActor(pykka.ThreadingActor):
         return None if self._durable is None else self._durable.store.by_key(msg.key)
 
     def _on_stored_summary(self, msg: StoredSummary) -> Summary | None:
-        return None if self._durable is None else self._durable.store.summary(msg.delegation_id)
+        return None if self._durable is None else self._durable.summary(msg.delegation_id)
 
     def _on_retry_store(self, _msg: RetryStore) -> bool:
         return self._durable is None or self._durable.commit_now()

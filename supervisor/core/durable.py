@@ -40,6 +40,7 @@ class Durable:
         self._dirty = False
         self._resolve: list[Callable[[], object]] = []  # handles waiting for the commit
         self._held = 0  # turns whose writes wait for the next commit
+        self._uncommitted: dict[str, Summary] = {}  # settled since the last commit
 
     def wall(self, when: float) -> float:
         """Clock time `when` as wall-clock time (epoch seconds), as the store keeps time."""
@@ -109,6 +110,13 @@ class Durable:
                            at=self._clock.wall())
         self._dirty = True
         self._resolve.append(resolve)
+        self._uncommitted[d.id] = summary
+
+    def summary(self, delegation_id: str) -> Summary | None:
+        """A settled summary: the store's, or one settled since the last commit (a replayed
+        orchestrator may ask for it in the same turn)."""
+        pending = self._uncommitted.get(delegation_id)
+        return pending if pending is not None else self.store.summary(delegation_id)
 
     # -- commits ------------------------------------------------------------------------------
 
@@ -122,6 +130,8 @@ class Durable:
         except StoreError as exc:
             self._events.emit("zeus.internal_error", message="store", error=str(exc))
             return False
+        else:
+            self._uncommitted.clear()
         finally:
             self._held = 0
             resolve, self._resolve = self._resolve, []

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from actors import AttemptOutcome, AttemptRecord, Status
-from actors.osproc import child_gone, process_running
 from actors.backends import ProcessBackend
+from actors.osproc import child_gone, process_running
 from supervisor.core.future import DelegationFuture
 from supervisor.core.reattach import Reattached, reattach_children
 from supervisor.core.state import Delegation
@@ -232,20 +232,18 @@ def _confirm_gone(sup: Supervisor, a: StoredAttempt, policy: AgentPolicy) -> boo
 def _ray_confirms_gone(sup: Supervisor, a: StoredAttempt) -> bool:
     """A Ray attempt's worker is Ray's (it may run other tasks, on another node): never
     signalled here. Ray ends the tasks and workers of a driver that died, and its worker
-    table says when it has (`RayBackend.worker_alive`). Without a Ray backend to ask
+    table says when it has (`actors.backends.ray_place.worker_alive`). Without a Ray backend to ask
     (no agent of this Zeus runs on Ray), its pid is checked on this host: a local Ray
     started by the dead Zeus ends with it."""
-    ray = sup.backend_named("ray")
-    if ray is not None:
-        from actors.backends.ray import RayBackend
+    if sup.backend_named("ray") is not None:  # connected to Ray: it can be asked
+        from actors.backends.ray_place import worker_alive
 
-        if isinstance(ray, RayBackend):
-            assert a.pid is not None
-            give_up = time.monotonic() + CONFIRM_WAIT_S
-            while (alive := ray.worker_alive(a.pid, a.node)) and time.monotonic() < give_up:
-                time.sleep(0.05)  # Zeus's thread, before Zeus.start returns
-            if alive is not None:
-                return not alive
+        assert a.pid is not None
+        give_up = time.monotonic() + CONFIRM_WAIT_S
+        while (alive := worker_alive(a.pid, a.node)) and time.monotonic() < give_up:
+            time.sleep(0.05)  # Zeus's thread, before Zeus.start returns
+        if alive is not None:
+            return not alive
     return child_gone(a.pid, a.pid_start_time, a.pgid) or _gone_within(a, CONFIRM_WAIT_S)
 
 

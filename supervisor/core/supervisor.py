@@ -46,7 +46,6 @@ from supervisor.core.timers import Timers
 from supervisor.errors import SupervisorError
 from supervisor.journal.events import EventLog
 from supervisor.routing import AgentPolicy
-from supervisor.store import StoredAttempt
 from supervisor.rules.after_attempt import after_attempt
 from supervisor.rules.backoff import backoff_delay
 from supervisor.rules.circuit import when_circuit_open
@@ -64,6 +63,7 @@ from supervisor.rules.settle import (
     resolve_outcome,
 )
 from supervisor.rules.stale import ProgressWatch
+from supervisor.store import StoredAttempt
 
 __all__ = ["SESSION_LOST", "Supervisor"]
 
@@ -219,7 +219,7 @@ class Supervisor:
             child.settled.add_callback(future.set)
             self.emit("delegation.replayed", child, None, open=True, parent=parent.id)
             return True
-        summary = self.durable.store.summary(child_id) if self.durable else None
+        summary = self.durable.summary(child_id) if self.durable else None
         if summary is None:  # pruned or never settled: run it again after all
             return False
         self.events.emit("delegation.replayed", delegation_id=child_id,
