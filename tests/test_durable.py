@@ -336,10 +336,10 @@ def test_a_summary_settled_in_this_turn_is_found_before_its_commit(tmp_path: Pat
     """A rerun orchestrator may ask again for a sub-delegation that settled in the same
     turn, before the commit: it gets that summary, and the sub-delegation never runs
     again because the store did not have it yet."""
-    from supervisor.core.durable import Durable
-    from supervisor.journal.events import EventLog
     from actors import Summary
     from actors.clock import FakeClock
+    from supervisor.core.durable import Durable
+    from supervisor.journal.events import EventLog
     from supervisor.store import SqliteStore
 
     clock = FakeClock()

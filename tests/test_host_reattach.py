@@ -191,6 +191,7 @@ def test_a_stateful_session_continues_after_the_restart_and_one_lost_is_blocked(
     first.kill()
     recovered, summaries = Host(tmp_path, store, plan_of(
         tmp_path, agents, [session_brief("three", "kept")])).results()
+    assert recovered["reattached"] == []  # an idle worker is no attempt: it joins the pool
     three = summaries["three"]
     assert three["status"] == "completed"
     assert three["output"] == {"n": 3, "pid": outputs[0]["pid"]}  # the same worker, its state
