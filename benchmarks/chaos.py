@@ -338,6 +338,11 @@ def _overlaps(events: list[dict[str, Any]]) -> list[str]:
                 found.append(f"overlap: {e['attempt_id']} started while "
                              f"{running[delegation]} ran")
             running[delegation] = e["attempt_id"]
+        elif name == "attempt.reattached":  # the same attempt, supervised on after a restart
+            if running.get(delegation, e["attempt_id"]) != e["attempt_id"]:
+                found.append(f"overlap: {e['attempt_id']} reattached while "
+                             f"{running[delegation]} ran")
+            running[delegation] = e["attempt_id"]
         elif name in ("attempt.completed", "attempt.failed", "attempt.lost"):
             running.pop(delegation, None)  # (lost: ended by a restart's recovery)
     return found

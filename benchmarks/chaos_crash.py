@@ -14,7 +14,8 @@ what the one before left open. The judge then reads the store and every run's jo
 - nothing misjudged: the status its kind settles with, `cancelled` once a cancel was
   logged, or `timed_out` when its deadline passed while no host ran;
 - no overlap: each attempt starts after the previous one ended (`attempt.lost`, after
-  a restart, is an end);
+  a restart, is an end); a process attempt reattached by the next host (its child
+  waited for it: docs/design.md, "Reattach") is the same attempt, not a second one;
 - no spend lost: each summary's calls are those its stored attempts charged;
 - nothing left running: no child process any run started is alive at the end.
 """
@@ -48,6 +49,8 @@ class CrashReport:
     seconds: float
     by_status: Counter[str] = field(default_factory=Counter)
     lost_attempts: int = 0
+    reattached_attempts: int = 0  # picked up again by the next host (`attempt.reattached`)
+    adopted_attempts: int = 0  # of those, finished while no host ran
     violations: list[str] = field(default_factory=list)
 
 
@@ -107,10 +110,12 @@ def run_crash_chaos(
             proc = subprocess.Popen(cmd, env={**os.environ, "PYTHONPATH": os.pathsep.join(
                 sys.path)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             if i < host_crashes:
-                _await_attempts(store, proc)
+                _await_attempts(log, proc, isolations)
                 time.sleep(rng.uniform(0.05, 1.0))  # a random moment of the run
                 proc.send_signal(signal.SIGKILL)
-                proc.communicate(timeout=60)
+                proc.wait(timeout=60)  # not its pipes: children waiting to be reattached
+                assert proc.stderr is not None  # hold their copies open
+                proc.stderr.close()
             else:
                 _, err = proc.communicate(timeout=600)
                 if proc.returncode != 0:
@@ -121,18 +126,18 @@ def run_crash_chaos(
     return report
 
 
-def _await_attempts(store: Path, proc: subprocess.Popen[str]) -> None:
-    """Until the host has attempts running (its start-up is not the moment to test)."""
+def _await_attempts(log: Path, proc: subprocess.Popen[str], isolations: Sequence[str]) -> None:
+    """Until this host runs attempts of its own (its start-up is not the moment to test;
+    the store's open attempts may still be the last host's): with process children,
+    until one of its processes has started or one was reattached."""
+    marks = ('"attempt.spawned"', '"attempt.reattached"') if "process" in isolations \
+        else ('"attempt.started"',)  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
-                (open_,) = con.execute("SELECT count(*) FROM attempts WHERE outcome IS NULL"
-                                       ).fetchone()
-            if open_:
+        with contextlib.suppress(OSError):
+            text = log.read_text(encoding="utf-8")
+            if any(mark in text for mark in marks):
                 return
-        except sqlite3.Error:
-            pass  # not created yet
         time.sleep(0.02)
 
 
@@ -154,6 +159,10 @@ def _judge(report: CrashReport, store: Path, logs: Sequence[Path], n: int, seed:
                              if e["event"] == "delegation.settled")
     cancel_logged = {e["delegation_id"] for e in events
                      if e["event"] == "delegation.cancel_requested"}
+    reattached = {e["delegation_id"] for e in events if e["event"] == "attempt.reattached"}
+    report.reattached_attempts = sum(e["event"] == "attempt.reattached" for e in events)
+    report.adopted_attempts = sum(len(e.get("adopted", ())) for e in events
+                                  if e["event"] == "zeus.recovered")
     with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
         rows = con.execute("SELECT id, key, status, summary FROM delegations").fetchall()
         spent = dict(con.execute("SELECT delegation_id, sum(calls) FROM attempts"
@@ -180,7 +189,7 @@ def _judge(report: CrashReport, store: Path, logs: Sequence[Path], n: int, seed:
         expected = {s.value for s in chaos.KINDS[p.kind]}
         if delegation_id in cancel_logged:
             expected.add("cancelled")
-        if "lost" in outcomes:
+        if "lost" in outcomes or delegation_id in reattached:
             expected.add("timed_out")  # its deadline may have passed while no host ran
         if status not in expected:
             report.violations.append(f"misjudged: {delegation_id} ({p.kind}) settled {status}, "

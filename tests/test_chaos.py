@@ -54,3 +54,4 @@ def test_chaos_with_the_host_killed_twice_settles_each_delegation_once_and_leaks
     assert report.violations == []
     assert sum(report.by_status.values()) == 60
     assert report.lost_attempts > 0  # the host really died with attempts running
+    assert report.reattached_attempts > 0  # and process children waited for the next one
