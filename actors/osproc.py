@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import time
+from typing import Any
 
 __all__ = [
     "ProcessTree",
@@ -30,12 +31,16 @@ __all__ = [
     "describe_exit",
     "group_empty",
     "kill_descendants",
+    "prepare_program",
     "process_running",
     "process_start_time",
     "signal_group",
 ]
 
 _PR_SET_CHILD_SUBREAPER = 36
+# libc's `prctl`, looked up once: a command's `preexec_fn` then runs no `dlopen` between
+# fork and exec, where a loader lock held by another thread of the parent would hang it.
+_prctl: Any = None
 
 
 def become_subreaper() -> bool:
@@ -44,13 +49,28 @@ def become_subreaper() -> bool:
     Runs in the child (a worker's main, a command's `preexec_fn`); the setting
     survives `execve`, not `fork`.
     """
+    global _prctl
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+        if _prctl is None:
+            _prctl = ctypes.CDLL(None, use_errno=True).prctl
+        return bool(_prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
+
+
+def prepare_program() -> None:
+    """A command's `preexec_fn` (it runs in the forked child, before exec): SIGINT back
+    to its default action, and the program made a child subreaper (it survives exec).
+
+    An ignored signal survives exec, and a supervisor started as a background job
+    ignores SIGINT; the command must still hear its cooperative cancel. As a
+    subreaper, the program adopts what its children orphan (a double-forked
+    daemon), so the kill ladder still finds it below the program.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    become_subreaper()
 
 
 # The last pass over /proc: (monotonic time, ppid -> pids). Killing many children at
