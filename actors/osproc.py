@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = [
     "ProcessTree",
@@ -29,7 +29,10 @@ __all__ = [
     "child_gone",
     "descendants",
     "describe_exit",
+    "exit_as",
     "group_empty",
+    "has_children",
+    "kill_below",
     "kill_descendants",
     "prepare_program",
     "process_running",
@@ -135,6 +138,50 @@ def kill_descendants(sig: int = signal.SIGKILL) -> None:
     for pid in descendants(os.getpid()):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
+
+
+def kill_below() -> None:
+    """SIGKILL to every process below this one, and each of them reaped that is (or, its
+    parent reaped, becomes) this process's child: parents come before their children."""
+    below = descendants(os.getpid())
+    for pid in below:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in below:
+        with contextlib.suppress(ChildProcessError):  # not this process's child
+            os.waitpid(pid, 0)
+
+
+def has_children() -> bool:
+    """Whether any process is left below this one; reaps those of its children that died.
+    (A descendant whose parent died was adopted here, by a subreaper: it is a child.)"""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+
+
+def exit_as(returncode: int | None) -> NoReturn:
+    """End this process as a child that ended with `returncode` did: dead of the same signal
+    (without a core dump), or with the same exit code; no atexit hooks, no thread joined."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if returncode is not None and returncode < 0:
+        sig = -returncode
+        with contextlib.suppress(ImportError, ValueError, OSError):
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+            os.kill(os.getpid(), sig)
+        returncode = 128 + sig  # a signal whose default action is not to end a process
+    os._exit(returncode if returncode is not None and 0 <= returncode < 256 else 1)
 
 
 class ProcessTree:

@@ -4,6 +4,8 @@ path has. `tests/test_command_backend.py` runs the behaviour both paths share.""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -179,3 +181,36 @@ def test_messages_wait_for_room_on_a_full_stdin_and_none_is_dropped(
     finished = inbox.finished()
     assert finished.outcome is AttemptOutcome.completed, finished
     assert [p.item for p in inbox.of(Partial)] == ["ready"] + [str(len(big) + 3)] * 3
+
+
+# A host that runs one command under a worker, prints the program's first line, and waits.
+HOST = """
+import time
+from actors import Brief
+from actors.backends import ChildSpec, ProcessBackend
+from actors.clock import SystemClock
+from actors.protocol import Partial
+clock = SystemClock()
+backend = ProcessBackend(commands_in_workers=True)
+spec = ChildSpec(agent="c", delegation_id="c-1", attempt=1, attempt_id="c-1-a1",
+                 brief=Brief(agent="c", scope="s"), deadline=clock.now() + 60, clock=clock,
+                 command=("sh", "-c", "sleep 1000 & echo $$ $!; wait"))
+backend.start(spec, lambda m: isinstance(m, Partial) and print(m.item, flush=True))
+time.sleep(120)
+"""
+
+
+@pytest.mark.process
+@pytest.mark.realtime
+def test_a_worker_whose_supervisor_was_killed_takes_its_program_with_it() -> None:
+    host = subprocess.Popen([sys.executable, "-c", HOST], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parent.parent)
+    try:
+        assert host.stdout is not None
+        program, grandchild = map(int, host.stdout.readline().split())
+        assert alive(program) and alive(grandchild)
+    finally:
+        host.send_signal(signal.SIGKILL)
+        host.wait(timeout=10)
+        host.stdout.close()  # type: ignore[union-attr]
+    assert eventually(lambda: not alive(program) and not alive(grandchild))

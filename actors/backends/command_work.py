@@ -5,7 +5,7 @@ command agent's program inside a worker and reads its pipes there.
 into a worker job running `CommandWork` (`as_worker_job`). The program is then
 the worker's child, not the supervisor's: the worker holds its pipes, so the
 program keeps its reader as long as its worker lives, and a worker is what may
-outlive its supervisor (docs/design.md §17). The program runs as
+outlive its supervisor (docs/design.md, "Isolation backends"). The program runs as
 `actors.backends.command` says: the same argv (`command_argv`), inputs (stdin's
 first line, or a 0600 file), a session of its own, SIGINT at its default action,
 a subreaper; each stdout line a partial result (`ctx.partial`), stderr lines
@@ -51,11 +51,10 @@ import os
 import selectors
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import IO, Any, NoReturn
+from typing import Any, NoReturn
 
 from actors.backends.base import ChildSpec
 from actors.backends.command_io import (
@@ -65,12 +64,17 @@ from actors.backends.command_io import (
     command_finished,
     start_error,
 )
-from actors.backends.inputs import INPUTS_FILE_ENV, InputsVia, inputs_json, write_inputs_file
+from actors.backends.inputs import (
+    INPUTS_FILE_ENV,
+    InputsVia,
+    feed_stdin,
+    inputs_json,
+    write_inputs_file,
+)
 from actors.clock import SystemClock
 from actors.context import Context
-from actors.mail import Mail
 from actors.models import AttemptOutcome, Brief
-from actors.osproc import descendants, prepare_program, signal_group
+from actors.osproc import exit_as, has_children, kill_below, prepare_program, signal_group
 from actors.protocol import Finished
 from actors.run import Ended
 
@@ -81,7 +85,6 @@ _READ = 65536
 # anyway (as `actors.backends.command`).
 _PIPE_GRACE_S = 1.0
 _POLL_S = 0.02  # exit polling where there is no pidfd (not Linux)
-_FEED_LOOK_S = 0.1  # how often the stdin thread, waiting for mail, looks if the run is over
 _CLOCK = SystemClock()  # what a ChildSpec rebuilt for `command_argv` carries; never started
 
 
@@ -112,13 +115,14 @@ def as_worker_job(spec: ChildSpec) -> ChildSpec:
 
 class _Run:
     """One run of a program. The worker's main thread runs it, but for `_on_cancel`
-    (the thread that sets the cancel event) and the stdin thread (`_feed`)."""
+    (the thread that sets the cancel event) and the stdin thread (`feed_stdin`)."""
 
     def __init__(self, work: CommandWork, brief: Brief, ctx: Context) -> None:
         self._work = work
         self._brief = brief
         self._ctx = ctx
-        self._lock = threading.Lock()  # `_closed` and `_cancel_t` (the cancelling thread)
+        # Guards `_closed`, `_cancel_t` and `_exited_t` (the cancelling thread reads them).
+        self._lock = threading.Lock()
         self._closed = False  # the wake pipe is closed
         self._cancel_t: float | None = None
         self._wake_r, self._wake_w = os.pipe()
@@ -146,7 +150,7 @@ class _Run:
                 self._watch()
             if self._terminated:  # the kill ladder: this worker ends as its program did
                 self._cleanup()
-                _end_as(self._returncode if self._popen is not None else -signal.SIGTERM)
+                exit_as(self._returncode if self._popen is not None else -signal.SIGTERM)
             return finished or self._finished()
         finally:
             forget()
@@ -188,7 +192,7 @@ class _Run:
         # by a thread of their own, which owns the pipe from here on and closes it.
         first = (inputs_json(self._brief.inputs) + "\n").encode() if via == "stdin" else None
         threading.Thread(
-            target=_feed, args=(popen.stdin, first, ctx, self._done),
+            target=feed_stdin, args=(popen.stdin, first, ctx.receive, self._done),
             name=f"zeus-stdin-{ctx.attempt_id}", daemon=True,
         ).start()  # fmt: skip
         for pipe, handler in ((popen.stdout, self._on_stdout), (popen.stderr, self._on_stderr)):
@@ -216,9 +220,10 @@ class _Run:
 
     # -- the stops -----------------------------------------------------------------------
     def _on_cancel(self) -> None:
-        """The thread that sets the cancel event: note it and wake the main thread."""
+        """The thread that sets the cancel event: note it and wake the main thread (not once
+        the program has exited: a cancel then changes nothing, as for `CommandChild`)."""
         with self._lock:
-            if self._closed or self._cancel_t is not None:
+            if self._closed or self._cancel_t is not None or self._exited_t is not None:
                 return
             self._cancel_t = time.monotonic()
             self._wake()
@@ -316,7 +321,8 @@ class _Run:
         if returncode is None:
             return  # not yet (a spurious wake-up)
         self._returncode = returncode
-        self._exited_t = time.monotonic()
+        with self._lock:
+            self._exited_t = time.monotonic()
         if self._pidfd is not None:
             self._selector.unregister(self._pidfd)
             os.close(self._pidfd)
@@ -324,8 +330,8 @@ class _Run:
         # What the program started dies with it: its group, and whatever else is below
         # this worker (a subreaper: what the program left was adopted here).
         signal_group(self._popen.pid, signal.SIGKILL, or_process=False)
-        if _has_children():
-            _kill_below()
+        if has_children():
+            kill_below()
 
     # -- the end -------------------------------------------------------------------------
     def _finished(self) -> Finished:
@@ -337,7 +343,7 @@ class _Run:
             pid=os.getpid(),
             returncode=self._returncode,
             exited_t=self._exited_t,
-            kill_t=None,  # a kill ends this worker instead (`_end_as`)
+            kill_t=None,  # a kill ends this worker instead (`exit_as`)
             cancel_t=self._cancel_t,
             sigkill_sent=False,
             progress=ctx.progress,
@@ -365,7 +371,7 @@ class _Run:
         if popen is not None:
             if self._returncode is None:  # the run failed while it ran: it goes with it
                 signal_group(popen.pid, signal.SIGKILL)
-                _kill_below()
+                kill_below()
                 popen.wait()
             for pipe in (popen.stdout, popen.stderr):
                 if pipe is not None:
@@ -374,83 +380,4 @@ class _Run:
             with contextlib.suppress(OSError):
                 os.unlink(self._inputs_file)
             self._inputs_file = None
-        _reap_adopted()
-
-
-def _feed(stdin: IO[bytes], first: bytes | None, ctx: Context, done: threading.Event) -> None:
-    """The stdin thread: the inputs line, then each message the owner sends as one JSON line,
-    until the run is over or the program stops reading; closes the pipe."""
-    fd = stdin.fileno()
-    try:
-        if first is not None:
-            _write_all(fd, first)
-        while not done.is_set():
-            message = ctx.receive(_FEED_LOOK_S)
-            if message is None:
-                continue
-            try:
-                line = Mail(message).encode("command").line
-            except TypeError:  # checked at the owner's call already
-                continue
-            assert line is not None
-            _write_all(fd, line)
-    except OSError:  # BrokenPipeError: the program closed its standard input, or exited
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            stdin.close()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _has_children() -> bool:
-    """Whether any process is left below this worker (it reaps those that have died)."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return False
-        if pid == 0:
-            return True
-
-
-def _kill_below() -> None:
-    """SIGKILL to every process below this worker, and each of them reaped that is (or, its
-    parent reaped, becomes) this worker's child; parents come before their children."""
-    below = descendants(os.getpid())
-    for pid in below:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    for pid in below:
-        with contextlib.suppress(ChildProcessError):  # not this worker's child
-            os.waitpid(pid, 0)
-
-
-def _reap_adopted() -> None:
-    """Reap the children this worker adopted that have died (what a program left, killed);
-    one still dying is reaped at the next run's end."""
-    _has_children()
-
-
-def _end_as(returncode: int | None) -> NoReturn:
-    """The kill ladder is stopping this worker and its program has ended: end the worker as
-    the program ended, so the kill's `exit_code` is the program's."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    if returncode is not None and returncode < 0:
-        sig = -returncode
-        with contextlib.suppress(ImportError, ValueError, OSError):
-            import resource  # a signal that dumps core: not this worker's
-
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        with contextlib.suppress(ValueError, OSError):
-            signal.signal(sig, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
-            os.kill(os.getpid(), sig)
-        returncode = 128 + sig  # a signal it does not die of
-    os._exit(returncode if returncode is not None and 0 <= returncode < 256 else 1)
+        has_children()  # reaps what it left that has died; one still dying, at the next end
