@@ -34,7 +34,7 @@ class Context:
     budget the attempt was given), it raises `actors.Cancelled` (unless the work
     passes stops on itself: `pass_cancel_on`). All methods are called from the
     work function's thread (or, in an `async def` work function, its event loop
-    thread); `receive()` from any one thread.
+    thread); `receive()` from any thread.
     """
 
     def __init__(
