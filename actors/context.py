@@ -20,6 +20,9 @@ __all__ = ["MAX_PARTIALS_SENT", "Context"]
 # a child that floods `partial()` cannot fill Zeus's mailbox (thread or process).
 MAX_PARTIALS_SENT = 10_000
 
+# What `receive()` waits with once the work passes stops on itself: never set.
+_NEVER = CancelSignal()
+
 
 class Context:
     """The child's side of one attempt.
@@ -28,9 +31,10 @@ class Context:
     advances the progress counter; heartbeats are sent at most once per
     `interval_s`, everything else at once. Every call is also a cancellation
     point: once Zeus has asked the attempt to stop (or a charge went over the
-    budget the attempt was given), it raises `actors.Cancelled`. All methods are
-    called from the work function's thread (or, in an `async def` work function,
-    its event loop thread).
+    budget the attempt was given), it raises `actors.Cancelled` (unless the work
+    passes stops on itself: `pass_cancel_on`). All methods are called from the
+    work function's thread (or, in an `async def` work function, its event loop
+    thread); `receive()` from any thread.
     """
 
     def __init__(
@@ -73,6 +77,7 @@ class Context:
         self._clock = clock
         self._send = send
         self._cancel = cancel_event if cancel_event is not None else CancelSignal()
+        self._passes_stops_on = False  # `pass_cancel_on`: reporting calls never raise
         self._inbox = inbox if inbox is not None else Inbox()
         self._interval = heartbeat_interval_s
         self._progress = 0
@@ -102,10 +107,22 @@ class Context:
         if isinstance(self._cancel, CancelSignal):
             return self._cancel.on_set(callback)
         return lambda: None  # a plain event given by a caller: cooperative checks only
+
+    def pass_cancel_on(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """For work that runs something outside Python and passes a stop on to it (a
+        command's program gets SIGINT): run `callback()` once cancellation is requested,
+        as `on_cancel` does, and from now on let no reporting call or `receive()` raise
+        `Cancelled`, so that what the work reports while that something winds down
+        still reaches Zeus. `check()` and `sleep()` still raise. Returns a function that
+        unregisters the callback.
+        """
+        self._passes_stops_on = True
+        return self.on_cancel(callback)
+
     def _stop_point(self) -> None:
         """A reporting call's cancellation point: Zeus asked to stop, or a charge went over
         the budget (Zeus's request follows; the child need not wait for it)."""
-        if self._over_budget or self._cancel.is_set():
+        if (self._over_budget or self._cancel.is_set()) and not self._passes_stops_on:
             raise Cancelled(self.attempt_id)
 
     def remaining(self) -> float:
@@ -132,7 +149,8 @@ class Context:
         Waits up to `timeout` seconds (0: just look; None: until one comes) and
         raises `actors.Cancelled` if the attempt is cancelled while it waits.
         """
-        return self._inbox.get(timeout, self._cancel, self.attempt_id)
+        cancel = _NEVER if self._passes_stops_on else self._cancel
+        return self._inbox.get(timeout, cancel, self.attempt_id)
 
     # -- reporting ---------------------------------------------------------------
     def heartbeat(self, note: str | None = None) -> None:
@@ -182,7 +200,7 @@ class Context:
                     left[name] -= used
                     if left[name] < 0:
                         self._over_budget = True  # Zeus stops it too, once the charge arrives
-        if stopped:
+        if stopped and not self._passes_stops_on:
             raise Cancelled(self.attempt_id)
 
     def charge_usage(self, usage: object) -> None:

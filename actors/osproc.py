@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import time
+from typing import Any, NoReturn
 
 __all__ = [
     "ProcessTree",
@@ -28,14 +29,21 @@ __all__ = [
     "child_gone",
     "descendants",
     "describe_exit",
+    "exit_as",
     "group_empty",
+    "has_children",
+    "kill_below",
     "kill_descendants",
+    "prepare_program",
     "process_running",
     "process_start_time",
     "signal_group",
 ]
 
 _PR_SET_CHILD_SUBREAPER = 36
+# libc's `prctl`, looked up once: a command's `preexec_fn` then runs no `dlopen` between
+# fork and exec, where a loader lock held by another thread of the parent would hang it.
+_prctl: Any = None
 
 
 def become_subreaper() -> bool:
@@ -44,13 +52,28 @@ def become_subreaper() -> bool:
     Runs in the child (a worker's main, a command's `preexec_fn`); the setting
     survives `execve`, not `fork`.
     """
+    global _prctl
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+        if _prctl is None:
+            _prctl = ctypes.CDLL(None, use_errno=True).prctl
+        return bool(_prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
+
+
+def prepare_program() -> None:
+    """A command's `preexec_fn` (it runs in the forked child, before exec): SIGINT back
+    to its default action, and the program made a child subreaper (it survives exec).
+
+    An ignored signal survives exec, and a supervisor started as a background job
+    ignores SIGINT; the command must still hear its cooperative cancel. As a
+    subreaper, the program adopts what its children orphan (a double-forked
+    daemon), so the kill ladder still finds it below the program.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    become_subreaper()
 
 
 # The last pass over /proc: (monotonic time, ppid -> pids). Killing many children at
@@ -115,6 +138,50 @@ def kill_descendants(sig: int = signal.SIGKILL) -> None:
     for pid in descendants(os.getpid()):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
+
+
+def kill_below() -> None:
+    """SIGKILL to every process below this one, and each of them reaped that is (or, its
+    parent reaped, becomes) this process's child: parents come before their children."""
+    below = descendants(os.getpid())
+    for pid in below:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in below:
+        with contextlib.suppress(ChildProcessError):  # not this process's child
+            os.waitpid(pid, 0)
+
+
+def has_children() -> bool:
+    """Whether any process is left below this one; reaps those of its children that died.
+    (A descendant whose parent died was adopted here, by a subreaper: it is a child.)"""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+
+
+def exit_as(returncode: int | None) -> NoReturn:
+    """End this process as a child that ended with `returncode` did: dead of the same signal
+    (without a core dump), or with the same exit code; no atexit hooks, no thread joined."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if returncode is not None and returncode < 0:
+        sig = -returncode
+        with contextlib.suppress(ImportError, ValueError, OSError):
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+            os.kill(os.getpid(), sig)
+        returncode = 128 + sig  # a signal whose default action is not to end a process
+    os._exit(returncode if returncode is not None and 0 <= returncode < 256 else 1)
 
 
 class ProcessTree:

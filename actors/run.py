@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import traceback as tb
 from collections.abc import Callable
@@ -14,13 +15,24 @@ from actors.errors import Cancelled, TransientError, describe_error
 from actors.models import AttemptOutcome, Brief
 from actors.protocol import Finished
 
-__all__ = ["WorkFunction", "classify_exception", "run_work"]
+__all__ = ["Ended", "WorkFunction", "classify_exception", "run_work"]
 
 WorkFunction = Callable[[Brief, Context], Any]
 
 # Failures worth another attempt. `TimeoutError` covers socket.timeout and
 # concurrent.futures.TimeoutError on 3.11.
 _TRANSIENT: tuple[type[BaseException], ...] = (TransientError, ConnectionError, TimeoutError)
+
+
+class Ended(BaseException):
+    """Raised by a backend's own work function (a command agent's reader in a worker) to end
+    its attempt with the `Finished` it made: a program's exit code and its error, in the
+    words the other readers of programs use. `run_work` returns it as it is, with its pid.
+    """
+
+    def __init__(self, finished: Finished) -> None:
+        super().__init__(finished.outcome.value)
+        self.finished = finished
 
 
 def classify_exception(exc: BaseException) -> AttemptOutcome:
@@ -42,6 +54,9 @@ def run_work(work: WorkFunction, brief: Brief, ctx: Context, *, pid: int | None 
         value = work(brief, ctx)
         if inspect.isawaitable(value):
             value = asyncio.run(_await(value, ctx))
+    except Ended as ended:
+        finished = ended.finished
+        return finished if pid is None else dataclasses.replace(finished, pid=pid)
     except BaseException as exc:  # noqa: BLE001 - every ending of agent code is an outcome
         return Finished(
             ctx.attempt_id,

@@ -10,6 +10,7 @@ import sys
 
 from benchmarks import (
     bench_async,
+    bench_command,
     bench_hostile,
     bench_input,
     bench_integrations,
@@ -35,6 +36,9 @@ def main() -> None:
     print()
     print("== process children ==")
     bench_process.main()
+    print()
+    print("== command agents: under a worker against under the supervisor ==")
+    bench_command.main([])
     print()
     print("== in an asyncio host ==")
     bench_async.main()

@@ -1,7 +1,14 @@
-"""Command agents: a program in its own process group, its lines as progress, stdout as result."""
+"""Command agents: a program in its own process group, its lines as progress, stdout as result.
+
+Every real-command test runs twice: with the program started and read by the
+supervisor process (`supervisor`), and by a worker process
+(`ProcessBackend(commands_in_workers=True)`, `worker`). The behaviour is the same
+but where a test says otherwise: there the attempt's pid is the worker's.
+"""
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -10,9 +17,10 @@ from typing import Any
 import pytest
 
 from actors import AttemptOutcome, Brief
-from actors.backends import ChildSpec, CommandChild, ProcessBackend
+from actors.backends import ChildHandle, ChildSpec, ProcessBackend
 from actors.backends.command import command_argv
 from actors.clock import SystemClock
+from actors.mail import Mail
 from actors.protocol import Finished, Heartbeat, Partial
 from tests._support import Outbox, alive, eventually
 
@@ -35,19 +43,24 @@ def spec(command: tuple[str, ...], **overrides: Any) -> ChildSpec:
     return ChildSpec(**fields)
 
 
-Run = Callable[..., tuple[CommandChild, Outbox]]
+Run = Callable[..., tuple[ChildHandle, Outbox]]
+
+
+@pytest.fixture(params=[False, True], ids=["supervisor", "worker"])
+def in_workers(request: pytest.FixtureRequest) -> bool:
+    """Whether the program runs under a worker process (else under the supervisor's)."""
+    return bool(request.param)
 
 
 @pytest.fixture
-def run() -> Iterator[Run]:
-    backend = ProcessBackend()
+def run(in_workers: bool) -> Iterator[Run]:
+    backend = ProcessBackend(commands_in_workers=in_workers)
     inboxes: list[Outbox] = []
 
-    def start(command: tuple[str, ...], **overrides: Any) -> tuple[CommandChild, Outbox]:
+    def start(command: tuple[str, ...], **overrides: Any) -> tuple[ChildHandle, Outbox]:
         inbox = Outbox()
         inboxes.append(inbox)
         handle = backend.start(spec(command, **overrides), inbox)
-        assert isinstance(handle, CommandChild)
         return handle, inbox
 
     yield start
@@ -109,12 +122,18 @@ def test_a_non_zero_exit_fails_with_the_tail_of_stderr(run: Run) -> None:
 
 
 @pytest.mark.process
-def test_a_command_that_cannot_start_fails_the_attempt(run: Run) -> None:
+def test_a_command_that_cannot_start_fails_the_attempt(run: Run, in_workers: bool) -> None:
     handle, inbox = run(("/nonexistent/zeus-agent", "{scope}"))
     finished = inbox.finished()
     assert finished.outcome is AttemptOutcome.error
     assert finished.error_type == "FileNotFoundError"
-    assert "could not start" in (finished.error or "") and handle.pid is None
+    assert finished.error == (
+        "command agent 'talos' could not start: FileNotFoundError: [Errno 2] "
+        "No such file or directory: '/nonexistent/zeus-agent'"
+    )
+    # Under a worker the attempt has the worker's pid, which started even if its program
+    # could not; under the supervisor no process ever existed.
+    assert (handle.pid is not None) is in_workers
 
 
 @pytest.mark.process
@@ -178,8 +197,8 @@ def test_a_quiet_command_still_sends_liveness_heartbeats(run: Run) -> None:
 
 
 @pytest.mark.process
-def test_close_kills_running_commands_and_their_groups() -> None:
-    backend = ProcessBackend()
+def test_close_kills_running_commands_and_their_groups(in_workers: bool) -> None:
+    backend = ProcessBackend(commands_in_workers=in_workers)
     inbox = Outbox()
     handle = backend.start(spec(("sh", "-c", "sleep 1000 & echo $!; wait")), inbox)
     grandchild = int(inbox.wait_for(Partial).item)
@@ -187,3 +206,84 @@ def test_close_kills_running_commands_and_their_groups() -> None:
     assert inbox.finished().killed == "terminate"
     assert handle.pid is not None and not alive(handle.pid)
     assert eventually(lambda: not alive(grandchild))
+
+
+# Prints each line of its standard input until the message "stop".
+ECHO_STDIN = (
+    "import sys\n"
+    "for line in sys.stdin:\n"
+    "    if line.strip() == '\"stop\"':\n"
+    "        break\n"
+    "    print(line.strip(), flush=True)\n"
+)
+
+
+@pytest.mark.process
+def test_the_owners_messages_are_json_lines_on_stdin_after_the_inputs_line(run: Run) -> None:
+    handle, inbox = run(
+        (sys.executable, "-c", ECHO_STDIN),
+        inputs_via="stdin",
+        brief=Brief(agent="talos", scope="s", inputs={"files": ["a.py"]}),
+    )
+    inbox.wait_for(Partial)  # the inputs line came first
+    for message in ({"steer": "left"}, [1, "two"], "stop"):
+        handle.put_mail(Mail(message).encode("command"))  # as Zeus encodes it for a command
+    finished = inbox.finished()
+    assert finished.outcome is AttemptOutcome.completed, finished
+    assert [json.loads(p.item) for p in inbox.of(Partial)] == [
+        {"files": ["a.py"]}, {"steer": "left"}, [1, "two"]]
+
+
+@pytest.mark.process
+def test_what_a_cancelled_command_writes_while_it_stops_is_still_reported(run: Run) -> None:
+    code = (
+        "import time\n"
+        "try:\n"
+        "    print('ready', flush=True); time.sleep(1000)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('saved my work', flush=True); raise SystemExit(3)\n"
+    )
+    handle, inbox = run(("python", "-c", code))  # the interpreter Zeus runs on
+    inbox.wait_for(Partial)
+    handle.cancel()
+    finished = inbox.finished()
+    assert (finished.outcome, finished.killed, finished.exit_code) == (
+        AttemptOutcome.cancelled, "cooperative", 3)
+    assert finished.error == "command 'python' exited with exit code 3 (nothing on standard error)"
+    assert [p.item for p in inbox.of(Partial)] == ["ready", "saved my work"]
+    assert finished.progress == 2
+
+
+# Starts a descendant that leaves the program's session (`setsid`), prints its pid, hangs.
+ESCAPE = (
+    "import os, subprocess, sys, time\n"
+    "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)'],\n"
+    "                     start_new_session=True)\n"
+    "print(p.pid, flush=True)\n"
+    "time.sleep(1000)\n"
+)
+
+
+@pytest.mark.process
+@pytest.mark.realtime
+def test_the_kill_ladder_reaches_a_descendant_that_left_the_programs_session(run: Run) -> None:
+    handle, inbox = run((sys.executable, "-c", ESCAPE))
+    escaped = int(inbox.wait_for(Partial).item)
+    assert alive(escaped)
+    handle.kill()
+    assert inbox.finished().killed == "terminate"
+    assert eventually(lambda: not alive(escaped))
+
+
+@pytest.mark.process
+@pytest.mark.realtime
+def test_a_killed_command_that_exits_cleanly_on_sigterm_reports_its_own_exit_code(
+    run: Run,
+) -> None:
+    script = "trap 'exit 0' TERM; echo ready; while :; do sleep 0.05; done"
+    handle, inbox = run(("sh", "-c", script))
+    inbox.wait_for(Partial)
+    handle.kill()
+    finished = inbox.finished()
+    assert (finished.outcome, finished.killed, finished.exit_code) == (
+        AttemptOutcome.cancelled, "terminate", 0)

@@ -1,7 +1,8 @@
 """A command agent's inputs by argv (the default), the first line of stdin, or an owner-only file.
 
 `argv` puts them where every local user can read them (`/proc/<pid>/cmdline`);
-`stdin` and `file` do not.
+`stdin` and `file` do not. The real-command tests run with the program under the
+supervisor process and under a worker (`commands_in_workers`): the same either way.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from actors import AttemptOutcome, Brief
-from actors.backends import ChildSpec, CommandChild, ProcessBackend
+from actors.backends import ChildSpec, ProcessBackend
 from actors.backends.command import command_argv
 from actors.backends.inputs import INPUTS_FILE_ENV, inputs_json, write_inputs_file
 from actors.clock import SystemClock
@@ -49,14 +50,13 @@ def spec(command: tuple[str, ...], **overrides: Any) -> ChildSpec:
 Run = Callable[..., Finished]
 
 
-@pytest.fixture
-def run() -> Iterator[Run]:
-    backend = ProcessBackend()
+@pytest.fixture(params=[False, True], ids=["supervisor", "worker"])
+def run(request: pytest.FixtureRequest) -> Iterator[Run]:
+    backend = ProcessBackend(commands_in_workers=request.param)
 
     def start(command: tuple[str, ...], **overrides: Any) -> Finished:
         inbox = Outbox()
-        handle = backend.start(spec(command, **overrides), inbox)
-        assert isinstance(handle, CommandChild)
+        backend.start(spec(command, **overrides), inbox)
         return inbox.finished()
 
     yield start

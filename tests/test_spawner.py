@@ -41,9 +41,9 @@ def _spec(attempt_id: str, **overrides: Any) -> ChildSpec:
     return ChildSpec(**fields)
 
 
-@pytest.fixture
-def backend() -> Iterator[ProcessBackend]:
-    b = ProcessBackend()
+@pytest.fixture(params=[False, True], ids=["commands-in-supervisor", "commands-in-workers"])
+def backend(request: pytest.FixtureRequest) -> Iterator[ProcessBackend]:
+    b = ProcessBackend(commands_in_workers=request.param)
     b.prestart()
     yield b
     b.close()
@@ -66,11 +66,13 @@ def test_a_cold_worker_and_a_command_start_outside_the_callers_thread(
         return real_popen(*args, **kwargs)
 
     monkeypatch.setattr(backend, "_spawn", recording_spawn)
+    # A command's program is started here, or (in a worker) its worker is: one of the two.
     monkeypatch.setattr(_command.subprocess, "Popen", recording_popen)
     worker_inbox, command_inbox = Outbox(), Outbox()
     child = backend.start(_spec("a-1-a1"), worker_inbox)
     command = backend.start(
-        _spec("c-1-a1", work=None, command=(sys.executable, "-c", "print('hi')")), command_inbox
+        _spec("c-1-a1", agent="c", work=None, command=(sys.executable, "-c", "print('hi')")),
+        command_inbox,
     )
     assert child.pid is None and command.pid is None  # nothing started in this thread yet
     assert worker_inbox.finished().outcome is AttemptOutcome.completed

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -39,16 +38,18 @@ from actors.backends.command_io import (
     BRIEF_TEXT_PLACEHOLDERS,
     PLACEHOLDER,
     PLACEHOLDERS,
-    STDERR_TAIL,
+    UNSTARTED,
+    Output,
     command_argv,
     command_finished,
+    start_error,
 )
 from actors.backends.hub import Hub
 from actors.backends.inputs import INPUTS_FILE_ENV, send_first_line, write_inputs_file
 from actors.backends.ladder import KillLadder
 from actors.mail import Mail
 from actors.models import AttemptOutcome
-from actors.osproc import become_subreaper, process_start_time
+from actors.osproc import prepare_program, process_start_time
 from actors.protocol import Finished, Heartbeat, Partial, Spawned
 
 # The argv's names are also reached from here (`actors.backends.command_io` holds them).
@@ -65,19 +66,6 @@ _READ = 65536
 # that left the group may hold them open) before finishing anyway.
 _PIPE_GRACE_S = 1.0
 _POLL_S = 0.02  # exit polling where there is no pidfd (not Linux)
-
-
-def _interruptible() -> None:
-    """Runs in the forked child before exec: SIGINT back to its default action, and
-    the program made a child subreaper (it survives exec).
-
-    An ignored signal survives exec, and a supervisor started as a background job
-    ignores SIGINT; the command must still hear its cooperative cancel. As a
-    subreaper, the program adopts what its children orphan (a double-forked
-    daemon), so the kill ladder still finds it below the program.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    become_subreaper()
 
 
 class CommandChild(ChildHandle):
@@ -100,9 +88,7 @@ class CommandChild(ChildHandle):
         self._popen: subprocess.Popen[bytes] | None = None
         self._pidfd: int | None = None
         self._ladder: KillLadder | None = None  # set once started, before `_popen`
-        self._out: list[bytes] = []
-        self._line = b""
-        self._err = bytearray()
+        self._output = Output()
         self._open_pipes: set[int] = set()
         self._progress = 0
         # Guarded by _lock:
@@ -120,7 +106,7 @@ class CommandChild(ChildHandle):
         with self._lock:
             stopped = self._kill_t is not None or self._cancel_t is not None
         if stopped:
-            self._end_unstarted(AttemptOutcome.cancelled, "stopped before its program started")
+            self._end_unstarted(AttemptOutcome.cancelled, UNSTARTED)
             return
         via = self.spec.inputs_via
         try:
@@ -136,15 +122,12 @@ class CommandChild(ChildHandle):
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
-                preexec_fn=_interruptible,
+                preexec_fn=prepare_program,
                 env=env,
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             self._remove_inputs_file()
-            self.fail(
-                f"command agent {self.spec.agent!r} could not start: {type(exc).__name__}: {exc}",
-                type(exc).__name__,
-            )
+            self.fail(start_error(self.spec.agent, exc), type(exc).__name__)
             return
         self.pid_start_time = process_start_time(popen.pid)
         self._ladder = KillLadder(popen.pid, self._hub, self._lock)
@@ -288,15 +271,8 @@ class CommandChild(ChildHandle):
         chunk = self._read(self._popen.stdout.fileno())
         if chunk is None:
             return
-        self._out.append(chunk)
-        lines = (self._line + chunk).split(b"\n")
-        self._line = lines.pop()
-        if not chunk and self._line:  # the last line had no newline
-            lines.append(self._line)
-            self._line = b""
-        for line in lines:
+        for text in self._output.stdout(chunk):
             self._progress += 1
-            text = line.rstrip(b"\r").decode("utf-8", errors="replace")
             self._emit(Partial(self.attempt_id, self._progress, text))
         if not chunk:
             self._maybe_finish()
@@ -306,9 +282,7 @@ class CommandChild(ChildHandle):
         chunk = self._read(self._popen.stderr.fileno())
         if chunk is None:
             return
-        self._err += chunk
-        del self._err[: max(0, len(self._err) - 4 * STDERR_TAIL)]
-        if lines := chunk.count(b"\n"):
+        if lines := self._output.stderr(chunk):
             self._progress += lines
             self._emit(Heartbeat(self.attempt_id, self._progress))
         if not chunk:
@@ -386,8 +360,8 @@ class CommandChild(ChildHandle):
                 cancel_t=cancel_t,
                 sigkill_sent=sigkill_sent,
                 progress=self._progress,
-                out=self._out,
-                err=self._err,
+                out=self._output.out,
+                err=self._output.err,
             )
         )
         self._on_end(self)

@@ -1,5 +1,7 @@
-"""A command agent's text in and out: its argv from the brief, and its `Finished` from how
-the program ended. Pure functions; `actors.backends.command` runs the program.
+"""A command agent's text in and out: its argv from the brief, its output cut into lines
+(`Output`), and its `Finished` from how the program ended. No I/O here: the supervisor's
+reader (`actors.backends.command`) and a worker's (`actors.backends.command_work`) run the
+program, and both say what it did with these, in the same words.
 """
 
 from __future__ import annotations
@@ -19,8 +21,11 @@ __all__ = [
     "PLACEHOLDER",
     "PLACEHOLDERS",
     "STDERR_TAIL",
+    "UNSTARTED",
+    "Output",
     "command_argv",
     "command_finished",
+    "start_error",
 ]
 
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -95,6 +100,43 @@ def command_argv(spec: ChildSpec, inputs_path: str | None = None) -> list[str]:
 
 
 STDERR_TAIL = 4000  # characters of standard error kept for the error message
+# The error of an attempt stopped before its program started.
+UNSTARTED = "stopped before its program started"
+
+
+def start_error(agent: str, exc: BaseException) -> str:
+    """The error of an attempt whose program could not be started (its `error_type` is the
+    exception's type name)."""
+    return f"command agent {agent!r} could not start: {type(exc).__name__}: {exc}"
+
+
+class Output:
+    """What a program wrote so far: its whole standard output (`out`), the line it has not
+    ended yet, and the tail of its standard error (`err`). Used by one thread at a time."""
+
+    __slots__ = ("_line", "err", "out")
+
+    def __init__(self) -> None:
+        self.out: list[bytes] = []
+        self._line = b""
+        self.err = bytearray()
+
+    def stdout(self, chunk: bytes) -> list[str]:
+        """Take a chunk of standard output (b"" at its end): the lines it ends, each without
+        its newline (and the last one at the end, if it had none)."""
+        self.out.append(chunk)
+        lines = (self._line + chunk).split(b"\n")
+        self._line = lines.pop()
+        if not chunk and self._line:  # the last line had no newline
+            lines.append(self._line)
+            self._line = b""
+        return [line.rstrip(b"\r").decode("utf-8", errors="replace") for line in lines]
+
+    def stderr(self, chunk: bytes) -> int:
+        """Take a chunk of standard error: how many lines it ends (each counts as progress)."""
+        self.err += chunk
+        del self.err[: max(0, len(self.err) - 4 * STDERR_TAIL)]
+        return chunk.count(b"\n")
 
 
 def command_finished(

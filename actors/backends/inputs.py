@@ -5,6 +5,8 @@
 - `stdin`: the inputs as JSON are the FIRST line of the program's standard input;
   standard input stays open after it (later lines are for messages from Zeus), so
   a program reads one line, not to the end. `{inputs}` is refused in the command.
+  The supervisor's reader writes that line with `send_first_line`; a worker's writes
+  the line and the messages after it with `feed_stdin`, a thread of their own.
 - `file`: the inputs as JSON are written to a new owner-only (0600) file; `{inputs}`
   becomes its path, and `ZEUS_INPUTS_FILE` names it too. The file is removed when
   the attempt ends.
@@ -12,16 +14,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from typing import IO, Any, Literal
 
-__all__ = ["INPUTS_FILE_ENV", "InputsVia", "inputs_json", "send_first_line", "write_inputs_file"]
+from actors.mail import Mail
+
+__all__ = [
+    "INPUTS_FILE_ENV",
+    "InputsVia",
+    "feed_stdin",
+    "inputs_json",
+    "send_first_line",
+    "write_inputs_file",
+]
 
 InputsVia = Literal["argv", "stdin", "file"]
 INPUTS_FILE_ENV = "ZEUS_INPUTS_FILE"
+_FEED_LOOK_S = 0.1  # how often `feed_stdin`, waiting for a message, looks if it should stop
 
 
 def inputs_json(inputs: Any) -> str:
@@ -72,3 +86,42 @@ def _write_rest(fd: int, rest: bytes) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def feed_stdin(
+    stdin: IO[bytes],
+    first: bytes | None,
+    receive: Callable[[float], object | None],
+    done: threading.Event,
+) -> None:
+    """Runs in a thread of its own: write `first` (the inputs line), then each message
+    `receive(timeout)` gives as one JSON line, blocking while the pipe is full, until `done`
+    is set or the program stops reading; then close `stdin`, which it owns.
+
+    A message that is None is not written (`receive` says "none came" with it).
+    """
+    fd = stdin.fileno()
+    try:
+        if first is not None:
+            _write_all(fd, first)
+        while not done.is_set():
+            message = receive(_FEED_LOOK_S)
+            if message is None:
+                continue
+            try:
+                line = Mail(message).encode("command").line
+            except TypeError:  # checked at the owner's call already
+                continue
+            assert line is not None
+            _write_all(fd, line)
+    except OSError:  # BrokenPipeError: the program closed its standard input, or exited
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            stdin.close()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

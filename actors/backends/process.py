@@ -31,6 +31,9 @@ Isolation guarantees:
   meanwhile (the supervisor has decided by then).
 - A new worker, or a command's program, is started in the backend's spawner
   thread, never in the caller's (Zeus's mailbox); its pid follows as `Spawned`.
+  With `commands_in_workers`, a command's program is started and read by a
+  worker instead (`actors.backends.command_work`), so that it lives as long as
+  its worker, whose pid the attempt then has.
 - A worker that dies without a result (a signal, `os._exit`, the OOM killer) is
   a `crash`, seen at once from its sentinel, not at a deadline.
 - A work function, brief or result that cannot be pickled (even by dill) fails
@@ -55,6 +58,7 @@ from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.base import ChildSpec, Send
 from actors.backends.command import CommandChild
+from actors.backends.command_work import as_worker_job
 from actors.backends.forkserver import Forked, ensure_ready, start_worker
 from actors.backends.hub import Hub
 from actors.backends.jobs import encode_job, real_deadline
@@ -94,6 +98,9 @@ class ProcessBackend:
     does not say (`ChildSpec.session_max`). `retire_s` bounds how long a worker
     told to stop may take before it is killed. `reattach`: where the workers wait to
     be picked up should this process die (a store's place); None: they stop at once.
+    `commands_in_workers`: a command agent's program runs under a worker, which holds
+    its pipes, rather than under this process (`actors.backends.command_work` says what
+    differs); with `reattach`, so that it can wait too.
 
     It owns its parts, each knowing only those below it: the hub thread, the
     spawner thread, the worker table (workers, warm pool, commands, their lock)
@@ -101,11 +108,13 @@ class ProcessBackend:
     """
 
     def __init__(
-        self, *, session_max: int = 1, retire_s: float = 2.0, reattach: ReattachPlace | None = None
+        self, *, session_max: int = 1, retire_s: float = 2.0,
+        reattach: ReattachPlace | None = None, commands_in_workers: bool = False,
     ) -> None:
         self._retire_s = retire_s
         self._place = (reattach.grace_s, reattach.directory, reattach.key) if reattach else None
         self.reattach_place = reattach  # read by recovery, which finds the workers there
+        self._commands_in_workers = commands_in_workers
         self._hub = Hub()
         self._spawner = Spawner()
         self._table = WorkerTable(self._hub, session_max=session_max, retire_s=retire_s)
@@ -130,7 +139,9 @@ class ProcessBackend:
     def start(self, spec: ChildSpec, send: Send) -> ProcessChild | CommandChild:
         """Start the attempt and return its handle; never waits for the work."""
         if spec.command is not None:
-            return self._start_command(spec, send)
+            if not self._commands_in_workers:
+                return self._start_command(spec, send)
+            spec = as_worker_job(spec)
         if spec.work is None:
             raise ValueError(f"agent {spec.agent!r} has neither a work function nor a command")
         table = self._table

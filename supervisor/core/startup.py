@@ -38,7 +38,7 @@ def process_backends(routing: Routing, store: Store | None = None) -> dict[str, 
     agents run under a worker, which holds their pipes meanwhile."""
     grace = routing.supervisor.orphan_grace(store is not None)
     place = place_for_store(store.path, grace) if store is not None and grace > 0 else None
-    backend = ProcessBackend(reattach=place)
+    backend = ProcessBackend(reattach=place, commands_in_workers=place is not None)
     if any(p.isolation == "process" or p.command for p in routing.agents.values()):
         prestart(backend)
     return {"process": backend}
