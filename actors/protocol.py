@@ -84,6 +84,9 @@ class Finished:
     exit_code: int | None = None
     # Partial results the child's Context did not send (over `MAX_PARTIALS_SENT`).
     partials_dropped: int = 0
+    # Why its supervisor asked it to stop (an `AttemptOutcome` value), as told with the
+    # cancel: a later Zeus that reattaches it learns from this what the last one decided.
+    stop_cause: str | None = None
 
 
 @dataclass(slots=True)

@@ -10,6 +10,7 @@ host the test kills. Each counts its runs in files under `brief.inputs["dir"]`:
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +133,20 @@ def boss(brief: Brief, ctx: Context) -> Any:
     second = ctx.delegate(Brief(agent="slow", scope="second",
                                 inputs={"dir": folder, "name": "second"}))
     return [first.status.value, second.status.value, first.output, second.output]
+
+
+def stopped(brief: Brief, ctx: Context) -> Any:
+    """Charges `calls` (default 0), then waits for its Zeus's cancel; once cancelled it
+    writes `<name>.cancelled` and stops only after `proceed` exists in its folder."""
+    inputs = brief.inputs or {}
+    folder, name = Path(inputs["dir"]), inputs["name"]
+    _mark_run(folder, name)
+    if inputs.get("calls"):
+        ctx.charge(calls=int(inputs["calls"]))
+    while not ctx.cancelled:
+        time.sleep(0.01)
+    (folder / f"{name}.cancelled").write_text("")
+    while not (folder / "proceed").exists():
+        time.sleep(0.01)
+    ctx.check()  # raises Cancelled
+    return "never"

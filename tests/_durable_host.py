@@ -4,7 +4,8 @@ The plan names the routing (agents as `tests._durable_agents` entrypoints) and t
 briefs, each with its key. The host dispatches them on the store, prints one JSON line
 `{"recovered": ...}` once Zeus has started, then waits for every summary and prints
 one JSON line per summary (with `one_by_one`, each brief is dispatched once the one
-before settled); with `hold`, it then stays up. A test SIGKILLs it, or lets
+before settled); with `hold`, it then stays up; with `stall_at_partial`, Zeus's thread
+stops for good at that partial result. A test SIGKILLs it, or lets
 it finish.
 """
 
@@ -13,6 +14,8 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
 from supervisor import Brief, Routing, Zeus
 
@@ -23,7 +26,10 @@ def main() -> None:
         plan = json.load(f)
     routing = Routing.from_dict({"version": 1, "agents": plan["agents"],
                                  "supervisor": plan.get("supervisor", {})})
-    with Zeus.start(routing, store=store, log=plan.get("log")) as zeus:
+    log: list[object] = [plan["log"]] if plan.get("log") else []
+    if plan.get("stall_at_partial"):  # Zeus's thread stops there: nothing after it is read
+        log.append(stall_at(plan["stall_at_partial"]))
+    with Zeus.start(routing, store=store, log=log or None) as zeus:
         print(json.dumps({"recovered": zeus.recovered.model_dump(mode="json")}), flush=True)
         if plan.get("one_by_one"):  # each after the last settled (a session's briefs)
             handles = (zeus.dispatch(Brief.model_validate(b["brief"]), key=b["key"])
@@ -37,6 +43,18 @@ def main() -> None:
         if plan.get("hold"):  # stays up, its idle workers with it, until the test kills it
             print(json.dumps({"holding": True}), flush=True)
             threading.Event().wait()
+
+
+def stall_at(item: str) -> Callable[[dict[str, Any]], None]:
+    """A journal sink (it runs in Zeus's thread) that holds that thread for good once a
+    partial result `item` is reported: what the children send next is never handled."""
+
+    def sink(event: dict[str, Any]) -> None:
+        if event.get("event") == "attempt.partial" and event.get("item") == item:
+            print(json.dumps({"stalled": item}), flush=True)
+            threading.Event().wait()
+
+    return sink
 
 
 if __name__ == "__main__":

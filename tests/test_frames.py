@@ -25,6 +25,8 @@ def test_a_run_frame_reads_back_with_its_work_part_and_job() -> None:
 
 def test_control_frames_read_back_as_their_types() -> None:
     assert frames.read_control(frames.cancel_frame("d-a1")) == frames.Cancel("d-a1")
+    assert frames.read_control(frames.cancel_frame("d-a1", "timeout")) == frames.Cancel(
+        "d-a1", "timeout")  # the cause travels: a later Zeus learns it from the child
     assert frames.read_control(frames.mail_frame("d-a1", b"\0x\0")) == frames.MailTo(
         "d-a1", b"\0x\0")  # a NUL in the message stays in it
     assert frames.read_control(frames.reply_frame(2**40, b"r")) == frames.Reply(2**40, b"r")

@@ -100,6 +100,53 @@ def test_a_child_that_finished_while_no_host_ran_has_its_result_adopted(tmp_path
     assert len(runs(tmp_path, "writer")) == 1
 
 
+def test_a_result_its_zeus_never_handled_is_adopted_from_the_idle_worker(tmp_path: Path) -> None:
+    """The child returned and its worker wrote its result to the pipe, but its Zeus died
+    before it handled it: the worker, idle, waits with that result all the same."""
+    store = tmp_path / "zeus.db"
+    plan = writer_plan(tmp_path, stall_at_partial="writer released")
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "writer.started", first)
+    (tmp_path / "release").write_text("")
+    first.read_line()  # recovered
+    assert first.read_line() == {"stalled": "writer released"}  # Zeus's thread stops there
+    wait_for(tmp_path / "writer.finished")
+    first.kill()
+    recovered, summaries = Host(tmp_path, store, writer_plan(tmp_path)).results()
+
+    assert recovered["adopted"] == ["writer-1-a1"]
+    writer = summaries["writer"]
+    assert (writer["status"], outcomes(writer)) == ("completed", ["completed"])
+    assert len(runs(tmp_path, "writer")) == 1
+
+
+@pytest.mark.parametrize(("policy", "calls", "status"), [
+    ({"timeout_s": 1.0}, 0, "timed_out"),
+    ({"budget": {"max_calls": 2}}, 5, "budget_exceeded"),
+])
+def test_a_child_its_last_zeus_was_stopping_settles_as_that_zeus_decided(
+    tmp_path: Path, policy: dict[str, Any], calls: int, status: str,
+) -> None:
+    """The cancel carries its cause: a child cancelled (past its deadline, over its
+    budget) whose Zeus died before the child stopped reports that cause, and the next
+    Zeus settles it as the last one would have, not `cancelled`, which nobody asked for."""
+    store = tmp_path / "zeus.db"
+    plan = plan_of(tmp_path, {"writer": {**agent("tests._durable_agents:stopped",
+                                                 isolation="process",
+                                                 shutdown={"grace_s": 60}), **policy}},
+                   [brief("writer", tmp_path, "writer", calls=calls)])
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "writer.cancelled", first)  # it has its Zeus's cancel
+    first.kill()
+    (tmp_path / "proceed").write_text("")  # it stops while no Zeus runs
+    recovered, summaries = Host(tmp_path, store, plan).results()
+    assert recovered["adopted"] == ["writer-1-a1"]
+    writer = summaries["writer"]
+    assert writer["status"] == status
+    assert len(outcomes(writer)) == 1
+    assert len(runs(tmp_path, "writer")) == 1
+
+
 def test_a_child_nobody_picks_up_stops_with_its_grandchildren_and_is_lost_after_that(
     tmp_path: Path,
 ) -> None:

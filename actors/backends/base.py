@@ -92,6 +92,11 @@ class ChildHandle(ABC):
         """
 
     # -- what a handle may offer (the defaults say what Zeus assumes without it) -----
+    def cancel_for(self, cause: str) -> None:
+        """`cancel()`, saying why (an `AttemptOutcome` value): a child that can outlive its
+        Zeus keeps the cause, for the next one (docs/design.md, "Reattach")."""
+        self.cancel()
+
     #: Alive as it starts (handed to a thread already running): its start is its first
     #: sign of life, and it sends no separate one. Default: it says when it lives.
     alive: bool = False

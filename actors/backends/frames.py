@@ -9,7 +9,8 @@ first item of the pickled tuple) says which frame it is:
                               bytes (none: the one kept under its token) + the job
                               (`actors.backends.jobs.encode_job`)
                     `Stop`    S (sent only to an idle worker)
-    control pipe    `Cancel`  C + attempt_id: the cooperative cancel of that attempt
+    control pipe    `Cancel`  C + attempt_id [+ NUL + cause]: the cooperative cancel of that
+                              attempt, and why
                     `MailTo`  M + attempt_id + NUL + message: the owner's (`ctx.receive()`)
                     `Reply`   R + request id (8 bytes) + reply: a `ctx.delegate()` answer
     report pipe     the child's messages as tuples (kind, *fields): `Heartbeat`,
@@ -145,9 +146,11 @@ def read_job(data: bytes) -> Run | Stop:
 
 
 class Cancel(NamedTuple):
-    """The cooperative cancel of an attempt."""
+    """The cooperative cancel of an attempt, and why its supervisor asks (`cause`: an
+    `AttemptOutcome` value; the worker reports it in the attempt's `Finished`)."""
 
     attempt_id: str
+    cause: str | None = None
 
 
 class MailTo(NamedTuple):
@@ -169,8 +172,8 @@ class Reply(NamedTuple):
     payload: bytes
 
 
-def cancel_frame(attempt_id: str) -> bytes:
-    return _CANCEL + attempt_id.encode()
+def cancel_frame(attempt_id: str, cause: str | None = None) -> bytes:
+    return _CANCEL + attempt_id.encode() + (b"\0" + cause.encode() if cause else b"")
 
 
 def mail_frame(attempt_id: str, data: bytes) -> bytes:
@@ -185,7 +188,8 @@ def read_control(data: bytes) -> Cancel | MailTo | Reply | None:
     """The frame a worker's receiver thread read from its control pipe (None: unknown)."""
     kind = data[:1]
     if kind == _CANCEL:
-        return Cancel(data[1:].decode())
+        attempt_id, _, cause = data[1:].partition(b"\0")
+        return Cancel(attempt_id.decode(), cause.decode() or None)
     if kind == _REPLY:
         (request_id,) = _REQUEST.unpack_from(data, 1)
         return Reply(request_id, data[1 + _REQUEST.size :])

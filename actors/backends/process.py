@@ -201,7 +201,7 @@ class ProcessBackend:
         frame = frames.run_frame(child.attempt_id, worker.work_part(token, work, _WORKS_KEPT), job)
         worker.post(frame, job=True)
         if cancelled:
-            worker.post(frames.cancel_frame(child.attempt_id))
+            worker.post(frames.cancel_frame(child.attempt_id, child.stop_cause))
 
     def _spawn(self, agent: str) -> WorkerRecord:
         """Start a worker process for `agent` (the spawner thread)."""

@@ -52,6 +52,7 @@ class ProcessChild(ChildHandle):
         self.read_error: str | None = None
         self.hard_stop: float | None = None  # the worker kills itself then (`_backstop`)
         self.early_mail: list[bytes] = []  # sent before its worker existed (under the lock)
+        self.stop_cause: str | None = None  # why Zeus cancelled it (`cancel_for`)
 
     @property
     def pid(self) -> int | None:
@@ -70,6 +71,11 @@ class ProcessChild(ChildHandle):
 
     def cancel(self) -> None:
         """Set the child Context's cancel event (a message down the pipe)."""
+        self._stops.cancel(self)
+
+    def cancel_for(self, cause: str) -> None:
+        """`cancel()`, with its cause: the worker reports it in the attempt's `Finished`."""
+        self.stop_cause = cause
         self._stops.cancel(self)
 
     def put_mail(self, mail: Mail) -> None:

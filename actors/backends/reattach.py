@@ -28,6 +28,7 @@ import socket
 import stat
 import tempfile
 import time
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,8 +180,10 @@ class Waiting:
         self.conn.close()
 
 
-def find_waiting(place: ReattachPlace, *, timeout_s: float = 2.0) -> list[Waiting]:
-    """Connect to every `*.sock` in the directory, authenticate with the key, read each hello.
+def find_waiting(place: ReattachPlace, *, timeout_s: float = 2.0,
+                 skip: Collection[int] = ()) -> list[Waiting]:
+    """Connect to every `*.sock` in the directory (but those of the pids in `skip`, found
+    before and still held), authenticate with the key, read each hello.
 
     A socket nobody listens on any more (ECONNREFUSED / ENOENT) is unlinked and skipped;
     one that fails authentication or says nothing within `timeout_s` is skipped (not
@@ -188,7 +191,9 @@ def find_waiting(place: ReattachPlace, *, timeout_s: float = 2.0) -> list[Waitin
     slowest one.
     """
     try:
-        names = [name for name in os.listdir(place.directory) if name.endswith(".sock")]
+        skipped = {f"{pid}.sock" for pid in skip}
+        names = [name for name in os.listdir(place.directory)
+                 if name.endswith(".sock") and name not in skipped]
     except FileNotFoundError:
         return []
     if not names:

@@ -29,6 +29,7 @@ The frames between a worker and the supervisor are drawn in `actors.backends.fra
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import itertools
 import math
@@ -90,7 +91,7 @@ class _Attempt:
     """The attempt a worker is running. `ctx` is set once its job is loaded."""
 
     __slots__ = ("attempt_id", "cancel", "crossing_error", "ctx", "delegated", "inbox",
-                 "interval", "next_beat", "pending")  # fmt: skip
+                 "interval", "next_beat", "pending", "stop_cause")  # fmt: skip
 
     def __init__(self, attempt_id: str) -> None:
         self.attempt_id = attempt_id
@@ -103,6 +104,7 @@ class _Attempt:
         self.crossing_error: str | None = None
         self.delegated = 0  # `ctx.delegate` requests sent: the last one's ordinal (send lock)
         self.pending: dict[int, bytes] | None = None  # unanswered ones' frames (state lock)
+        self.stop_cause: str | None = None  # why its supervisor cancelled it, if it said
 
 
 class _Child:
@@ -117,7 +119,7 @@ class _Child:
         # written with both locks held, so either one is enough to read it.
         self._state_lock = threading.Lock()
         self._current: _Attempt | None = None
-        self._cancel_early: set[str] = set()  # cancels that overtook their job
+        self._cancel_early: dict[str, str | None] = {}  # cancels that overtook their job
         self._mail_early: dict[str, list[bytes]] = {}  # messages that overtook their job
         self._replies: dict[int, tuple[_Attempt, Callable[[Any], None]]] = {}
         self._request_ids = itertools.count(1)
@@ -149,6 +151,7 @@ class _Child:
         with self._send_lock, self._state_lock:
             self._current = att
             cancelled = attempt_id in self._cancel_early
+            att.stop_cause = self._cancel_early.get(attempt_id)
             early_mail = self._mail_early.pop(attempt_id, [])
             # The others came too late for attempts already over: the next job is
             # sent only after this one's Finished.
@@ -196,6 +199,8 @@ class _Child:
                 self._beat_event.set()
         self._backstop.arm(job.hard_stop)
         finished = run_work(work, job.brief, ctx, pid=self._pid)
+        if att.stop_cause is not None and finished.outcome is AttemptOutcome.cancelled:
+            finished = dataclasses.replace(finished, stop_cause=att.stop_cause)
         if att.crossing_error is not None and finished.outcome is not AttemptOutcome.cancelled:
             finished = Finished(
                 attempt_id,
@@ -239,7 +244,7 @@ class _Child:
                 # be a cycle, every attempt's objects left to the collector (about 20).
                 att.ctx = None
             self._link.send(data)
-            self._link.finished(att.attempt_id)
+            self._link.finished(att.attempt_id, data)
 
     # -- the work's thread (through its Context) -------------------------------------
     def _sender(self, att: _Attempt) -> Callable[[object], None]:
@@ -355,18 +360,19 @@ class _Child:
         """A control frame (this thread, or the waiting thread once a supervisor attached)."""
         frame = frames.read_control(data)
         if isinstance(frame, frames.Cancel):
-            self._cancel(frame.attempt_id)
+            self._cancel(frame.attempt_id, frame.cause)
         elif isinstance(frame, frames.Reply):
             self._reply(frame)
         elif isinstance(frame, frames.MailTo):
             self._mail(frame)
 
-    def _cancel(self, attempt_id: str) -> None:
+    def _cancel(self, attempt_id: str, cause: str | None) -> None:
         with self._state_lock:
             att = self._current
             if att is None or att.attempt_id != attempt_id:
-                self._cancel_early.add(attempt_id)
+                self._cancel_early[attempt_id] = cause
                 return
+            att.stop_cause = att.stop_cause or cause
         att.cancel.set()  # outside the lock: it may run the async work's cancel callback
 
     def _mail(self, mail: frames.MailTo) -> None:

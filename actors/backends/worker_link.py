@@ -2,7 +2,9 @@
 
 First the supervisor's pipes. When they are gone (the end of the jobs or control
 pipe closed, or writing to the pipe back failed) and the last job carried `orphan`,
-a worker that runs or ran an attempt, or holds a session, waits to be picked up
+a worker that runs or ran an attempt (its last `Finished` is kept until the next job
+comes, since a supervisor that died may not have read it), or holds a session, waits
+to be picked up
 (docs/design.md, "Reattach"): its work goes on, what it sends is held
 (`worker_wait.Held`), and a waiting thread listens on its socket
 (`worker_wait.Listener`) until a supervisor attaches or the grace is over. A
@@ -71,6 +73,9 @@ class Link:
         self._out_fd = out_fd
         self._held: Held | None = None
         self._queued: queue.SimpleQueue[bytes | int] | None = None
+        # The last attempt's `Finished`, sent on a link that may have died before its
+        # supervisor read it; None once a job came after it (it was read: jobs follow it).
+        self._last: tuple[str, bytes] | None = None
 
     # -- the main thread -------------------------------------------------------------
     def next_jobs(self) -> list[bytes]:
@@ -84,11 +89,13 @@ class Link:
                 except OSError:
                     messages = None
                 if messages is not None:
+                    self._last = None
                     return messages
                 number = 0
             else:
                 item = queued.get()
                 if not isinstance(item, int):
+                    self._last = None
                     return [item]
                 number = item
             with self.lock:
@@ -117,10 +124,14 @@ class Link:
             except OSError:
                 self._lose(self._number)
 
-    def finished(self, attempt_id: str) -> None:
-        """The attempt's `Finished` was just sent: if it is held, the worker waits with it."""
+    def finished(self, attempt_id: str, data: bytes) -> None:
+        """The attempt's `Finished` (`data`) was just sent: if it is held, the worker waits
+        with it. If it was written to the pipe, it is kept until the next job comes: the
+        supervisor may die before it reads it, and the worker then waits with it too."""
         if self._held is not None:
             self._held.finished = attempt_id
+        else:
+            self._last = (attempt_id, data)
 
     # -- the receiver thread ---------------------------------------------------------
     def pipes_gone(self) -> None:
@@ -143,9 +154,14 @@ class Link:
         if orphan is None:
             return False
         attempt_id, session = self._worker.holding()
-        if attempt_id is None and data is None and session is None:
+        last = self._last if attempt_id is None else None
+        if attempt_id is None and data is None and session is None and last is None:
             return False
         held = self._held = Held()
+        if last is not None:  # its supervisor may never have read it: sent again on attach
+            held.keep(last[1])
+            held.finished = last[0]
+            self._last = None
         if data is not None:
             held.keep(data, beat)
         if self._queued is None:

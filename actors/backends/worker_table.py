@@ -240,7 +240,7 @@ class WorkerTable:
                 return
             child.cancel_t = time.monotonic()  # still starting: the spawner carries it out
         if worker is not None:
-            worker.post(frames.cancel_frame(child.attempt_id))
+            worker.post(frames.cancel_frame(child.attempt_id, child.stop_cause))
 
     def kill(self, child: ProcessChild) -> None:
         with self.lock:

@@ -8,6 +8,7 @@ other way round.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -20,11 +21,14 @@ from supervisor.errors import SupervisorError
 from supervisor.rules.recovery import ResumedCalls
 from supervisor.store import StoredAttempt
 
-__all__ = ["LISTEN_WAIT_S", "Reattached", "reattach_children"]
+__all__ = ["LISTEN_WAIT_S", "UNNAMED_WAIT_S", "Reattached", "reattach_children"]
 
 # A child that still runs but whose socket is not there yet has just seen its Zeus go
 # (the last one died a moment ago): how long recovery waits for it to listen.
 LISTEN_WAIT_S = 2.0
+# How long recovery gives a worker whose pid the store never got (its Zeus died as it
+# started) to listen, when one such attempt is not found at first.
+UNNAMED_WAIT_S = 0.2
 
 
 @dataclass(slots=True)
@@ -50,8 +54,15 @@ def reattach_children(
     attempt) whose worker waits; put idle workers holding a session back in the pool;
     stop every other waiting worker (nobody will supervise it)."""
     found = Reattached()
+    candidates = list(candidates)
     everyone = find_waiting(place)
     waiting = {w.attempt_id: w for w in everyone if w.attempt_id is not None}
+    if any(stored.pid is None and stored.id not in waiting for _, stored in candidates):
+        # A worker started just before its Zeus died has its job but no pid in the store:
+        # only its socket can say it is there. Once more, after a moment to listen.
+        time.sleep(UNNAMED_WAIT_S)  # Zeus's thread, before Zeus.start returns
+        everyone += find_waiting(place, skip={w.pid for w in everyone})
+        waiting = {w.attempt_id: w for w in everyone if w.attempt_id is not None}
     idle = [w for w in everyone if w.attempt_id is None]
     for d, stored in candidates:
         w = waiting.pop(stored.id, None)
@@ -61,7 +72,7 @@ def reattach_children(
                                   timeout_s=LISTEN_WAIT_S)
         if w is None:
             continue  # confirmed gone (or killed) by recovery, then lost
-        if w.pid != stored.pid or w.attempt_id != stored.id:
+        if (stored.pid is not None and w.pid != stored.pid) or w.attempt_id != stored.id:
             w.stop()  # not the process the store names: never supervised as it
             continue
         if not _attach(sup, d, stored, w, backend):
@@ -69,14 +80,18 @@ def reattach_children(
         (found.adopted if w.finished else found.reattached).append(stored.id)
         if w.session_key is not None:
             found.sessions.add((w.agent, w.session_key))
+    # Attempts the store does not hold open: a worker that finished one whose end the
+    # last Zeus had committed is idle, like those that ran none.
+    idle += [w for w in waiting.values() if w.finished]
+    for w in waiting.values():
+        if not w.finished:
+            w.stop()
     for w in idle:
-        if _known_process_agent(sup, w.agent) and backend.reattach(w, None, sup.tell) is not None:
-            assert w.session_key is not None
+        if (w.session_key is not None and _known_process_agent(sup, w.agent)
+                and backend.reattach(w, None, sup.tell) is not None):
             found.sessions.add((w.agent, w.session_key))
         else:
-            w.stop()
-    for w in waiting.values():  # attempts the store does not hold open
-        w.stop()
+            w.stop()  # it holds nothing anybody will ask for
     return found
 
 

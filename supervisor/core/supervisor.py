@@ -340,12 +340,16 @@ class Supervisor:
         if child is None:
             return False
         a.child, a.pid, a.announced = child, child.pid, True
+        if self.durable is not None and stored.pid is None and a.pid is not None:
+            # its Zeus died before it recorded the worker's pid: recorded now
+            self.durable.identity(a, a.pid, child.pid_start_time, None)
         d.current = a
         self.tree.begin(d)
         self.tree.live[a.id] = (d, a)
         self.emit("attempt.reattached", d, a, attempt=a.number, pid=a.pid,
                   pid_start_time=child.pid_start_time, adopted=adopted,
                   deadline_s=round(a.deadline - now, 6))
+        self.spend(d, a, Usage())  # over its budget already: stopped as it would have been
         self.timers.arm(a)  # after its buffered reports: they are older than its deadline
         return True
 
@@ -414,7 +418,7 @@ class Supervisor:
         # parent blocked in `ctx.delegate()` gets its answer and can stop.
         self._cancel_children(d, f"the attempt that delegated it ({a.id}) is stopping")
         assert a.child is not None
-        a.child.cancel()
+        a.child.cancel_for(cause.value)
         grace = a.policy.shutdown.grace_s
         if grace <= 0:
             self.on_grace_over(GraceOver(a.id))
@@ -479,6 +483,9 @@ class Supervisor:
         d.current = None
         if finished is not None:
             d.partials_dropped += finished.partials_dropped  # not sent by the child
+        if finished is not None and finished.stop_cause is not None and not a.stop_causes:
+            # A reattached child the last Zeus had asked to stop: for that cause.
+            a.stop_causes.extend(_stop_cause(finished.stop_cause))
         outcome = resolve_outcome(
             finished.outcome if finished else None,
             a.stop_causes,
@@ -785,6 +792,14 @@ class Supervisor:
                 self.end_attempt(d, a, None, fenced=not a.child.killable)
             if d.state != "settled":
                 self.settle(d, Settle(Status.cancelled, reason=msg.reason))
+
+
+def _stop_cause(value: str) -> list[AttemptOutcome]:
+    """The stop cause a child reported back (a value it was told), if it names one."""
+    try:
+        return [AttemptOutcome(value)]
+    except ValueError:
+        return []
 
 
 def _timeout_s(d: Delegation) -> float:
