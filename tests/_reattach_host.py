@@ -67,7 +67,14 @@ def orchestrate(brief: Brief, ctx: Context) -> list[str]:
     return [first.output, second.output]
 
 
-WORKS = {"steps": steps, "family": family, "remember": remember, "orchestrate": orchestrate}
+def mailbox(brief: Brief, ctx: Context) -> object:
+    """The first message its owner sends."""
+    ctx.partial("listening")
+    return ctx.receive(timeout=None)
+
+
+WORKS = {"steps": steps, "family": family, "remember": remember, "orchestrate": orchestrate,
+         "mailbox": mailbox}  # fmt: skip
 
 
 def spec(attempt_id: str, work: Any = None, scope: str = "", **fields: Any) -> ChildSpec:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -37,6 +38,7 @@ from actors.backends.reattach import (
 )
 from actors.backends.worker_wait import Held
 from actors.clock import SystemClock
+from actors.mail import Mail
 from actors.protocol import Charge, DelegateRequest, Finished, Heartbeat, Partial
 from tests._support import WAIT_S, Outbox, alive, eventually
 
@@ -145,8 +147,8 @@ def start_host(
 def killed_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KilledHost]:
     """One host, SIGKILLed once its attempts got as far as each test needs: a writer one
     step in, a writer that will finish while no host runs, an orchestrator waiting on
-    its first delegation, an idle worker holding a session, a family of grandchildren,
-    and a writer for the wrong key."""
+    its first delegation, an idle worker holding a session, families of grandchildren,
+    a worker waiting for mail, and writers for the wrong key and for a crash."""
     tmp = tmp_path_factory.mktemp("reattach")
     store = tmp / "zeus.db"
     host, started = start_host(tmp, "shared", store, SHARED_GRACE_S, {
@@ -156,9 +158,13 @@ def killed_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KilledHost
         "session": {"work": "remember", "session_key": "s1"},
         "family": {"work": "family"},
         "locked": {"work": "steps", "open": [0]},
+        "mailbox": {"work": "mailbox"},
+        "doomed": {"work": "family"},
+        "crasher": {"work": "steps", "open": [0]},
     })  # fmt: skip
-    for name in ("writer", "finisher", "locked"):
+    for name in ("writer", "finisher", "locked", "crasher"):
         host.wait_for("Partial", started[name].attempt_id, item=0)
+    host.wait_for("Partial", started["mailbox"].attempt_id, item="listening")
     host.wait_for("DelegateRequest", started["orchestrator"].attempt_id, ordinal=1)
     host.wait_for("Finished", started["session"].attempt_id)
     host.kill()
@@ -309,6 +315,46 @@ def test_a_reattached_orchestrators_pending_delegation_comes_again_with_its_ordi
     finished = outbox.finished()
     assert finished.value == ["answer 1", "answer 2"]
     assert [m.ordinal for m in outbox.of(DelegateRequest)] == [1, 2]
+
+
+def test_a_reattached_worker_takes_its_owners_mail(
+    killed_host: KilledHost, backend: ProcessBackend
+) -> None:
+    started = killed_host.started["mailbox"]
+    outbox = Outbox()
+    child = backend.reattach(found(killed_host.place, started), rebuilt(started), outbox)
+    assert child is not None
+    child.put_mail(Mail({"to": "apollo"}))
+    assert outbox.finished().value == {"to": "apollo"}
+
+
+def test_kill_stops_a_reattached_worker_and_its_grandchildren_with_the_ladder(
+    killed_host: KilledHost, backend: ProcessBackend
+) -> None:
+    started = killed_host.started["doomed"]
+    outbox = Outbox()
+    child = backend.reattach(found(killed_host.place, started), rebuilt(started), outbox)
+    assert child is not None and child.killable
+    child.kill()
+    finished = outbox.finished()
+    assert (finished.outcome, finished.killed, finished.pid) == (
+        AttemptOutcome.cancelled, "terminate", started.pid)
+    assert finished.exit_code is None  # it is not this process's child: its parent reads it
+    assert eventually(gone(started.pid, *started.grandchildren), timeout=TERM_S + 5.0)
+
+
+def test_a_reattached_worker_that_dies_is_a_crash_that_says_so(
+    killed_host: KilledHost, backend: ProcessBackend
+) -> None:
+    started = killed_host.started["crasher"]
+    outbox = Outbox()
+    child = backend.reattach(found(killed_host.place, started), rebuilt(started), outbox)
+    assert child is not None
+    os.kill(started.pid, signal.SIGKILL)
+    finished = outbox.finished()
+    assert (finished.outcome, finished.error_type, finished.pid) == (
+        AttemptOutcome.crash, "ChildProcessDied", started.pid)
+    assert finished.error == "child process died while reattached before reporting a result"
 
 
 # -- not picked up -----------------------------------------------------------------------
