@@ -15,6 +15,7 @@ from benchmarks import (
     bench_integrations,
     bench_process,
     bench_ray,
+    bench_reattach,
     bench_runtime,
     bench_throughput,
 )
@@ -35,6 +36,9 @@ def main() -> None:
     print()
     print("== process children ==")
     bench_process.main()
+    print()
+    print("== process children that outlive their host, picked up again ==")
+    bench_reattach.main([])
     print()
     print("== in an asyncio host ==")
     bench_async.main()
