@@ -198,7 +198,10 @@ def found(place: ReattachPlace, started: Started, timeout_s: float = WAIT_S) -> 
     waiting = wait_for_listener(place, started.pid, started.start_time, timeout_s=timeout_s)
     assert waiting is not None, f"worker {started.pid} is not waiting"
     assert (waiting.pid, waiting.start_time, waiting.agent) == (
-        started.pid, started.start_time, "apollo")
+        started.pid,
+        started.start_time,
+        "apollo",
+    )
     return waiting
 
 
@@ -230,7 +233,10 @@ def test_a_reattached_worker_sends_what_it_held_in_order_before_reattach_returns
     assert eventually(lambda: started.made(2))
     waiting = found(killed_host.place, started)
     assert (waiting.attempt_id, waiting.finished, waiting.session_key) == (
-        started.attempt_id, False, None)
+        started.attempt_id,
+        False,
+        None,
+    )
     outbox = Outbox()
     child = backend.reattach(waiting, rebuilt(started), outbox)
     assert isinstance(child, ProcessChild)
@@ -239,9 +245,15 @@ def test_a_reattached_worker_sends_what_it_held_in_order_before_reattach_returns
     started.open(3)
     finished = outbox.finished()
     assert (finished.outcome, finished.value, finished.pid) == (
-        AttemptOutcome.completed, "done", started.pid)
+        AttemptOutcome.completed,
+        "done",
+        started.pid,
+    )
     assert reports(outbox)[4:] == [
-        ("partial", 3), ("charge", 1), ("finished", AttemptOutcome.completed, "done")]
+        ("partial", 3),
+        ("charge", 1),
+        ("finished", AttemptOutcome.completed, "done"),
+    ]
     assert not os.path.exists(killed_host.place.address(started.pid))  # attached: not listening
 
 
@@ -263,7 +275,10 @@ def test_a_worker_whose_attempt_finished_while_no_host_ran_delivers_its_result(
     assert outbox.finished_event.is_set()  # before reattach returned
     assert reports(outbox)[-1] == ("finished", AttemptOutcome.completed, "done")
     assert [m for m in reports(outbox) if m[0] == "partial"] == [
-        ("partial", 1), ("partial", 2), ("partial", 3)]
+        ("partial", 1),
+        ("partial", 2),
+        ("partial", 3),
+    ]
     # Its worker is warm now, like any other: it takes the agent's next attempt.
 
     def pid(brief: Brief, ctx: Context) -> int:
@@ -338,7 +353,10 @@ def test_kill_stops_a_reattached_worker_and_its_grandchildren_with_the_ladder(
     child.kill()
     finished = outbox.finished()
     assert (finished.outcome, finished.killed, finished.pid) == (
-        AttemptOutcome.cancelled, "terminate", started.pid)
+        AttemptOutcome.cancelled,
+        "terminate",
+        started.pid,
+    )
     assert finished.exit_code is None  # it is not this process's child: its parent reads it
     assert eventually(gone(started.pid, *started.grandchildren), timeout=TERM_S + 5.0)
 
@@ -353,7 +371,10 @@ def test_a_reattached_worker_that_dies_is_a_crash_that_says_so(
     os.kill(started.pid, signal.SIGKILL)
     finished = outbox.finished()
     assert (finished.outcome, finished.error_type, finished.pid) == (
-        AttemptOutcome.crash, "ChildProcessDied", started.pid)
+        AttemptOutcome.crash,
+        "ChildProcessDied",
+        started.pid,
+    )
     assert finished.error == "child process died while reattached before reporting a result"
 
 
@@ -469,7 +490,15 @@ def test_find_waiting_removes_a_socket_nobody_listens_on(tmp_path: Path) -> None
 
 def test_liveness_beats_in_a_row_are_held_as_the_last_one() -> None:
     held = Held()
-    for data, beat in [(b"b1", True), (b"b2", True), (b"p1", False), (b"b3", True),
-                       (b"p2", False), (b"p3", False), (b"b4", True), (b"b5", True)]:
+    for data, beat in [
+        (b"b1", True),
+        (b"b2", True),
+        (b"p1", False),
+        (b"b3", True),
+        (b"p2", False),
+        (b"p3", False),
+        (b"b4", True),
+        (b"b5", True),
+    ]:
         held.keep(data, beat)
     assert held.frames == [b"b2", b"p1", b"b3", b"p2", b"p3", b"b5"]
