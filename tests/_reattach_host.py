@@ -127,7 +127,7 @@ def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as f:
         plan = json.load(f)
     place = place_for_store(plan["store"], plan["grace_s"])
-    backend = ProcessBackend(reattach=place)
+    backend = ProcessBackend(reattach=place, session_max=8)  # idle ones evict no other
     for attempt in plan.get("start", []):
         backend.start(spec(attempt["attempt_id"], WORKS[attempt["work"]], attempt["gates"],
                            session_key=attempt.get("session_key"),

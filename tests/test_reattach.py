@@ -148,7 +148,8 @@ def killed_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KilledHost
     """One host, SIGKILLed once its attempts got as far as each test needs: a writer one
     step in, a writer that will finish while no host runs, an orchestrator waiting on
     its first delegation, an idle worker holding a session, families of grandchildren,
-    a worker waiting for mail, and writers for the wrong key and for a crash."""
+    a worker waiting for mail, writers for the wrong key and for a crash, and an idle
+    worker without a session."""
     tmp = tmp_path_factory.mktemp("reattach")
     store = tmp / "zeus.db"
     host, started = start_host(tmp, "shared", store, SHARED_GRACE_S, {
@@ -161,12 +162,14 @@ def killed_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KilledHost
         "mailbox": {"work": "mailbox"},
         "doomed": {"work": "family"},
         "crasher": {"work": "steps", "open": [0]},
+        "idle": {"work": "remember"},
     })  # fmt: skip
     for name in ("writer", "finisher", "locked", "crasher"):
         host.wait_for("Partial", started[name].attempt_id, item=0)
     host.wait_for("Partial", started["mailbox"].attempt_id, item="listening")
     host.wait_for("DelegateRequest", started["orchestrator"].attempt_id, ordinal=1)
     host.wait_for("Finished", started["session"].attempt_id)
+    host.wait_for("Finished", started["idle"].attempt_id)
     host.kill()
     place = place_for_store(store, SHARED_GRACE_S)
     yield KilledHost(place, started)
@@ -379,6 +382,14 @@ def test_a_reattached_worker_that_dies_is_a_crash_that_says_so(
 
 
 # -- not picked up -----------------------------------------------------------------------
+
+
+def test_an_idle_worker_without_a_session_stops_with_its_host_as_before(
+    killed_host: KilledHost,
+) -> None:
+    started = killed_host.started["idle"]
+    assert eventually(gone(started.pid), timeout=5.0)  # not after a grace of 30 s
+    assert not os.path.exists(killed_host.place.address(started.pid))
 
 
 def test_a_connection_with_the_wrong_key_or_none_is_refused_and_the_worker_waits_on(
