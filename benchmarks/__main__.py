@@ -16,6 +16,7 @@ from benchmarks import (
     bench_integrations,
     bench_process,
     bench_ray,
+    bench_reattach,
     bench_runtime,
     bench_throughput,
 )
@@ -39,6 +40,9 @@ def main() -> None:
     print()
     print("== command agents: under a worker against under the supervisor ==")
     bench_command.main([])
+    print()
+    print("== process children that outlive their host, picked up again ==")
+    bench_reattach.main([])
     print()
     print("== in an asyncio host ==")
     bench_async.main()

@@ -67,7 +67,14 @@ def orchestrate(brief: Brief, ctx: Context) -> list[str]:
     return [first.output, second.output]
 
 
-WORKS = {"steps": steps, "family": family, "remember": remember, "orchestrate": orchestrate}
+def mailbox(brief: Brief, ctx: Context) -> object:
+    """The first message its owner sends."""
+    ctx.partial("listening")
+    return ctx.receive(timeout=None)
+
+
+WORKS = {"steps": steps, "family": family, "remember": remember, "orchestrate": orchestrate,
+         "mailbox": mailbox}  # fmt: skip
 
 
 def spec(attempt_id: str, work: Any = None, scope: str = "", **fields: Any) -> ChildSpec:
@@ -120,7 +127,7 @@ def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as f:
         plan = json.load(f)
     place = place_for_store(plan["store"], plan["grace_s"])
-    backend = ProcessBackend(reattach=place)
+    backend = ProcessBackend(reattach=place, session_max=8)  # idle ones evict no other
     for attempt in plan.get("start", []):
         backend.start(spec(attempt["attempt_id"], WORKS[attempt["work"]], attempt["gates"],
                            session_key=attempt.get("session_key"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import stat
 import subprocess
@@ -37,6 +38,7 @@ from actors.backends.reattach import (
 )
 from actors.backends.worker_wait import Held
 from actors.clock import SystemClock
+from actors.mail import Mail
 from actors.protocol import Charge, DelegateRequest, Finished, Heartbeat, Partial
 from tests._support import WAIT_S, Outbox, alive, eventually
 
@@ -145,8 +147,9 @@ def start_host(
 def killed_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KilledHost]:
     """One host, SIGKILLed once its attempts got as far as each test needs: a writer one
     step in, a writer that will finish while no host runs, an orchestrator waiting on
-    its first delegation, an idle worker holding a session, a family of grandchildren,
-    and a writer for the wrong key."""
+    its first delegation, an idle worker holding a session, families of grandchildren,
+    a worker waiting for mail, writers for the wrong key and for a crash, and an idle
+    worker without a session."""
     tmp = tmp_path_factory.mktemp("reattach")
     store = tmp / "zeus.db"
     host, started = start_host(tmp, "shared", store, SHARED_GRACE_S, {
@@ -156,11 +159,17 @@ def killed_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KilledHost
         "session": {"work": "remember", "session_key": "s1"},
         "family": {"work": "family"},
         "locked": {"work": "steps", "open": [0]},
+        "mailbox": {"work": "mailbox"},
+        "doomed": {"work": "family"},
+        "crasher": {"work": "steps", "open": [0]},
+        "idle": {"work": "remember"},
     })  # fmt: skip
-    for name in ("writer", "finisher", "locked"):
+    for name in ("writer", "finisher", "locked", "crasher"):
         host.wait_for("Partial", started[name].attempt_id, item=0)
+    host.wait_for("Partial", started["mailbox"].attempt_id, item="listening")
     host.wait_for("DelegateRequest", started["orchestrator"].attempt_id, ordinal=1)
     host.wait_for("Finished", started["session"].attempt_id)
+    host.wait_for("Finished", started["idle"].attempt_id)
     host.kill()
     place = place_for_store(store, SHARED_GRACE_S)
     yield KilledHost(place, started)
@@ -192,7 +201,10 @@ def found(place: ReattachPlace, started: Started, timeout_s: float = WAIT_S) -> 
     waiting = wait_for_listener(place, started.pid, started.start_time, timeout_s=timeout_s)
     assert waiting is not None, f"worker {started.pid} is not waiting"
     assert (waiting.pid, waiting.start_time, waiting.agent) == (
-        started.pid, started.start_time, "apollo")
+        started.pid,
+        started.start_time,
+        "apollo",
+    )
     return waiting
 
 
@@ -224,7 +236,10 @@ def test_a_reattached_worker_sends_what_it_held_in_order_before_reattach_returns
     assert eventually(lambda: started.made(2))
     waiting = found(killed_host.place, started)
     assert (waiting.attempt_id, waiting.finished, waiting.session_key) == (
-        started.attempt_id, False, None)
+        started.attempt_id,
+        False,
+        None,
+    )
     outbox = Outbox()
     child = backend.reattach(waiting, rebuilt(started), outbox)
     assert isinstance(child, ProcessChild)
@@ -233,9 +248,15 @@ def test_a_reattached_worker_sends_what_it_held_in_order_before_reattach_returns
     started.open(3)
     finished = outbox.finished()
     assert (finished.outcome, finished.value, finished.pid) == (
-        AttemptOutcome.completed, "done", started.pid)
+        AttemptOutcome.completed,
+        "done",
+        started.pid,
+    )
     assert reports(outbox)[4:] == [
-        ("partial", 3), ("charge", 1), ("finished", AttemptOutcome.completed, "done")]
+        ("partial", 3),
+        ("charge", 1),
+        ("finished", AttemptOutcome.completed, "done"),
+    ]
     assert not os.path.exists(killed_host.place.address(started.pid))  # attached: not listening
 
 
@@ -257,7 +278,10 @@ def test_a_worker_whose_attempt_finished_while_no_host_ran_delivers_its_result(
     assert outbox.finished_event.is_set()  # before reattach returned
     assert reports(outbox)[-1] == ("finished", AttemptOutcome.completed, "done")
     assert [m for m in reports(outbox) if m[0] == "partial"] == [
-        ("partial", 1), ("partial", 2), ("partial", 3)]
+        ("partial", 1),
+        ("partial", 2),
+        ("partial", 3),
+    ]
     # Its worker is warm now, like any other: it takes the agent's next attempt.
 
     def pid(brief: Brief, ctx: Context) -> int:
@@ -311,7 +335,67 @@ def test_a_reattached_orchestrators_pending_delegation_comes_again_with_its_ordi
     assert [m.ordinal for m in outbox.of(DelegateRequest)] == [1, 2]
 
 
+def test_a_reattached_worker_takes_its_owners_mail(
+    killed_host: KilledHost, backend: ProcessBackend
+) -> None:
+    started = killed_host.started["mailbox"]
+    outbox = Outbox()
+    child = backend.reattach(found(killed_host.place, started), rebuilt(started), outbox)
+    assert child is not None
+    child.put_mail(Mail({"to": "apollo"}))
+    assert outbox.finished().value == {"to": "apollo"}
+
+
+def test_kill_stops_a_reattached_worker_and_its_grandchildren_with_the_ladder(
+    killed_host: KilledHost, backend: ProcessBackend
+) -> None:
+    started = killed_host.started["doomed"]
+    outbox = Outbox()
+    child = backend.reattach(found(killed_host.place, started), rebuilt(started), outbox)
+    assert child is not None and child.killable
+    child.kill()
+    finished = outbox.finished()
+    assert (finished.outcome, finished.killed, finished.pid) == (
+        AttemptOutcome.cancelled,
+        "terminate",
+        started.pid,
+    )
+    assert finished.exit_code is None  # it is not this process's child: its parent reads it
+    assert eventually(gone(started.pid, *started.grandchildren), timeout=TERM_S + 5.0)
+
+
+def test_a_reattached_worker_that_dies_is_a_crash_that_says_so(
+    killed_host: KilledHost, backend: ProcessBackend
+) -> None:
+    started = killed_host.started["crasher"]
+    outbox = Outbox()
+    child = backend.reattach(found(killed_host.place, started), rebuilt(started), outbox)
+    assert child is not None
+    os.kill(started.pid, signal.SIGKILL)
+    finished = outbox.finished()
+    assert (finished.outcome, finished.error_type, finished.pid) == (
+        AttemptOutcome.crash,
+        "ChildProcessDied",
+        started.pid,
+    )
+    assert finished.error == "child process died while reattached before reporting a result"
+
+
 # -- not picked up -----------------------------------------------------------------------
+
+
+def test_an_idle_worker_without_a_session_waits_with_its_last_result(
+    killed_host: KilledHost,
+) -> None:
+    """Its host may have died before it handled that result: the worker keeps it until
+    its next job, and waits with it; told to stop (nobody asks for it), it goes."""
+    started = killed_host.started["idle"]
+    waiting = found(killed_host.place, started)
+    assert (waiting.attempt_id, waiting.finished, waiting.session_key) == (
+        started.attempt_id, True, None)
+    waiting.stop()
+    assert eventually(gone(started.pid), timeout=5.0)
+    assert not os.path.exists(killed_host.place.address(started.pid))
 
 
 def test_a_connection_with_the_wrong_key_or_none_is_refused_and_the_worker_waits_on(
@@ -423,7 +507,15 @@ def test_find_waiting_removes_a_socket_nobody_listens_on(tmp_path: Path) -> None
 
 def test_liveness_beats_in_a_row_are_held_as_the_last_one() -> None:
     held = Held()
-    for data, beat in [(b"b1", True), (b"b2", True), (b"p1", False), (b"b3", True),
-                       (b"p2", False), (b"p3", False), (b"b4", True), (b"b5", True)]:
+    for data, beat in [
+        (b"b1", True),
+        (b"b2", True),
+        (b"p1", False),
+        (b"b3", True),
+        (b"p2", False),
+        (b"p3", False),
+        (b"b4", True),
+        (b"b5", True),
+    ]:
         held.keep(data, beat)
     assert held.frames == [b"b2", b"p1", b"b3", b"p2", b"p3", b"b5"]

@@ -1,7 +1,8 @@
 """For people who write backends: the seam (base), the messages a child sends
 (`actors.protocol`), the clock, and the backends Zeus ships: threads (thread),
 processes (process, with the fork-server launch, the worker, the hub that reads their
-pipes and the warm pool) and command agents (command), both stopped by one kill ladder
+pipes and the warm pool; reattach: where workers that outlived their supervisor wait,
+and how they are found) and command agents (command), both stopped by one kill ladder
 (ladder).
 """
 
@@ -9,6 +10,14 @@ from actors.backends.base import Backend, ChildHandle, ChildSpec, Send
 from actors.backends.command import CommandChild
 from actors.backends.process import ProcessBackend
 from actors.backends.process_child import ProcessChild
+from actors.backends.reattach import (
+    ReattachPlace,
+    Waiting,
+    existing_place,
+    find_waiting,
+    place_for_store,
+    wait_for_listener,
+)
 from actors.backends.thread import ThreadBackend, ThreadChild
 from actors.clock import Clock, FakeClock, SystemClock, Timer, TimerError
 from actors.mail import Mail
@@ -44,6 +53,7 @@ __all__ = [
     "ProcessBackend",
     "ProcessChild",
     "ProcessTree",
+    "ReattachPlace",
     "Send",
     "Spawned",
     "SystemClock",
@@ -52,7 +62,12 @@ __all__ = [
     "Timer",
     "TimerError",
     "ToolCall",
+    "Waiting",
     "classify_exception",
+    "existing_place",
+    "find_waiting",
+    "place_for_store",
     "process_start_time",
     "run_work",
+    "wait_for_listener",
 ]

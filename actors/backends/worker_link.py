@@ -32,10 +32,21 @@ from typing import NoReturn, Protocol
 from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.jobs import Orphan
-from actors.backends.worker_wait import Attached, Held, Listener, stop_all, stop_now
+from actors.backends.worker_wait import (
+    Attached,
+    Held,
+    Listener,
+    set_timeouts,
+    stop_all,
+    stop_now,
+)
 from actors.osproc import process_start_time
 
-__all__ = ["Holder", "Link"]
+__all__ = ["CATCH_UP_SEND_S", "Holder", "Link"]
+
+# The most the held frames may take to be sent: a connector that stops reading (alive,
+# but stuck) must not hold the send lock for good, with no grace running.
+CATCH_UP_SEND_S = 5.0
 
 
 class Holder(Protocol):
@@ -208,6 +219,7 @@ class Link:
         """Send what was held, the attempt's unanswered requests, then `CAUGHT_UP_FRAME`,
         and go live on the socket; None if it could not all be sent (it is held still)."""
         fd = attached.sock.fileno()
+        set_timeouts(attached.sock, CATCH_UP_SEND_S)
         with self.lock:
             held = self._held
             assert held is not None
@@ -217,6 +229,7 @@ class Link:
                 for data in self._worker.unanswered():
                     _wire.write_frame(fd, data)
                 _wire.write_frame(fd, frames.CAUGHT_UP_FRAME)
+                set_timeouts(attached.sock, 0.0)  # live: blocking, as the pipes were
             except OSError:
                 return None
             self._held, self._out_fd = None, fd
