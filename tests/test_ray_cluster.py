@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -111,3 +112,35 @@ def test_a_node_removed_mid_attempt_is_a_crash_that_the_retry_survives_on_the_ot
     assert first.error is not None and first.error.split(" (")[0] in ("node died", "worker died")
     assert summary.partial_results == [doomed.node_id]
     assert summary.output == head != doomed.node_id
+
+
+@pytest.mark.process
+@pytest.mark.realtime
+def test_after_a_host_crash_ray_says_its_task_is_gone_before_it_runs_again(
+    no_ray: None, tmp_path: Path,
+) -> None:
+    """Ray ends the tasks of a driver that died: the next host asks Ray's worker table
+    about the old attempt's worker, and only once Ray says it is gone is it run again."""
+    from actors.osproc import process_running
+    from tests._crash import Host, agent, brief, outcomes, runs, wait_charged, wait_for
+
+    cluster = cluster_utils.Cluster(initialize_head=True,
+                                    head_node_args={"num_cpus": 2, "include_dashboard": False})
+    try:
+        plan = {"agents": {"reader": agent(isolation="ray", read_only=True,
+                                           retry={"max_retries": 1})},
+                "briefs": [brief("reader", tmp_path, "reader")],
+                "supervisor": {"ray": {"address": cluster.address}}}
+        first = Host(tmp_path, tmp_path / "zeus.db", plan)
+        wait_for(tmp_path / "reader.started", first)
+        wait_charged(tmp_path / "zeus.db", 1, first)  # where it runs is in the store
+        first.kill()
+        (tmp_path / "release").write_text("")
+        recovered, summaries = Host(tmp_path, tmp_path / "zeus.db", plan).results()
+    finally:
+        cluster.shutdown()
+    assert recovered["rerun"] == ["reader-1"]
+    assert outcomes(summaries["reader"]) == ["lost", "completed"]
+    [(old_pid, old_start, _), (_, _, overlap)] = runs(tmp_path, "reader")
+    assert not overlap  # the old task's worker was gone when the new one started
+    assert process_running(old_pid, old_start) is False

@@ -100,23 +100,46 @@ def gone(pid: int) -> bool:
 def worker_alive(pid: int, node: str | None) -> bool | None:
     """Ray's word on a worker process (recovery, after its driver died): whether the
     cluster's worker table holds a live worker `pid`, on `node` ("ip/node-id-prefix",
-    as `node_label` writes it) when known; None when Ray cannot be asked.
+    as `node_label` writes it) when known; None when Ray cannot be asked, or this
+    cluster never had that node (a local Ray started by the dead Zeus ended with it).
 
     Ray ends the workers of a job whose driver died (the job is then dead); a worker
     another job runs on under a reused pid is another process, and is counted alive
     only if it is on that node: recovery then waits, and never signals it."""
     from ray._private import state
-    from ray.core.generated import gcs_pb2
+    from ray.core.generated import common_pb2, gcs_pb2
+
+    prefix = node.rpartition("/")[2] if node else ""
+    try:
+        accessor = state.state._connect_and_get_accessor()
+        if prefix and not any(n["NodeID"].startswith(prefix) for n in state.state.node_table()):
+            return None  # a node of another cluster (or one it forgot): it cannot say
+        table = accessor.get_worker_table()
+    except Exception:  # noqa: BLE001 - a Ray that cannot answer cannot confirm
+        return None
+    for raw in table:
+        worker = gcs_pb2.WorkerTableData.FromString(raw)
+        if not worker.is_alive or worker.pid != pid or worker.worker_type != common_pb2.WORKER:
+            continue
+        if not prefix or worker.worker_address.node_id.hex().startswith(prefix):
+            return True
+    return False
+
+
+def dead_drivers_workers_alive() -> bool | None:
+    """Whether Ray still runs a worker of a job whose driver died (recovery, for an
+    attempt whose worker's pid its Zeus never recorded); None when Ray cannot be asked."""
+    from ray._private import state
+    from ray.core.generated import common_pb2, gcs_pb2
 
     try:
+        dead = {str(job["JobID"]).lower() for job in state.jobs() if job.get("IsDead")}
         table = state.state._connect_and_get_accessor().get_worker_table()
     except Exception:  # noqa: BLE001 - a Ray that cannot answer cannot confirm
         return None
-    prefix = node.rpartition("/")[2] if node else ""
     for raw in table:
         worker = gcs_pb2.WorkerTableData.FromString(raw)
-        if not worker.is_alive or worker.pid != pid:
-            continue
-        if not prefix or worker.worker_address.node_id.hex().startswith(prefix):
+        if (worker.is_alive and worker.worker_type == common_pb2.WORKER
+                and worker.job_id.hex() in dead):
             return True
     return False

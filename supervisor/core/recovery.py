@@ -216,10 +216,10 @@ def _confirm_gone(sup: Supervisor, a: StoredAttempt, policy: AgentPolicy) -> boo
 
     A thread child ran inside the dead Zeus's process, which is gone (its store was
     claimed). A process child is checked by pid, start time and process group."""
-    if a.pid is None:
-        return True  # a thread, or a process not yet started when its Zeus died
     if policy.isolation == "ray":
         return _ray_confirms_gone(sup, a)
+    if a.pid is None:
+        return True  # a thread, or a process not yet started when its Zeus died
     if child_gone(a.pid, a.pid_start_time, a.pgid):
         return True
     if process_running(a.pid, a.pid_start_time):
@@ -236,14 +236,19 @@ def _ray_confirms_gone(sup: Supervisor, a: StoredAttempt) -> bool:
     (no agent of this Zeus runs on Ray), its pid is checked on this host: a local Ray
     started by the dead Zeus ends with it."""
     if sup.backend_named("ray") is not None:  # connected to Ray: it can be asked
-        from actors.backends.ray_place import worker_alive
+        from actors.backends.ray_place import dead_drivers_workers_alive, worker_alive
 
-        assert a.pid is not None
+        pid, node = a.pid, a.node
         give_up = time.monotonic() + CONFIRM_WAIT_S
-        while (alive := worker_alive(a.pid, a.node)) and time.monotonic() < give_up:
+        # Its worker by pid and node; without a pid recorded, every worker of a driver
+        # that died (the dead Zeus's among them).
+        while (alive := worker_alive(pid, node) if pid is not None
+               else dead_drivers_workers_alive()) and time.monotonic() < give_up:
             time.sleep(0.05)  # Zeus's thread, before Zeus.start returns
         if alive is not None:
             return not alive
+    if a.pid is None:
+        return True  # never placed, or placed on a Ray that ended with its Zeus
     return child_gone(a.pid, a.pid_start_time, a.pgid) or _gone_within(a, CONFIRM_WAIT_S)
 
 
