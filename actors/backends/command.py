@@ -43,13 +43,14 @@ from actors.backends.command_io import (
     command_argv,
     command_finished,
     start_error,
+    start_program,
 )
 from actors.backends.hub import Hub
 from actors.backends.inputs import INPUTS_FILE_ENV, send_first_line, write_inputs_file
 from actors.backends.ladder import KillLadder
 from actors.mail import Mail
 from actors.models import AttemptOutcome
-from actors.osproc import prepare_program, process_start_time
+from actors.osproc import process_start_time
 from actors.protocol import Finished, Heartbeat, Partial, Spawned
 
 # The argv's names are also reached from here (`actors.backends.command_io` holds them).
@@ -115,16 +116,7 @@ class CommandChild(ChildHandle):
                 self._inputs_file = write_inputs_file(self.spec.brief.inputs)
                 env = {**os.environ, INPUTS_FILE_ENV: self._inputs_file}
             argv = command_argv(self.spec, self._inputs_file)
-            popen = subprocess.Popen(
-                argv,
-                # the inputs line (inputs_via: stdin), then the owner's messages
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                preexec_fn=prepare_program,
-                env=env,
-            )
+            popen = start_program(argv, env)
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             self._remove_inputs_file()
             self.fail(start_error(self.spec.agent, exc), type(exc).__name__)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from typing import Any
 
 from actors.backends.base import ChildSpec
 from actors.models import AttemptOutcome
-from actors.osproc import describe_exit
+from actors.osproc import describe_exit, prepare_program
 from actors.protocol import Finished
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "command_argv",
     "command_finished",
     "start_error",
+    "start_program",
 ]
 
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -201,4 +203,19 @@ def command_finished(
         pid=pid,
         progress=progress,
         exit_code=returncode,
+    )
+
+
+def start_program(argv: list[str], env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+    """Start a command's program: in a session of its own, SIGINT at its default and a
+    subreaper (`actors.osproc.prepare_program`), with its three pipes (standard input:
+    the inputs line, then the owner's messages). Raises what `Popen` raises."""
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=prepare_program,
+        env=env,
     )

@@ -63,6 +63,7 @@ from actors.backends.command_io import (
     command_argv,
     command_finished,
     start_error,
+    start_program,
 )
 from actors.backends.inputs import (
     INPUTS_FILE_ENV,
@@ -74,7 +75,7 @@ from actors.backends.inputs import (
 from actors.clock import SystemClock
 from actors.context import Context
 from actors.models import AttemptOutcome, Brief
-from actors.osproc import exit_as, has_children, kill_below, prepare_program, signal_group
+from actors.osproc import exit_as, has_children, kill_below, signal_group
 from actors.protocol import Finished
 from actors.run import Ended
 
@@ -170,15 +171,7 @@ class _Run:
                 self._inputs_file = write_inputs_file(self._brief.inputs)
                 env = {**os.environ, INPUTS_FILE_ENV: self._inputs_file}
             argv = command_argv(self._spec(), self._inputs_file)
-            popen = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                preexec_fn=prepare_program,
-                env=env,
-            )
+            popen = start_program(argv, env)
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             return Finished(
                 ctx.attempt_id,

@@ -44,12 +44,11 @@ from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.backstop import Backstop
 from actors.backends.jobs import WorkStore, decode_job
+from actors.backends.worker_attempt import RunningAttempt
 from actors.backends.worker_link import Link
 from actors.backends.worker_wait import exit_now
 from actors.clock import SystemClock
-from actors.context import Context
 from actors.errors import describe_error
-from actors.mail import CancelSignal, Inbox
 from actors.models import AttemptOutcome
 from actors.osproc import become_subreaper, kill_descendants
 from actors.protocol import DelegateRequest, Finished, Heartbeat
@@ -87,26 +86,6 @@ def main(jobs: Any, control: Any, outbox: Any) -> NoReturn:
     _Child(jobs, control, outbox).serve()
 
 
-class _Attempt:
-    """The attempt a worker is running. `ctx` is set once its job is loaded."""
-
-    __slots__ = ("attempt_id", "cancel", "crossing_error", "ctx", "delegated", "inbox",
-                 "interval", "next_beat", "pending", "stop_cause")  # fmt: skip
-
-    def __init__(self, attempt_id: str) -> None:
-        self.attempt_id = attempt_id
-        self.cancel = CancelSignal()
-        self.inbox = Inbox()
-        self.ctx: Context | None = None
-        self.interval = 1.0
-        self.next_beat = math.inf
-        # Set when the agent reported something that cannot cross; fails the attempt.
-        self.crossing_error: str | None = None
-        self.delegated = 0  # `ctx.delegate` requests sent: the last one's ordinal (send lock)
-        self.pending: dict[int, bytes] | None = None  # unanswered ones' frames (state lock)
-        self.stop_cause: str | None = None  # why its supervisor cancelled it, if it said
-
-
 class _Child:
     def __init__(self, jobs: Any, control: Any, outbox: Any) -> None:
         # The Connections own the fds; only their fds are used.
@@ -118,10 +97,10 @@ class _Child:
         # Guards the fields below; never held while doing I/O. `_current` is
         # written with both locks held, so either one is enough to read it.
         self._state_lock = threading.Lock()
-        self._current: _Attempt | None = None
+        self._current: RunningAttempt | None = None
         self._cancel_early: dict[str, str | None] = {}  # cancels that overtook their job
         self._mail_early: dict[str, list[bytes]] = {}  # messages that overtook their job
-        self._replies: dict[int, tuple[_Attempt, Callable[[Any], None]]] = {}
+        self._replies: dict[int, tuple[RunningAttempt, Callable[[Any], None]]] = {}
         self._request_ids = itertools.count(1)
         self._beat_event = threading.Event()  # wakes the heartbeat thread early
         self._beat_wake_at = math.inf  # when the heartbeat thread wakes up by itself
@@ -147,7 +126,7 @@ class _Child:
 
     def _run(self, frame: frames.Run) -> None:
         attempt_id = frame.attempt_id
-        att = _Attempt(attempt_id)
+        att = RunningAttempt(attempt_id)
         with self._send_lock, self._state_lock:
             self._current = att
             cancelled = attempt_id in self._cancel_early
@@ -221,7 +200,7 @@ class _Child:
             self._session = initial if initial is not None else {}
         return self._session
 
-    def _finish(self, att: _Attempt, finished: Finished) -> None:
+    def _finish(self, att: RunningAttempt, finished: Finished) -> None:
         """Send the attempt's one `Finished`; a result that cannot cross fails the attempt."""
         try:
             data = frames.finished_frame(finished)
@@ -247,7 +226,7 @@ class _Child:
             self._link.finished(att.attempt_id, data)
 
     # -- the work's thread (through its Context) -------------------------------------
-    def _sender(self, att: _Attempt) -> Callable[[object], None]:
+    def _sender(self, att: RunningAttempt) -> Callable[[object], None]:
         def send(message: object) -> None:
             if isinstance(message, DelegateRequest):
                 self._delegate(att, message)
@@ -262,7 +241,7 @@ class _Child:
 
         return send
 
-    def _delegate(self, att: _Attempt, request: DelegateRequest) -> None:
+    def _delegate(self, att: RunningAttempt, request: DelegateRequest) -> None:
         """The request is numbered (its ordinal) and sent under the send lock, so that the
         attempt's requests leave in their order; it is kept until it is answered."""
         error: BaseException | None = None
@@ -285,7 +264,7 @@ class _Child:
         if error is not None:
             request.reply(error)
 
-    def _post(self, att: _Attempt, data: bytes, beat: bool = False) -> bool:
+    def _post(self, att: RunningAttempt, data: bytes, beat: bool = False) -> bool:
         """Send for `att`; dropped (False) once it has ended, e.g. from a thread it left behind."""
         with self._send_lock:
             if self._current is not att:
@@ -384,7 +363,7 @@ class _Child:
         self._put_mail(att, mail.data)
 
     @staticmethod
-    def _put_mail(att: _Attempt, data: bytes) -> None:
+    def _put_mail(att: RunningAttempt, data: bytes) -> None:
         try:
             message = _wire.loads(data)
         except Exception:  # noqa: BLE001 - checked at the owner's call; a class missing here

@@ -1,4 +1,4 @@
-"""`zeus sweep EVENTS.jsonl [--dry-run] [--grace S]`: stop the child processes a crashed
+"""`zeus sweep EVENTS.jsonl|STORE [--dry-run] [--grace S]`: stop the child processes a crashed
 supervisor left running.
 
 The journal names every child process Zeus started, by pid and start time. A
@@ -39,7 +39,8 @@ def add_parser(subparsers: Any) -> None:
         help="stop the child processes a crashed supervisor left running",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    parser.add_argument("journal", metavar="EVENTS.jsonl", type=Path, help="the journal file")
+    parser.add_argument("journal", metavar="EVENTS.jsonl|STORE", type=Path,
+                        help="the journal file, or the store")
     parser.add_argument(
         "--dry-run", action="store_true", help="say what would be stopped; signal nothing"
     )
