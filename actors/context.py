@@ -96,6 +96,12 @@ class Context:
         """True once Zeus asked this attempt to stop."""
         return self._cancel.is_set()
 
+    @property
+    def over_budget(self) -> bool:
+        """True once a charge went past what this attempt was given to spend (it stops for
+        that, as Zeus does once the charge reaches it)."""
+        return self._over_budget
+
     def check(self) -> None:
         """Raise `actors.Cancelled` once cancellation is requested."""
         if self._cancel.is_set():

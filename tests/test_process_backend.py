@@ -718,3 +718,28 @@ def test_start_after_close_fails_the_attempt() -> None:
     finished = h.run(W.pid)
     assert finished.outcome is AttemptOutcome.error
     assert finished.error == "the process backend is closed"
+
+
+def test_a_cancelled_attempt_reports_why_it_was_stopped(harness: Harness) -> None:
+    """The cause travels with the cancel, and a child over its own budget says so: a Zeus
+    that reattaches a child learns from its `Finished` why it stopped."""
+
+    def waits(brief: Brief, ctx: Context) -> None:
+        ctx.partial("up")
+        while True:
+            ctx.sleep(0.01)
+
+    def overspends(brief: Brief, ctx: Context) -> None:
+        ctx.charge(calls=2)
+        ctx.partial("one more")  # the next reporting call stops it
+
+    child, inbox = harness.start(waits)
+    inbox.wait_for(Partial)
+    child.cancel_for(AttemptOutcome.timeout.value)
+    told = inbox.finished()
+    assert (told.outcome, told.stop_cause) == (AttemptOutcome.cancelled, "timeout")
+    own = harness.run(overspends, budget_left={"calls": 1.0})
+    assert (own.outcome, own.stop_cause) == (AttemptOutcome.cancelled, "budget_exceeded")
+    plain, plain_inbox = harness.start(waits)
+    plain.cancel()
+    assert plain_inbox.finished().stop_cause is None

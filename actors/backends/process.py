@@ -176,7 +176,8 @@ class ProcessBackend:
         """
         if self._table.end_unstarted(child):
             report(child, Finished(child.attempt_id, AttemptOutcome.cancelled,
-                                   error="stopped before its process started"))
+                                   error="stopped before its process started",
+                                   stop_cause=child.stop_cause))
             return
         try:
             worker = self._spawn(child.spec.agent)

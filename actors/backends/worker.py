@@ -178,8 +178,13 @@ class _Child:
                 self._beat_event.set()
         self._backstop.arm(job.hard_stop)
         finished = run_work(work, job.brief, ctx, pid=self._pid)
-        if att.stop_cause is not None and finished.outcome is AttemptOutcome.cancelled:
-            finished = dataclasses.replace(finished, stop_cause=att.stop_cause)
+        if finished.outcome is AttemptOutcome.cancelled:
+            # Why it stopped, for a Zeus that reattaches it: what its Zeus said with the
+            # cancel, or its own budget running out (Zeus stops it for that too).
+            cause = att.stop_cause or (
+                AttemptOutcome.budget_exceeded.value if ctx.over_budget else None)
+            if cause is not None:
+                finished = dataclasses.replace(finished, stop_cause=cause)
         if att.crossing_error is not None and finished.outcome is not AttemptOutcome.cancelled:
             finished = Finished(
                 attempt_id,
