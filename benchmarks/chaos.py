@@ -393,7 +393,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                   host_crashes=args.host_crashes)
         print(f"chaos with {crashed.crashes} host crashes: {crashed.delegations} delegations "
               f"on {', '.join(isolations)} in {crashed.seconds:.1f}s; "
-              f"{dict(crashed.by_status)}; attempts lost with a host: {crashed.lost_attempts}")
+              f"{dict(crashed.by_status)}; attempts lost with a host: {crashed.lost_attempts} "
+              f"({crashed.lost_process_attempts} of them process children); process "
+              f"children picked up by the next host: {crashed.reattached_attempts} "
+              f"({crashed.adopted_attempts} of them finished meanwhile)")
         for line in crashed.violations[:50]:
             print("  " + line)
         print("OK" if not crashed.violations else f"FAILED: {len(crashed.violations)} "

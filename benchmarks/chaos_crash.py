@@ -49,6 +49,7 @@ class CrashReport:
     seconds: float
     by_status: Counter[str] = field(default_factory=Counter)
     lost_attempts: int = 0
+    lost_process_attempts: int = 0  # of those, process children (the others: threads)
     reattached_attempts: int = 0  # picked up again by the next host (`attempt.reattached`)
     adopted_attempts: int = 0  # of those, finished while no host ran
     violations: list[str] = field(default_factory=list)
@@ -185,6 +186,8 @@ def _judge(report: CrashReport, store: Path, logs: Sequence[Path], n: int, seed:
         report.by_status[status] += 1
         outcomes = [a["outcome"] for a in summary["attempts"]]
         report.lost_attempts += outcomes.count("lost")
+        report.lost_process_attempts += sum(
+            a["outcome"] == "lost" and a["agent"] == "c_process" for a in summary["attempts"])
         p = planned[key]
         expected = {s.value for s in chaos.KINDS[p.kind]}
         if delegation_id in cancel_logged:
