@@ -100,6 +100,25 @@ def wait_charged(store: Path, calls: int, host: Host) -> None:
         time.sleep(0.01)
 
 
+def wait_partials(store: Path, count: int, host: Host) -> None:
+    """Until the store holds `count` partial results: Zeus had them and committed them."""
+    deadline = time.monotonic() + WAIT_S
+    while _count(store, "SELECT count(*) FROM partials") < count:
+        if host.proc.poll() is not None:
+            pytest.fail(f"the host exited first: {host.proc.communicate()[1]}")
+        assert time.monotonic() < deadline, f"the store never held {count} partial results"
+        time.sleep(0.01)
+
+
+def _count(store: Path, query: str) -> int:
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
+            (n,) = con.execute(query).fetchone()
+    except sqlite3.Error:
+        return 0  # not created yet
+    return int(n)
+
+
 def stored_calls(store: Path) -> int:
     try:
         with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:

@@ -16,7 +16,17 @@ from multiprocess.connection import Client
 
 from actors.backends.reattach import existing_place
 from actors.osproc import process_running
-from tests._crash import WAIT_S, Host, agent, brief, outcomes, runs, wait_charged, wait_for
+from tests._crash import (
+    WAIT_S,
+    Host,
+    agent,
+    brief,
+    outcomes,
+    runs,
+    wait_charged,
+    wait_for,
+    wait_partials,
+)
 
 pytestmark = [pytest.mark.process, pytest.mark.realtime]
 
@@ -304,6 +314,7 @@ def test_a_command_agent_outlives_its_host_and_its_output_is_whole(tmp_path: Pat
                    [{"key": "writer", "brief": {"agent": "writer", "scope": str(tmp_path)}}])
     first = Host(tmp_path, store, plan)
     wait_for(tmp_path / "writer.started", first)
+    wait_partials(store, 1, first)  # its first line, committed before the crash
     first.kill()
     second = Host(tmp_path, store, plan)
     assert second.read_line()["recovered"]["reattached"] == ["writer-1-a1"]
