@@ -15,7 +15,14 @@ from supervisor.routing import Routing
 from supervisor.routing.ray_policy import wants_ray
 from supervisor.store import SqliteStore, Store
 
-__all__ = ["open_store", "prestart", "process_backends", "ray_backend", "ray_backends"]
+__all__ = [
+    "open_store",
+    "prestart",
+    "process_backends",
+    "ray_backend",
+    "ray_backends",
+    "ready_after_recovery",
+]
 
 
 def open_store(routing: Routing, store: str | Path | None, clock: Clock) -> Store | None:
@@ -31,7 +38,9 @@ def open_store(routing: Routing, store: str | Path | None, clock: Clock) -> Stor
 
 def process_backends(routing: Routing, store: Store | None = None) -> dict[str, Backend]:
     """The process backend. Its fork server starts now when an agent will need it,
-    so that the first process attempt does not stall Zeus's mailbox on imports.
+    so that the first process attempt does not stall Zeus's mailbox on imports;
+    with a store, once recovery is done (`ready_after_recovery`): readying it costs
+    about half a second of CPU, which would slow the reattaching of waiting children.
 
     With a store and `supervisor.orphan_grace_s` above 0, its workers wait that long
     for the next Zeus when this one dies (docs/design.md, "Reattach"), and command
@@ -39,9 +48,20 @@ def process_backends(routing: Routing, store: Store | None = None) -> dict[str, 
     grace = routing.supervisor.orphan_grace(store is not None)
     place = place_for_store(store.path, grace) if store is not None and grace > 0 else None
     backend = ProcessBackend(reattach=place, commands_in_workers=place is not None)
-    if any(p.isolation == "process" or p.command for p in routing.agents.values()):
+    if store is None and _wants_processes(routing):
         prestart(backend)
     return {"process": backend}
+
+
+def ready_after_recovery(routing: Routing, backend: Backend | None, *, wanted: bool) -> None:
+    """After recovery on a store: ready the fork server now, if an agent will need it
+    (one of the routing's, or `wanted`: one registered in code)."""
+    if isinstance(backend, ProcessBackend) and (wanted or _wants_processes(routing)):
+        prestart(backend)
+
+
+def _wants_processes(routing: Routing) -> bool:
+    return any(p.isolation == "process" or p.command for p in routing.agents.values())
 
 
 def prestart(backend: ProcessBackend) -> None:

@@ -47,6 +47,7 @@ from supervisor.core.startup import (
     process_backends,
     ray_backend,
     ray_backends,
+    ready_after_recovery,
 )
 from supervisor.errors import (
     DelegationRefused,
@@ -90,6 +91,9 @@ class Zeus:
             if self._store is not None:
                 self._store.close()  # given up: a refused start keeps no store owned
             raise
+        # With a store, the fork server is readied after recovery, which it would slow.
+        self._recovering = self._store is not None
+        self._forks_wanted = False
         for name, work in (agents or {}).items():  # before recovery: it may run them again
             self.register(name, work)
         self.recovered = Recovery()
@@ -100,6 +104,9 @@ class Zeus:
             except BaseException:
                 self.stop()  # nothing is left running, and the store is given up
                 raise
+            self._recovering = False
+            ready_after_recovery(self._registry.routing, self._backends.get("process"),
+                                 wanted=self._forks_wanted)
 
     def _start(self, routing: Routing, log: LogTarget, rng: random.Random | None,
                backends: Mapping[str, Backend] | None) -> None:
@@ -182,7 +189,10 @@ class Zeus:
         if self._registry.policy(agent).isolation == "process":
             backend = self._backends.get("process")
             if isinstance(backend, ProcessBackend):
-                prestart(backend)
+                if self._recovering:  # readied once recovery is done (`process_backends`)
+                    self._forks_wanted = True
+                else:
+                    prestart(backend)
 
     @property
     def routing(self) -> Routing:
