@@ -1,6 +1,6 @@
 """Reattach at the process backend: workers that outlived their host, found and picked up.
 
-    python -m benchmarks.bench_reattach [--n 100] [--rounds 7]
+    python -m benchmarks.bench_reattach [--n 100] [--rounds 7] [--zeus-rounds 16]
 
 A host process (this module, run with `--host PLAN`) starts N attempts on a
 `ProcessBackend` with a store's place; each reports once, waits for a gate file,
@@ -14,6 +14,11 @@ then holds a report and its result. In this process, in the same run:
   reattached;
 - the normal path: warm dispatch with a place against the same without one,
   alternating rounds (the place's job carries the reattach settings).
+
+Then the same through Zeus (`benchmarks._reattach_zeus`): `Zeus.start` on a store with
+N waiting children to all of them reattached; one child's first report after
+`Zeus.start` against a cold rerun's; warm dispatch and throughput with
+`orphan_grace_s` 30 against 0.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from actors.backends import ChildSpec, ProcessBackend
 from actors.backends.reattach import ReattachPlace, find_waiting, place_for_store
 from actors.clock import SystemClock
 from actors.protocol import Finished, Partial
+from benchmarks._reattach_zeus import zeus_rows
 from benchmarks._table import Row, report
 
 CLOCK = SystemClock()
@@ -230,6 +236,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_reattach")
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--zeus-rounds", type=int, default=16)
     parser.add_argument("--host", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.host:
@@ -241,6 +248,7 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[Row] = []
     bench_find_and_attach(rows, args.n)
     bench_normal_path(rows, args.rounds)
+    zeus_rows(rows, args.n, args.zeus_rounds)
     report("reattach", rows)
 
 
