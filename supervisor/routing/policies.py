@@ -208,7 +208,7 @@ class SupervisorPolicy(Frozen):
     ray: RayPolicy = RayPolicy()
     store: StorePolicy = StorePolicy()
     # How long a child whose supervisor is gone will wait to be picked up; None: 30 s with
-    # a store, 0 without (`orphan_grace(stored)`). Not used yet: no child waits today.
+    # a store, 0 without (`orphan_grace(stored)`); docs/design.md, "Reattach".
     orphan_grace_s: Seconds | None = Field(
         default=None, ge=0, description="Seconds an orphaned child waits to be picked up."
     )
