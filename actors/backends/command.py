@@ -42,6 +42,7 @@ from actors.backends.command_io import (
     Output,
     command_argv,
     command_finished,
+    read_chunk,
     start_error,
     start_program,
 )
@@ -248,13 +249,8 @@ class CommandChild(ChildHandle):
 
     def _read(self, fd: int) -> bytes | None:
         """One chunk from `fd`; b"" at its end (then it is closed); None if nothing is ready."""
-        try:
-            chunk = os.read(fd, _READ)
-        except BlockingIOError:
-            return None
-        except OSError:
-            chunk = b""
-        if not chunk:
+        chunk = read_chunk(fd, _READ)
+        if chunk == b"":
             self._close_pipe(fd)
         return chunk
 

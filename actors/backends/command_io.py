@@ -7,6 +7,7 @@ program, and both say what it did with these, in the same words.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -26,6 +27,7 @@ __all__ = [
     "Output",
     "command_argv",
     "command_finished",
+    "read_chunk",
     "start_error",
     "start_program",
 ]
@@ -219,3 +221,14 @@ def start_program(argv: list[str], env: dict[str, str] | None) -> subprocess.Pop
         preexec_fn=prepare_program,
         env=env,
     )
+
+
+def read_chunk(fd: int, size: int) -> bytes | None:
+    """One chunk from a program's non-blocking pipe: b"" at its end (or once it broke),
+    None when nothing is ready; the caller closes it at its end."""
+    try:
+        return os.read(fd, size)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""

@@ -62,6 +62,7 @@ from actors.backends.command_io import (
     Output,
     command_argv,
     command_finished,
+    read_chunk,
     start_error,
     start_program,
 )
@@ -283,13 +284,8 @@ class _Run:
 
     def _read(self, fd: int) -> bytes | None:
         """One chunk from `fd`; b"" at its end (then it is closed); None if nothing is ready."""
-        try:
-            chunk = os.read(fd, _READ)
-        except BlockingIOError:
-            return None
-        except OSError:
-            chunk = b""
-        if not chunk:
+        chunk = read_chunk(fd, _READ)
+        if chunk == b"":
             self._open_pipes.discard(fd)
             self._selector.unregister(fd)
         return chunk
