@@ -185,27 +185,8 @@ def test_a_child_nobody_picks_up_stops_with_its_grandchildren_and_is_lost_after_
 def test_a_host_killed_twice_during_one_attempt_still_ends_it_as_one_attempt(
     tmp_path: Path,
 ) -> None:
-    store = tmp_path / "zeus.db"
-    plan = writer_plan(tmp_path)
-    first = Host(tmp_path, store, plan)
-    wait_for(tmp_path / "writer.started", first)
-    first.kill()
-    second = Host(tmp_path, store, plan)
-    assert second.read_line()["recovered"]["reattached"] == ["writer-1-a1"]
-    second.kill()
-    third = Host(tmp_path, store, plan)
-    assert third.read_line()["recovered"]["reattached"] == ["writer-1-a1"]
-    (tmp_path / "release").write_text("")
-    _, summaries = third.results()
-    writer = summaries["writer"]
-    assert (writer["status"], outcomes(writer)) == ("completed", ["completed"])
-    [(pid, _, _)] = runs(tmp_path, "writer")
-    assert writer["output"]["pid"] == pid
-
-
-def test_a_connection_with_the_wrong_key_is_refused_and_the_child_is_unaffected(
-    tmp_path: Path,
-) -> None:
+    """And between the two, a connection with the wrong key is refused, the child
+    unaffected."""
     store = tmp_path / "zeus.db"
     plan = writer_plan(tmp_path)
     first = Host(tmp_path, store, plan)
@@ -222,9 +203,15 @@ def test_a_connection_with_the_wrong_key_is_refused_and_the_child_is_unaffected(
     assert process_running(pid, start)
     second = Host(tmp_path, store, plan)
     assert second.read_line()["recovered"]["reattached"] == ["writer-1-a1"]
+    second.kill()
+    third = Host(tmp_path, store, plan)
+    assert third.read_line()["recovered"]["reattached"] == ["writer-1-a1"]
     (tmp_path / "release").write_text("")
-    _, summaries = second.results()
-    assert outcomes(summaries["writer"]) == ["completed"]
+    _, summaries = third.results()
+    writer = summaries["writer"]
+    assert (writer["status"], outcomes(writer)) == ("completed", ["completed"])
+    assert writer["output"]["pid"] == pid
+    assert len(runs(tmp_path, "writer")) == 1
 
 
 def test_a_stateful_session_continues_after_the_restart_and_one_lost_is_blocked(
