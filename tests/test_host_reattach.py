@@ -69,6 +69,7 @@ def test_a_writer_outlives_its_host_and_completes_as_one_attempt_in_the_same_pro
     first = Host(tmp_path, store, plan)
     wait_for(tmp_path / "writer.started", first)
     wait_charged(store, 1, first)
+    wait_partials(store, 1, first)  # what it reported before the crash, committed
     first.kill()
     [(pid, start, _)] = runs(tmp_path, "writer")
     assert process_running(pid, start)  # it did not die with its host
@@ -98,6 +99,7 @@ def test_a_child_that_finished_while_no_host_ran_has_its_result_adopted(tmp_path
     plan = writer_plan(tmp_path)
     first = Host(tmp_path, store, plan)
     wait_for(tmp_path / "writer.started", first)
+    wait_partials(store, 1, first)  # what it reported before the crash, committed
     first.kill()
     (tmp_path / "release").write_text("")
     wait_for(tmp_path / "writer.finished")  # it returned while no Zeus ran
