@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from multiprocess.connection import Client
 
-from actors.backends.reattach import existing_place
+from actors.backends.reattach import ReattachPlace, existing_place
 from actors.osproc import process_running
 from tests._crash import (
     WAIT_S,
@@ -59,6 +59,19 @@ def gone_within(seconds: float, *processes: tuple[int, float | None]) -> bool:
 def writer_plan(tmp: Path, **extra: Any) -> dict[str, Any]:
     return plan_of(tmp, {"writer": agent(WRITER, isolation="process")},
                    [brief("writer", tmp, "writer")], **extra)
+
+
+def orphaned(tmp: Path, store: Path, plan: dict[str, Any]) -> tuple[int, float, ReattachPlace]:
+    """A host that started the writer, SIGKILLed: the writer's pid and start time, and the
+    place where it now waits, listening."""
+    first = Host(tmp, store, plan)
+    wait_for(tmp / "writer.started", first)
+    [(pid, start, _)] = runs(tmp, "writer")
+    first.kill()
+    place = existing_place(store)
+    assert place is not None
+    wait_for(Path(place.address(pid)))
+    return pid, start, place
 
 
 def test_a_writer_outlives_its_host_and_completes_as_one_attempt_in_the_same_process(
@@ -191,13 +204,7 @@ def test_a_host_killed_twice_during_one_attempt_still_ends_it_as_one_attempt(
     unaffected."""
     store = tmp_path / "zeus.db"
     plan = writer_plan(tmp_path)
-    first = Host(tmp_path, store, plan)
-    wait_for(tmp_path / "writer.started", first)
-    [(pid, start, _)] = runs(tmp_path, "writer")
-    first.kill()
-    place = existing_place(store)
-    assert place is not None
-    wait_for(Path(place.address(pid)))
+    pid, start, place = orphaned(tmp_path, store, plan)
     with pytest.raises(Exception) as refused:
         Client(place.address(pid), family="AF_UNIX", authkey=b"not the key" * 3)
     assert type(refused.value).__name__ in ("AuthenticationError", "EOFError",
@@ -319,13 +326,7 @@ def test_zeus_sweep_stops_the_children_that_wait_and_names_them(tmp_path: Path) 
     import subprocess
 
     store = tmp_path / "zeus.db"
-    first = Host(tmp_path, store, writer_plan(tmp_path))
-    wait_for(tmp_path / "writer.started", first)
-    [(pid, start, _)] = runs(tmp_path, "writer")
-    first.kill()
-    place = existing_place(store)
-    assert place is not None
-    wait_for(Path(place.address(pid)))
+    pid, start, _ = orphaned(tmp_path, store, writer_plan(tmp_path))
     done = subprocess.run([sys.executable, "-m", "supervisor.cli", "sweep", str(store)],
                           capture_output=True, text=True, timeout=WAIT_S,
                           env={**os.environ, "COLUMNS": "200"})
