@@ -1,0 +1,140 @@
+"""How Zeus runs an agent CLI: its argv from what it speaks, and its prompt.
+
+The argv is, in this order: the program (the CLI's usual name looked up on
+`PATH`, or `command:`, which replaces the program and never the arguments Zeus
+speaks with), the arguments that make it speak its stream (with the prompt,
+`--resume ID` for a follow-up in its session, and, for Claude, its own budget
+backstop), then the agent's `args:`. docs/agent-clis.md shows each CLI's line;
+the CLIs' own parsers accept options after the prompt, and Codex's `resume`
+subcommand comes last, after the user's flags, since they belong to `exec`.
+
+The prompt (`{prompt}`) is the role framing, the brief as a `SUBTASK BRIEF`
+block, what the previous attempt left, and the instruction to close the reply
+with a `<subtask_summary>` block (docs/formats.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from actors.models import Brief
+
+__all__ = [
+    "CLI_PROGRAMS",
+    "SPEAKS",
+    "Invocation",
+    "cli_argv",
+    "prompt_text",
+]
+
+# What `speaks:` may name. `lines` is a plain command's default; `jsonl` is Zeus's own
+# line protocol; the others are agent CLIs, each with the program's usual name.
+CLI_PROGRAMS = {
+    "claude": "claude",
+    "codex": "codex",
+    "gemini": "gemini",
+    "opencode": "opencode",
+    "cursor": "cursor-agent",
+}
+SPEAKS = ("lines", "jsonl", *CLI_PROGRAMS)
+
+_SUMMARY_TEMPLATE = """\
+<subtask_summary>
+Status: completed | blocked | partial | timed_out
+Agent: {agent}
+Scope: <what was requested>
+
+Changes:
+- <file> — <what changed>
+
+Findings:
+- <key finding>
+
+Validation:
+- <test results or verification>
+
+Risks / Follow-up:
+- <issues discovered>
+</subtask_summary>"""
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """What an agent CLI is run with, besides its brief (picklable: a worker builds the
+    argv too). `budget_usd`: what may still be spent, passed to a CLI that takes a budget
+    of its own as its backstop (Claude's `--max-budget-usd`)."""
+
+    speaks: str
+    program: tuple[str, ...] = ()  # `command:`; empty: the CLI's usual name
+    args: tuple[str, ...] = ()
+    resume: str | None = None  # the CLI's session id to continue
+    budget_usd: float | None = None
+
+
+def cli_argv(invocation: Invocation, prompt: str) -> list[str]:
+    """The argv that runs `invocation` on `prompt`, before `args:` placeholders are filled."""
+    speaks = invocation.speaks
+    program = list(invocation.program) or [CLI_PROGRAMS[speaks]]
+    resume = invocation.resume
+    user = list(invocation.args)
+    if speaks == "claude":
+        own = ["-p", prompt, "--output-format", "stream-json", "--verbose"]
+        if resume is not None:
+            own += ["--resume", resume]
+        if invocation.budget_usd is not None:
+            own += ["--max-budget-usd", _usd(invocation.budget_usd)]
+        return [*program, *own, *user]
+    if speaks == "codex":
+        tail = ["resume", resume, prompt] if resume is not None else [prompt]
+        return [*program, "exec", "--json", "--skip-git-repo-check", *user, *tail]
+    if speaks == "gemini":
+        own = ["-p", prompt, "--output-format", "stream-json"]
+        if resume is not None:
+            own += ["--resume", resume]
+        return [*program, *own, *user]
+    if speaks == "opencode":
+        own = ["run", "--format", "json"]
+        if resume is not None:
+            own += ["-s", resume]
+        return [*program, *own, *user, prompt]
+    if speaks == "cursor":
+        own = ["-p", "--output-format", "stream-json"]
+        if resume is not None:
+            own += ["--resume", resume]
+        return [*program, *own, *user, prompt]
+    raise ValueError(f"speaks: {speaks!r} is not an agent CLI; known: {', '.join(CLI_PROGRAMS)}")
+
+
+def _usd(amount: float) -> str:
+    """A budget in dollars as the CLI reads it (never negative, cents kept)."""
+    return f"{max(0.0, amount):.4f}".rstrip("0").rstrip(".") or "0"
+
+
+def prompt_text(brief: Brief, *, agent: str, framing: str = "",
+                previous_error: str | None = None,
+                previous_partials: Sequence[Any] = ()) -> str:
+    """The prompt an agent CLI (or a `{prompt}` placeholder) is given for `brief`."""
+    parts = [framing.strip()] if framing.strip() else []
+    parts.append(brief.model_copy(update={"agent": agent}).render()
+                 if brief.agent != agent else brief.render())
+    if previous_error:
+        parts.append(f"A previous attempt of this subtask ended: {previous_error}")
+    if previous_partials:
+        found = "\n".join(f"- {_one_line(item)}" for item in previous_partials[-50:])
+        parts.append(f"What previous attempts found so far:\n{found}")
+    parts.append(
+        "When you are done, or cannot go on, end your reply with this block, filled in "
+        "(Status: completed when the scope is done; blocked when you cannot go on without "
+        "a decision or something you lack, the blocker under Risks / Follow-up; partial "
+        "when only part is done; timed_out when you ran out of time):\n"
+        + _SUMMARY_TEMPLATE.format(agent=agent)
+    )
+    return "\n\n".join(parts)
+
+
+def _one_line(item: Any) -> str:
+    text = item if isinstance(item, str) else json.dumps(item, default=str, ensure_ascii=False)
+    return " ".join(text.split())[:500]
