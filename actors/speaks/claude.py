@@ -142,7 +142,9 @@ class ClaudeDecoder(Decoder):
         out = as_int(usage.get("output_tokens"))
         seen = self._usage.get(message_id) if message_id is not None else None
         if seen is None:
-            new_in, new_cached, new_out, calls = total_in, cached, out, 1
+            # A message of no tokens at all (the CLI's `<synthetic>` error message) is no call.
+            calls = 1 if total_in or out else 0
+            new_in, new_cached, new_out = total_in, cached, out
         else:
             new_in = max(0, total_in - seen[0])
             new_cached = max(0, cached - seen[1])
