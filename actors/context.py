@@ -11,7 +11,7 @@ from actors.clock import Clock
 from actors.errors import Cancelled
 from actors.mail import CancelSignal, Flag, Inbox
 from actors.models import Brief, Summary, Usage
-from actors.protocol import Charge, DelegateRequest, Heartbeat, Partial, ToolCall
+from actors.protocol import AgentSession, Charge, DelegateRequest, Heartbeat, Partial, ToolCall
 from actors.usage import usage_from
 
 __all__ = ["MAX_PARTIALS_SENT", "Context"]
@@ -238,6 +238,23 @@ class Context:
             self._progress += 1
             self._send(ToolCall(self.attempt_id, self._progress, name, read_only, running=False))
         self._stop_point()
+
+    def report_tool(self, name: str, *, read_only: bool = False,
+                    running: bool | None = None) -> None:
+        """Report a tool call that another program made (an agent CLI's, read from its
+        stream): `running` True as a long call starts, False once it ended, None for one
+        seen only once it was over. Python work uses `tool_call` and `with tool(...)`."""
+        self._stop_point()
+        self._progress += 1
+        self._send(ToolCall(self.attempt_id, self._progress, name, read_only, running))
+
+    def agent_session(self, session_id: str) -> None:
+        """Report the session id of the agent program this work drives (an agent CLI's, an
+        SDK's conversation): Zeus keeps it with the attempt, and a follow-up brief in the
+        delegation's session (`brief.session`) is given it to resume. Counts as progress."""
+        self._stop_point()
+        self._progress += 1
+        self._send(AgentSession(self.attempt_id, self._progress, session_id))
 
     def delegate(self, brief: Brief) -> Summary:
         """Delegate `brief` as a child of this delegation and wait for its summary.

@@ -16,6 +16,7 @@ from typing import Any
 from actors.models import AttemptOutcome, Brief, Summary, Usage
 
 __all__ = [
+    "AgentSession",
     "Charge",
     "ChildMessage",
     "DelegateRequest",
@@ -63,6 +64,16 @@ class ToolCall:
 
 
 @dataclass(slots=True)
+class AgentSession:
+    """The agent program's own session id (an agent CLI's conversation): a follow-up brief
+    in the delegation's session resumes it."""
+
+    attempt_id: str
+    progress: int
+    session_id: str
+
+
+@dataclass(slots=True)
 class Finished:
     """The attempt's code no longer runs: it returned, raised, or its process died.
 
@@ -87,6 +98,9 @@ class Finished:
     # Why its supervisor asked it to stop (an `AttemptOutcome` value), as told with the
     # cancel: a later Zeus that reattaches it learns from this what the last one decided.
     stop_cause: str | None = None
+    # Lines of a command's event stream that did not read (not JSON, an unknown event,
+    # over a megabyte): counted, never fatal.
+    bad_lines: int = 0
 
 
 @dataclass(slots=True)
@@ -124,4 +138,5 @@ class Placed:
     node: str | None
 
 
-ChildMessage = Heartbeat | Partial | Charge | ToolCall | Finished | DelegateRequest | Placed
+ChildMessage = (Heartbeat | Partial | Charge | ToolCall | AgentSession | Finished
+                | DelegateRequest | Placed)

@@ -197,3 +197,32 @@ def terminal(monkeypatch: pytest.MonkeyPatch, width: int = 80, height: int = 24)
     monkeypatch.setenv("COLUMNS", str(width))
     monkeypatch.setenv("LINES", str(height))
     return lambda: _ESCAPE.sub("", screen.getvalue()).splitlines()
+
+
+class NullSink:
+    """A `StreamSink` that records what a `StreamReader` tells it."""
+
+    def __init__(self) -> None:
+        self.lines = 0
+        self.said: list[tuple[Any, ...]] = []
+
+    def progress(self, lines: int) -> None:
+        self.lines += lines
+
+    def partial(self, item: Any) -> None:
+        self.said.append(("partial", item))
+
+    def charge(self, usage: Any) -> None:
+        self.said.append(("charge", usage))
+
+    def tool(self, name: str, *, read_only: bool, running: bool | None) -> None:
+        self.said.append(("tool", name, read_only, running))
+
+    def session(self, session_id: str) -> None:
+        self.said.append(("session", session_id))
+
+    def note(self, text: str | None) -> None:
+        self.said.append(("note", text))
+
+    def ended(self) -> None:
+        self.said.append(("ended",))

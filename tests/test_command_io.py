@@ -8,15 +8,22 @@ import pytest
 
 from actors.backends.command_io import STDERR_TAIL, command_finished
 from actors.models import AttemptOutcome
+from actors.speaks import StreamReader
+from tests._support import NullSink
 
 
 def finished(**given: Any) -> Any:
     args: dict[str, Any] = {
         "pid": 7, "returncode": 0, "exited_t": 10.0, "kill_t": None, "cancel_t": None,
-        "sigkill_sent": False, "progress": 3, "out": [b"he", b"llo\n"], "err": b"",
+        "sigkill_sent": False, "progress": 3,
     }  # fmt: skip
+    out, err = given.pop("out", [b"he", b"llo\n"]), given.pop("err", b"")
+    reader = StreamReader("lines", NullSink())
+    for chunk in [*out, b""]:
+        reader.stdout(chunk)
+    reader.stderr(err)
     args.update(given)
-    return command_finished("a-1-a1", "tool", **args)
+    return command_finished("a-1-a1", "tool", reader=reader, **args)
 
 
 @pytest.mark.parametrize(

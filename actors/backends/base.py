@@ -20,6 +20,7 @@ from actors.backends.inputs import InputsVia
 from actors.clock import Clock
 from actors.mail import Mail
 from actors.models import Brief
+from actors.speaks import Invocation, Pricing
 
 __all__ = ["Backend", "ChildHandle", "ChildSpec", "Send"]
 
@@ -59,6 +60,12 @@ class ChildSpec:
     budget_left: dict[str, float] | None = None
     # Ray isolation: what the attempt asks of a node (num_cpus, num_gpus, memory, custom).
     resources: Mapping[str, float] | None = field(default=None, compare=False)
+    # A command agent: what its standard output speaks (`actors.speaks`); for an agent
+    # CLI, how it is run (its program, the user's args, the session to resume).
+    speaks: str = "lines"
+    invocation: Invocation | None = None
+    pricing: Pricing | None = None  # prices a stream's tokens as they come
+    exit_grace_s: float = 10.0  # alive this long after its terminal event: stopped
 
 
 class ChildHandle(ABC):

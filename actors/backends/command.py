@@ -4,12 +4,15 @@ The command is a tuple of arguments; `{scope}`, `{agent}`, `{inputs}` ... in
 them are replaced by the brief's fields, each substitution staying inside its
 own argument (no shell ever parses them). A command that starts with
 `python` (or `python3`, or `{python}`) runs on the interpreter Zeus runs on,
-so a command agent sees the same virtual environment. The program runs in a process group
-of its own (`start_new_session=True`). Each line on its standard output is a
-`Partial` (the line, without its newline) and counts as progress; each chunk on
-standard error that ends lines counts as progress too (a `Heartbeat`). Its whole
-standard output is the result; a non-zero exit is an `error` with the tail of
-its standard error; death by a signal nobody sent is a `crash`. Its standard
+so a command agent sees the same virtual environment. An agent CLI (`spec.invocation`)
+runs with the argv it speaks (`actors.speaks.cli_argv`). The program runs in a process
+group of its own (`start_new_session=True`). Its standard output is read as `spec.speaks`
+says (`actors.speaks.StreamReader`): every line counts as progress; an event stream's
+tool calls, spend and session are sent as the child's messages as they come. Each chunk
+on standard error that ends lines counts as progress too (a `Heartbeat`). How it ended
+is judged from its stream and its exit together (`command_io.command_finished`); a
+program still alive `exit_grace_s` after its stream's terminal event is stopped by the
+ladder, its result kept. Its standard
 input stays open: each message the owner sends (`handle.send`) is one JSON line
 on it.
 
@@ -39,9 +42,9 @@ from actors.backends.command_io import (
     PLACEHOLDER,
     PLACEHOLDERS,
     UNSTARTED,
-    Output,
     command_argv,
     command_finished,
+    command_program,
     read_chunk,
     start_error,
     start_program,
@@ -50,9 +53,10 @@ from actors.backends.hub import Hub
 from actors.backends.inputs import INPUTS_FILE_ENV, send_first_line, write_inputs_file
 from actors.backends.ladder import KillLadder
 from actors.mail import Mail
-from actors.models import AttemptOutcome
+from actors.models import AttemptOutcome, Usage
 from actors.osproc import process_start_time
-from actors.protocol import Finished, Heartbeat, Partial, Spawned
+from actors.protocol import AgentSession, Charge, Finished, Heartbeat, Partial, Spawned, ToolCall
+from actors.speaks import StreamReader
 
 # The argv's names are also reached from here (`actors.backends.command_io` holds them).
 __all__ = [
@@ -90,9 +94,11 @@ class CommandChild(ChildHandle):
         self._popen: subprocess.Popen[bytes] | None = None
         self._pidfd: int | None = None
         self._ladder: KillLadder | None = None  # set once started, before `_popen`
-        self._output = Output()
+        self._reports = _Reports(self)
+        self._reader = StreamReader(spec.speaks, self._reports, pricing=spec.pricing)
         self._open_pipes: set[int] = set()
         self._progress = 0
+        self._graced = False  # stopped by the ladder once its exit grace ran out
         # Guarded by _lock:
         self._finished = False
         self._returncode: int | None = None
@@ -120,7 +126,7 @@ class CommandChild(ChildHandle):
             popen = start_program(argv, env)
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             self._remove_inputs_file()
-            self.fail(start_error(self.spec.agent, exc), type(exc).__name__)
+            self.fail(start_error(self.spec, exc), type(exc).__name__)
             return
         self.pid_start_time = process_start_time(popen.pid)
         self._ladder = KillLadder(popen.pid, self._hub, self._lock)
@@ -259,18 +265,25 @@ class CommandChild(ChildHandle):
         chunk = self._read(self._popen.stdout.fileno())
         if chunk is None:
             return
-        for text in self._output.stdout(chunk):
-            self._progress += 1
-            self._emit(Partial(self.attempt_id, self._progress, text))
+        self._reader.stdout(chunk)
         if not chunk:
             self._maybe_finish()
+
+    def _exit_grace_over(self) -> None:
+        """Its terminal event came `exit_grace_s` ago and it still runs: the ladder stops
+        it, and its result is kept."""
+        with self._lock:
+            if self._finished or self._exited_t is not None or self._kill_t is not None:
+                return
+            self._graced = True
+        self._terminate()
 
     def _on_stderr(self) -> None:
         assert self._popen is not None and self._popen.stderr is not None
         chunk = self._read(self._popen.stderr.fileno())
         if chunk is None:
             return
-        if lines := self._output.stderr(chunk):
+        if lines := self._reader.stderr(chunk):
             self._progress += lines
             self._emit(Heartbeat(self.attempt_id, self._progress))
         if not chunk:
@@ -297,7 +310,7 @@ class CommandChild(ChildHandle):
             self._returncode = returncode
             self._exited_t = time.monotonic()
             self._ladder.reaped = True
-            killed = self._kill_t is not None
+            killed = self._kill_t is not None or self._graced
         # What the program started dies with it, and what the ladder found below it.
         self._ladder.sweep()
         if killed:
@@ -337,10 +350,13 @@ class CommandChild(ChildHandle):
                 popen.stdin.close()
         self._remove_inputs_file()
         sigkill_sent = self._ladder is not None and self._ladder.sigkill_sent
+        if (kill_t is not None or cancel_t is not None) and not self._graced:
+            for item in self._reader.stopped_partials():  # stopped before it ended
+                self._reports.partial(item)
         self._emit(
             command_finished(
                 self.attempt_id,
-                (self.spec.command or ("?",))[0],
+                command_program(self.spec),
                 pid=self.pid,
                 returncode=returncode,
                 exited_t=exited_t,
@@ -348,8 +364,8 @@ class CommandChild(ChildHandle):
                 cancel_t=cancel_t,
                 sigkill_sent=sigkill_sent,
                 progress=self._progress,
-                out=self._output.out,
-                err=self._output.err,
+                reader=self._reader,
+                graced=self._graced,
             )
         )
         self._on_end(self)
@@ -357,3 +373,48 @@ class CommandChild(ChildHandle):
     def _emit(self, message: object) -> None:
         with contextlib.suppress(Exception):  # the receiver's failure must not stop the hub
             self._send(message)
+
+
+class _Reports:
+    """What the program's output says, sent to Zeus as the child's messages (the hub
+    thread: `StreamReader` calls these as it reads)."""
+
+    __slots__ = ("_child", "_last_beat")
+
+    def __init__(self, child: CommandChild) -> None:
+        self._child = child
+        self._last_beat = float("-inf")
+
+    def _next(self) -> int:
+        self._child._progress += 1
+        return self._child._progress
+
+    def progress(self, lines: int) -> None:
+        """Lines are progress: a heartbeat says so at once, then at most once an interval
+        (as `Context.heartbeat` sends them; the liveness beat carries the rest)."""
+        child = self._child
+        child._progress += lines
+        now = time.monotonic()
+        if now - self._last_beat >= child.spec.heartbeat_interval_s:
+            self._last_beat = now
+            child._emit(Heartbeat(child.attempt_id, child._progress))
+
+    def partial(self, item: object) -> None:
+        self._child._emit(Partial(self._child.attempt_id, self._next(), item))
+
+    def charge(self, usage: Usage) -> None:
+        self._child._emit(Charge(self._child.attempt_id, self._next(), usage))
+
+    def tool(self, name: str, *, read_only: bool, running: bool | None) -> None:
+        self._child._emit(ToolCall(self._child.attempt_id, self._next(), name, read_only,
+                                   running))
+
+    def session(self, session_id: str) -> None:
+        self._child._emit(AgentSession(self._child.attempt_id, self._next(), session_id))
+
+    def note(self, text: str | None) -> None:
+        self._child._emit(Heartbeat(self._child.attempt_id, self._next(), text))
+
+    def ended(self) -> None:
+        child = self._child
+        child._hub.call_later(child.spec.exit_grace_s, child._exit_grace_over)

@@ -1,11 +1,13 @@
-"""A command agent's text in and out: its argv from the brief, its output cut into lines
-(`Output`), and its `Finished` from how the program ended. No I/O here: the supervisor's
+"""A command agent's text in and out: its argv from the brief (or, for an agent CLI, from
+what it speaks), and its `Finished` from how the program ended and what its output said
+(`actors.speaks.StreamReader` reads it). No I/O here: the supervisor's
 reader (`actors.backends.command`) and a worker's (`actors.backends.command_work`) run the
 program, and both say what it did with these, in the same words.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -17,6 +19,8 @@ from actors.backends.base import ChildSpec
 from actors.models import AttemptOutcome
 from actors.osproc import describe_exit, prepare_program
 from actors.protocol import Finished
+from actors.speaks import CLI_PROGRAMS, StreamReader, cli_argv, prompt_text
+from actors.speaks.reader import STDERR_TAIL
 
 __all__ = [
     "BRIEF_TEXT_PLACEHOLDERS",
@@ -24,9 +28,10 @@ __all__ = [
     "PLACEHOLDERS",
     "STDERR_TAIL",
     "UNSTARTED",
-    "Output",
+    "agent_prompt",
     "command_argv",
     "command_finished",
+    "command_program",
     "read_chunk",
     "start_error",
     "start_program",
@@ -37,10 +42,11 @@ PLACEHOLDER = re.compile(r"\{(\w+)\}")
 PLACEHOLDERS = (
     "agent", "scope", "inputs", "expected_output", "constraints", "partial_ok", "mode",
     "session", "attempt", "attempt_id", "delegation_id", "depth", "framing", "python",
+    "prompt",
 )
 # The ones whose text comes from a brief, so from whoever wrote it (an agent, a user).
 BRIEF_TEXT_PLACEHOLDERS = frozenset({"scope", "inputs", "expected_output", "constraints",
-                                     "session"})
+                                     "session", "prompt"})
 
 
 def _text(value: Any) -> str:
@@ -55,13 +61,15 @@ _PYTHON_NAMES = ("python", "python3")
 
 
 def command_argv(spec: ChildSpec, inputs_path: str | None = None) -> list[str]:
-    """`spec.command` with its placeholders replaced, each within its own argument.
+    """The program and arguments that run `spec`, each placeholder replaced within its own
+    argument: `spec.command`, or for an agent CLI the argv its `invocation` speaks with
+    (placeholders filled in its program and the user's `args:`, never in the prompt).
 
     `{inputs}` is the inputs as JSON (`inputs_via: argv`), or `inputs_path` (`file`);
-    with `stdin` it is refused. Raises `ValueError` naming an unknown placeholder and
+    with `stdin` it is refused. `{prompt}` is the brief as an agent reads it
+    (`actors.speaks.prompt_text`). Raises `ValueError` naming an unknown placeholder and
     the known ones.
     """
-    assert spec.command is not None
     brief = spec.brief
     values = {
         "agent": spec.agent,
@@ -79,9 +87,10 @@ def command_argv(spec: ChildSpec, inputs_path: str | None = None) -> list[str]:
         "framing": spec.framing,
         "python": sys.executable,
     }
-
     if spec.inputs_via == "file":
         values["inputs"] = inputs_path or ""
+    shown = spec.command if spec.invocation is None else (
+        *spec.invocation.program, *spec.invocation.args)
 
     def substitute(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -90,57 +99,68 @@ def command_argv(spec: ChildSpec, inputs_path: str | None = None) -> list[str]:
                 f"{{inputs}} in the command of agent {spec.agent!r}, whose inputs_via is stdin: "
                 "the inputs arrive as the first line of standard input; remove {inputs}"
             )
+        if name == "prompt":
+            if "prompt" not in values:
+                values["prompt"] = agent_prompt(spec)
+            return values["prompt"]
         if name not in values:
             raise ValueError(
-                f"unknown placeholder {{{name}}} in command {list(spec.command or ())!r} "
-                f"of agent {spec.agent!r}; known: {', '.join('{' + k + '}' for k in values)}"
+                f"unknown placeholder {{{name}}} in command {list(shown or ())!r} "
+                f"of agent {spec.agent!r}; known: "
+                f"{', '.join('{' + k + '}' for k in (*values, 'prompt') if k != 'prompt')}, "
+                "{prompt}"
             )
         return values[name]
 
-    argv = [PLACEHOLDER.sub(substitute, arg) for arg in spec.command]
+    def filled(args: tuple[str, ...]) -> list[str]:
+        return [PLACEHOLDER.sub(substitute, arg) for arg in args]
+
+    if spec.invocation is not None:
+        invocation = spec.invocation
+        argv = cli_argv(dataclasses.replace(
+            invocation, program=tuple(filled(invocation.program)),
+            args=tuple(filled(invocation.args))), agent_prompt(spec))
+    else:
+        assert spec.command is not None
+        argv = filled(spec.command)
     if argv and argv[0] in _PYTHON_NAMES:
         argv[0] = sys.executable  # "python" means the interpreter Zeus runs on, venv and all
     return argv
 
 
-STDERR_TAIL = 4000  # characters of standard error kept for the error message
+def agent_prompt(spec: ChildSpec) -> str:
+    """The prompt of `spec`'s attempt: its brief as an agent reads it."""
+    return prompt_text(spec.brief, agent=spec.agent, framing=spec.framing,
+                       previous_error=spec.previous_error,
+                       previous_partials=spec.previous_partials)
+
+
+def command_program(spec: ChildSpec) -> str:
+    """The program an attempt of `spec` runs, as its argv names it (for messages)."""
+    if spec.invocation is not None:
+        return (spec.invocation.program or (CLI_PROGRAMS[spec.invocation.speaks],))[0]
+    return (spec.command or ("?",))[0]
+
+
 # The error of an attempt stopped before its program started.
 UNSTARTED = "stopped before its program started"
 
 
-def start_error(agent: str, exc: BaseException) -> str:
+def start_error(spec: ChildSpec, exc: BaseException) -> str:
     """The error of an attempt whose program could not be started (its `error_type` is the
-    exception's type name)."""
+    exception's type name); a program not found names it and the `command:` key."""
+    agent = spec.agent
+    if isinstance(exc, FileNotFoundError) and exc.filename is not None:
+        program = command_program(spec)
+        if spec.invocation is not None and not spec.invocation.program:
+            how = (f"agent {agent!r} speaks {spec.invocation.speaks}, but its program "
+                   f"{program!r} is not on PATH")
+        else:
+            how = f"the program {program!r} of agent {agent!r} was not found"
+        return (f"command agent {agent!r} could not start: {how}: install it, or set "
+                f"agents.{agent}.command to the program to run (a path, or a wrapper such "
+                "as npx)")
     return f"command agent {agent!r} could not start: {type(exc).__name__}: {exc}"
-
-
-class Output:
-    """What a program wrote so far: its whole standard output (`out`), the line it has not
-    ended yet, and the tail of its standard error (`err`). Used by one thread at a time."""
-
-    __slots__ = ("_line", "err", "out")
-
-    def __init__(self) -> None:
-        self.out: list[bytes] = []
-        self._line = b""
-        self.err = bytearray()
-
-    def stdout(self, chunk: bytes) -> list[str]:
-        """Take a chunk of standard output (b"" at its end): the lines it ends, each without
-        its newline (and the last one at the end, if it had none)."""
-        self.out.append(chunk)
-        lines = (self._line + chunk).split(b"\n")
-        self._line = lines.pop()
-        if not chunk and self._line:  # the last line had no newline
-            lines.append(self._line)
-            self._line = b""
-        return [line.rstrip(b"\r").decode("utf-8", errors="replace") for line in lines]
-
-    def stderr(self, chunk: bytes) -> int:
-        """Take a chunk of standard error: how many lines it ends (each counts as progress)."""
-        self.err += chunk
-        del self.err[: max(0, len(self.err) - 4 * STDERR_TAIL)]
-        return chunk.count(b"\n")
 
 
 def command_finished(
@@ -154,47 +174,47 @@ def command_finished(
     cancel_t: float | None,
     sigkill_sent: bool,
     progress: int,
-    out: list[bytes],
-    err: bytes | bytearray,
+    reader: StreamReader,
+    graced: bool = False,
 ) -> Finished:
     """The `Finished` of a program that ended with `returncode` at `exited_t`, in this order:
-    killed (`kill_t`: by the ladder's SIGTERM, or its SIGKILL if `sigkill_sent`); exit 0
-    (completed, its standard output `out` the value); stopped after a cancel (`cancel_t`);
-    else a crash (death by a signal) or an error, with the tail of its standard error `err`.
+    killed by Zeus (`kill_t`: by the ladder's SIGTERM, or its SIGKILL if `sigkill_sent`),
+    completed all the same if its stream's result had come; how its stream says it ended
+    (an agent CLI, a script: `StreamReader.verdict`, also after its exit grace ran out,
+    `graced`); exit 0 (completed, its whole output the value); stopped after a cancel
+    (`cancel_t`); else a crash (death by a signal) or an error, with the tail of its
+    standard error.
     """
-    if kill_t is not None:
+    common: dict[str, Any] = {"pid": pid, "progress": progress, "exit_code": returncode,
+                              "bad_lines": reader.bad_lines}
+    if kill_t is not None and not graced:
+        value = reader.final_value() if reader.ended else None
         return Finished(
             attempt_id,
-            AttemptOutcome.cancelled,
-            pid=pid,
+            AttemptOutcome.completed if value is not None else AttemptOutcome.cancelled,
+            value=value,
             killed="kill" if sigkill_sent else "terminate",
             kill_latency_s=exited_t - kill_t,
-            progress=progress,
-            exit_code=returncode,
+            **common,
         )
-    if returncode == 0:
-        value = b"".join(out).decode("utf-8", errors="replace")
-        return Finished(
-            attempt_id,
-            AttemptOutcome.completed,
-            value=value,
-            pid=pid,
-            progress=progress,
-            exit_code=0,
-        )
-    tail = err.decode("utf-8", errors="replace")[-STDERR_TAIL:].strip()
     what = describe_exit(returncode, f"command {program!r}")
+    verdict = reader.verdict(returncode, program, describe=what)
+    if verdict is not None and (cancel_t is None or verdict.outcome is AttemptOutcome.completed):
+        return Finished(attempt_id, verdict.outcome, value=verdict.value, error=verdict.error,
+                        error_type=verdict.error_type, **common)
+    if returncode == 0 and verdict is None:
+        return Finished(attempt_id, AttemptOutcome.completed, value=reader.final_value(),
+                        **common)
+    tail = reader.stderr_tail
     error = f"{what}: {tail}" if tail else f"{what} (nothing on standard error)"
     if cancel_t is not None:
         return Finished(
             attempt_id,
             AttemptOutcome.cancelled,
             error=error,
-            pid=pid,
             killed="cooperative",
             kill_latency_s=exited_t - cancel_t,
-            progress=progress,
-            exit_code=returncode,
+            **common,
         )
     crashed = returncode is not None and returncode < 0
     return Finished(
@@ -202,9 +222,7 @@ def command_finished(
         AttemptOutcome.crash if crashed else AttemptOutcome.error,
         error=error,
         error_type="CommandFailed",
-        pid=pid,
-        progress=progress,
-        exit_code=returncode,
+        **common,
     )
 
 

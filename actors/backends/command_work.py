@@ -59,9 +59,9 @@ from typing import Any, NoReturn
 from actors.backends.base import ChildSpec
 from actors.backends.command_io import (
     UNSTARTED,
-    Output,
     command_argv,
     command_finished,
+    command_program,
     read_chunk,
     start_error,
     start_program,
@@ -75,10 +75,11 @@ from actors.backends.inputs import (
 )
 from actors.clock import SystemClock
 from actors.context import Context
-from actors.models import AttemptOutcome, Brief
+from actors.models import AttemptOutcome, Brief, Usage
 from actors.osproc import exit_as, has_children, kill_below, signal_group
 from actors.protocol import Finished
 from actors.run import Ended
+from actors.speaks import Invocation, Pricing, StreamReader
 
 __all__ = ["CommandWork", "as_worker_job"]
 
@@ -95,15 +96,24 @@ class CommandWork:
     """The work function of a command attempt in a worker (picklable: what the spec says
     of the command; the brief and the rest come with the job)."""
 
-    command: tuple[str, ...]
+    command: tuple[str, ...] | None
     inputs_via: InputsVia = "argv"
     session_key: str | None = None
+    speaks: str = "lines"
+    invocation: Invocation | None = None
+    pricing: Pricing | None = None
+    exit_grace_s: float = 10.0
+    term_s: float = 0.5
+    previous_error: str | None = None
+    previous_partials: tuple[Any, ...] = ()
 
     @classmethod
     def of(cls, spec: ChildSpec) -> CommandWork:
-        if spec.command is None:
+        if spec.command is None and spec.invocation is None:
             raise ValueError(f"agent {spec.agent!r} has no command")
-        return cls(spec.command, spec.inputs_via, spec.session_key)
+        return cls(spec.command, spec.inputs_via, spec.session_key, spec.speaks,
+                   spec.invocation, spec.pricing, spec.exit_grace_s, spec.term_s,
+                   spec.previous_error, spec.previous_partials)
 
     def __call__(self, brief: Brief, ctx: Context) -> NoReturn:
         """Run the program to its end (the worker's main thread); raises `Ended`."""
@@ -112,7 +122,7 @@ class CommandWork:
 
 def as_worker_job(spec: ChildSpec) -> ChildSpec:
     """The attempt `spec` of a command agent as a worker job that runs its command."""
-    return dataclasses.replace(spec, work=CommandWork.of(spec), command=None)
+    return dataclasses.replace(spec, work=CommandWork.of(spec), command=None, invocation=None)
 
 
 class _Run:
@@ -135,7 +145,10 @@ class _Run:
         self._interrupted = False
         self._popen: subprocess.Popen[bytes] | None = None
         self._inputs_file: str | None = None
-        self._output = Output()
+        self._reader = StreamReader(work.speaks, _Reports(ctx, self), pricing=work.pricing)
+        self._ended_t: float | None = None  # the stream's terminal event came
+        self._graced = False  # stopped once its exit grace ran out
+        self._graced_kill_at: float | None = None
         self._selector = selectors.DefaultSelector()
         self._open_pipes: set[int] = set()
         self._pidfd: int | None = None
@@ -151,6 +164,8 @@ class _Run:
             if finished is None:
                 self._watch()
             if self._terminated:  # the kill ladder: this worker ends as its program did
+                for item in self._reader.stopped_partials():  # stopped before it ended
+                    self._ctx.partial(item)
                 self._cleanup()
                 exit_as(self._returncode if self._popen is not None else -signal.SIGTERM)
             return finished or self._finished()
@@ -177,7 +192,7 @@ class _Run:
             return Finished(
                 ctx.attempt_id,
                 AttemptOutcome.error,
-                error=start_error(ctx.agent, exc),
+                error=start_error(self._spec(), exc),
                 error_type=type(exc).__name__,
             )
         self._popen = popen
@@ -209,7 +224,9 @@ class _Run:
             agent=ctx.agent, delegation_id=ctx.delegation_id, attempt=ctx.attempt,
             attempt_id=ctx.attempt_id, brief=self._brief, deadline=ctx.deadline, clock=_CLOCK,
             command=work.command, inputs_via=work.inputs_via, session_key=work.session_key,
-            depth=ctx.depth, framing=ctx.framing,
+            depth=ctx.depth, framing=ctx.framing, speaks=work.speaks,
+            invocation=work.invocation, previous_error=work.previous_error,
+            previous_partials=work.previous_partials,
         )  # fmt: skip
 
     # -- the stops -----------------------------------------------------------------------
@@ -270,13 +287,16 @@ class _Run:
             if self._pidfd is None and self._returncode is None:
                 self._on_exit()
             exited = self._exited_t
-            if exited is not None and (not self._open_pipes or self._terminated):
+            if exited is not None and (not self._open_pipes or self._terminated
+                                       or self._graced):
                 return
             timeout: float | None = None
             if exited is not None:
                 timeout = exited + _PIPE_GRACE_S - time.monotonic()
                 if timeout <= 0:
                     return
+            elif self._ended_t is not None:
+                timeout = self._exit_grace_step()
             elif self._pidfd is None:
                 timeout = _POLL_S
             for key, _ in self._selector.select(timeout):
@@ -294,15 +314,41 @@ class _Run:
         assert self._popen is not None and self._popen.stdout is not None
         chunk = self._read(self._popen.stdout.fileno())
         if chunk is not None:
-            for text in self._output.stdout(chunk):
-                self._ctx.partial(text)
+            self._reader.stdout(chunk)
 
     def _on_stderr(self) -> None:
         assert self._popen is not None and self._popen.stderr is not None
         chunk = self._read(self._popen.stderr.fileno())
         if chunk is not None:
-            for _ in range(self._output.stderr(chunk)):
+            for _ in range(self._reader.stderr(chunk)):
                 self._ctx.heartbeat()
+
+    def ended(self) -> None:
+        """The stream's terminal event came: its exit grace starts."""
+        if self._ended_t is None:
+            self._ended_t = time.monotonic()
+
+    def _exit_grace_step(self) -> float | None:
+        """A program alive past its exit grace is stopped by the ladder (SIGTERM to its
+        group, `term_s`, SIGKILL), its result kept: the next step's signal if it is due,
+        and how long until the one after (None: nothing left but to wait for its exit)."""
+        assert self._popen is not None and self._ended_t is not None
+        now = time.monotonic()
+        work = self._work
+        if not self._graced:
+            due = self._ended_t + work.exit_grace_s
+            if now < due:
+                return due - now if self._pidfd is not None else min(_POLL_S, due - now)
+            self._graced = True
+            signal_group(self._popen.pid, signal.SIGTERM)
+            self._graced_kill_at = now + work.term_s
+        if self._graced_kill_at is not None:
+            if now < self._graced_kill_at:
+                left = self._graced_kill_at - now
+                return left if self._pidfd is not None else min(_POLL_S, left)
+            self._graced_kill_at = None
+            signal_group(self._popen.pid, signal.SIGKILL)
+        return None if self._pidfd is not None else _POLL_S
 
     def _on_exit(self) -> None:
         assert self._popen is not None
@@ -326,9 +372,12 @@ class _Run:
     def _finished(self) -> Finished:
         assert self._popen is not None and self._exited_t is not None
         ctx = self._ctx
+        if self._cancel_t is not None and not self._graced:
+            for item in self._reader.stopped_partials():  # stopped before it ended
+                ctx.partial(item)
         finished = command_finished(
             ctx.attempt_id,
-            self._work.command[0],
+            command_program(self._spec()),
             pid=os.getpid(),
             returncode=self._returncode,
             exited_t=self._exited_t,
@@ -336,8 +385,8 @@ class _Run:
             cancel_t=self._cancel_t,
             sigkill_sent=False,
             progress=ctx.progress,
-            out=self._output.out,
-            err=self._output.err,
+            reader=self._reader,
+            graced=self._graced,
         )
         if ctx.partials_dropped:
             finished = dataclasses.replace(finished, partials_dropped=ctx.partials_dropped)
@@ -370,3 +419,36 @@ class _Run:
                 os.unlink(self._inputs_file)
             self._inputs_file = None
         has_children()  # reaps what it left that has died; one still dying, at the next end
+
+
+class _Reports:
+    """What the program's output says, reported through the attempt's Context (the worker's
+    main thread: `StreamReader` calls these as it reads)."""
+
+    __slots__ = ("_ctx", "_run")
+
+    def __init__(self, ctx: Context, run: _Run) -> None:
+        self._ctx = ctx
+        self._run = run
+
+    def progress(self, lines: int) -> None:
+        for _ in range(lines):
+            self._ctx.heartbeat()
+
+    def partial(self, item: object) -> None:
+        self._ctx.partial(item)
+
+    def charge(self, usage: Usage) -> None:
+        self._ctx.charge(usage.calls, usage.input_tokens, usage.output_tokens, usage.cost)
+
+    def tool(self, name: str, *, read_only: bool, running: bool | None) -> None:
+        self._ctx.report_tool(name, read_only=read_only, running=running)
+
+    def session(self, session_id: str) -> None:
+        self._ctx.agent_session(session_id)
+
+    def note(self, text: str | None) -> None:
+        self._ctx.heartbeat(text)
+
+    def ended(self) -> None:
+        self._run.ended()

@@ -14,7 +14,8 @@ first item of the pickled tuple) says which frame it is:
                     `MailTo`  M + attempt_id + NUL + message: the owner's (`ctx.receive()`)
                     `Reply`   R + request id (8 bytes) + reply: a `ctx.delegate()` answer
     report pipe     the child's messages as tuples (kind, *fields): `Heartbeat`,
-                    `Partial`, `Charge`, `ToolCall`, and last `Finished` (`pack`);
+                    `Partial`, `Charge`, `ToolCall`, `AgentSession`, and last
+                    `Finished` (`pack`);
                     `Delegate` (DELEGATE, request id, brief, ordinal); on Ray also
                     `PlacedAt` (PLACED, pid, node), which says where the attempt runs
 
@@ -44,7 +45,7 @@ from typing import Any, NamedTuple
 from actors import wire as _wire
 from actors.backends.base import ChildSpec
 from actors.models import AttemptOutcome
-from actors.protocol import Charge, Finished, Heartbeat, Partial, ToolCall
+from actors.protocol import AgentSession, Charge, Finished, Heartbeat, Partial, ToolCall
 
 __all__ = [
     "ATTACH_FRAME",
@@ -203,8 +204,9 @@ def read_control(data: bytes) -> Cancel | MailTo | Reply | None:
 
 # The child's messages go as tuples (kind, *fields): a slotted dataclass pickles
 # through `dataclasses.fields()`, about 15 µs a message each way.
-Message = Heartbeat | Partial | Charge | ToolCall | Finished
-_MESSAGES: tuple[type[Message], ...] = (Heartbeat, Partial, Charge, ToolCall, Finished)
+Message = Heartbeat | Partial | Charge | ToolCall | Finished | AgentSession
+_MESSAGES: tuple[type[Message], ...] = (Heartbeat, Partial, Charge, ToolCall, Finished,
+                                        AgentSession)
 _KIND = {cls: kind for kind, cls in enumerate(_MESSAGES)}
 _FINISHED = _KIND[Finished]
 _OUTCOMES = {outcome.value: outcome for outcome in AttemptOutcome}

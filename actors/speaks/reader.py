@@ -1,0 +1,327 @@
+"""`StreamReader`: a command's standard output read as what it speaks, and its end judged.
+
+One reader per attempt, fed by the thread that reads the program's pipes (the
+backend's hub, or a worker's main thread: `actors.backends.command` and
+`actors.backends.command_work`). It cuts the output into lines, reads each as
+its `speaks:` says, and tells its `StreamSink` what the lines mean: progress,
+tool calls, spend, the session, partial results. When the program has ended,
+`verdict` says how, from the stream and the exit code together (docs/agent-clis.md,
+"How a run ends").
+
+- `lines`: each line is progress; the whole output is the result. Lines become
+  partial results only of an attempt stopped before it ended, the last 50.
+- `jsonl`: Zeus's own protocol (`actors.speaks.jsonl`); other lines are progress.
+- an agent CLI: each line one JSON event for its decoder. A line that is not
+  JSON, an event of a type the decoder does not know, and a line over
+  `MAX_LINE` bytes are counted (`bad_lines`) and are progress all the same.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from actors.models import AttemptOutcome, Usage
+from actors.speaks.decoding import Decoder, EndKind
+from actors.speaks.jsonl import JsonlDecoder
+
+__all__ = [
+    "MAX_LINE",
+    "STDERR_TAIL",
+    "STOPPED_LINES",
+    "Pricing",
+    "StreamReader",
+    "StreamSink",
+    "Verdict",
+]
+
+MAX_LINE = 1 << 20  # bytes: a longer line of an event stream is a bad line, dropped
+STOPPED_LINES = 50  # the last lines a stopped `lines` attempt keeps as partial results
+STDERR_TAIL = 4000  # characters of standard error kept for the error message
+
+
+class StreamSink(Protocol):
+    """Where a reader's findings go: the command path that runs the program, which sends
+    them to Zeus (the reader's thread calls these)."""
+
+    def progress(self, lines: int) -> None:
+        """`lines` more lines were read: progress."""
+
+    def partial(self, item: Any) -> None:
+        """A partial result."""
+
+    def charge(self, usage: Usage) -> None:
+        """Spend, priced where it could be."""
+
+    def tool(self, name: str, *, read_only: bool, running: bool | None) -> None:
+        """A tool call: `running` True as the first of the calls in flight starts, False
+        when none is left in flight, None for one that changes neither."""
+
+    def session(self, session_id: str) -> None:
+        """The program's own session id."""
+
+    def note(self, text: str | None) -> None:
+        """A heartbeat with a note (progress already counted)."""
+
+    def ended(self) -> None:
+        """The stream's terminal event came: the program should exit now."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pricing:
+    """What a token costs, per million (the agent's `pricing:`); cached input at its own
+    price where one is given."""
+
+    input_per_mtok: float = 0.0
+    output_per_mtok: float = 0.0
+    cached_input_per_mtok: float | None = None
+
+    def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int) -> float:
+        cached = min(cached_input_tokens, input_tokens)
+        cached_rate = (self.cached_input_per_mtok if self.cached_input_per_mtok is not None
+                       else self.input_per_mtok)
+        return ((input_tokens - cached) * self.input_per_mtok + cached * cached_rate
+                + output_tokens * self.output_per_mtok) / 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class _End:
+    ok: bool
+    text: str | None
+    error: str | None
+    kind: EndKind
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """How a run ended, from its stream and its exit: its outcome, its value (the final
+    text, the script's result, or the whole output of `lines`), and what went wrong."""
+
+    outcome: AttemptOutcome
+    value: Any = None
+    error: str | None = None
+    error_type: str | None = None
+
+
+class StreamReader:
+    """One attempt's standard output read as `speaks` says (the pipes' reading thread)."""
+
+    def __init__(self, speaks: str, sink: StreamSink, *, pricing: Pricing | None = None,
+                 decoder: Decoder | None = None) -> None:
+        self.speaks = speaks
+        self.bad_lines = 0
+        self._sink = sink
+        self._pricing = pricing
+        self._decoder = decoder if decoder is not None else _decoder(speaks, self)
+        self._json = speaks != "lines"
+        self._out: list[bytes] = []  # `lines`: the whole output, the result
+        self._tail: deque[bytes] = deque(maxlen=STOPPED_LINES)  # `lines`: the last lines
+        self._line = b""  # the line not ended yet
+        self._skipping = False  # inside a line over MAX_LINE: dropped up to its end
+        self._err = bytearray()
+        self._end: _End | None = None
+        self._result: Any = None  # a script's `result` value
+        self._text: str | None = None  # the latest reply text
+        self._failure: str | None = None
+        self._sessions: set[str] = set()
+        self._tools: dict[str, tuple[str, bool]] = {}  # in flight: id -> (name, side effects)
+        self._run_cost = 0.0  # spend charged in this run, for a CLI's own total
+
+    # -- the pipes ---------------------------------------------------------------------
+    def stdout(self, chunk: bytes) -> None:
+        """Take a chunk of standard output (b"" at its end)."""
+        if not self._json:
+            self._out.append(chunk)
+        lines = (self._line + chunk).split(b"\n")
+        self._line = lines.pop()
+        if not chunk and self._line:  # the last line had no newline
+            lines.append(self._line)
+            self._line = b""
+        if self._skipping and lines:  # the end of the line too long to keep
+            self._skipping = False
+            lines.pop(0)
+        if self._json and len(self._line) > MAX_LINE:
+            self._line, self._skipping = b"", True
+            self.bad_lines += 1
+            self._sink.progress(1)
+        if not lines:
+            return
+        self._sink.progress(len(lines))
+        if self._json:
+            for line in lines:
+                self._event(line)
+        else:
+            self._tail.extend(lines[-STOPPED_LINES:])  # bytes until they are needed
+
+    def stderr(self, chunk: bytes) -> int:
+        """Take a chunk of standard error: how many lines it ends (each counts as progress)."""
+        self._err += chunk
+        del self._err[: max(0, len(self._err) - 4 * STDERR_TAIL)]
+        return chunk.count(b"\n")
+
+    def _event(self, line: bytes) -> None:
+        if len(line) > MAX_LINE:
+            self.bad_lines += 1
+            return
+        try:
+            event = json.loads(line)
+        except ValueError:  # not JSON (a CLI's warning, a torn line)
+            if line.strip() and self.speaks != "jsonl":
+                self.bad_lines += 1
+            return
+        except RecursionError:
+            self.bad_lines += 1
+            return
+        if not isinstance(event, dict):
+            if self.speaks != "jsonl":
+                self.bad_lines += 1
+            return
+        try:
+            known = self._decoder.event(event, self)
+        except Exception:  # noqa: BLE001 - a decoder's slip on odd input is a bad line
+            known = False
+        if not known:
+            self.bad_lines += 1
+
+    # -- what the decoders say (`actors.speaks.decoding.Stream`) -------------------------
+    def session(self, session_id: str) -> None:
+        if session_id and session_id not in self._sessions:
+            self._sessions.add(session_id)
+            self._sink.session(session_id)
+
+    def tool_started(self, call_id: str, name: str, *, side_effects: bool) -> None:
+        first = not self._tools
+        self._tools[call_id] = (name, side_effects)
+        self._sink.tool(name, read_only=not side_effects, running=True if first else None)
+
+    def tool_ended(self, call_id: str) -> None:
+        found = self._tools.pop(call_id, None)
+        if found is not None and not self._tools:
+            self._sink.tool(found[0], read_only=not found[1], running=False)
+
+    def tool_used(self, name: str, *, side_effects: bool) -> None:
+        self._sink.tool(name, read_only=not side_effects, running=None)
+
+    def tokens(self, input_tokens: int = 0, output_tokens: int = 0, *,
+               cached_input_tokens: int = 0, calls: int = 0) -> None:
+        if not (input_tokens or output_tokens or calls):
+            return
+        cost = (self._pricing.cost(input_tokens, output_tokens, cached_input_tokens)
+                if self._pricing is not None else 0.0)
+        self._charge(Usage(calls=calls, input_tokens=input_tokens,
+                           output_tokens=output_tokens, cost=cost))
+
+    def cost(self, usd: float, *, input_tokens: int = 0, output_tokens: int = 0,
+             cached_input_tokens: int = 0, calls: int = 0) -> None:
+        del cached_input_tokens  # priced by the CLI already
+        if not (usd > 0 or input_tokens or output_tokens or calls):
+            return
+        self._charge(Usage(calls=calls, input_tokens=input_tokens,
+                           output_tokens=output_tokens, cost=max(0.0, usd)))
+
+    def total_cost(self, usd: float) -> None:
+        more = usd - self._run_cost
+        if more > 1e-12:
+            self._charge(Usage(cost=more))
+
+    def _charge(self, usage: Usage) -> None:
+        self._run_cost += usage.cost
+        self._sink.charge(usage)
+
+    def text(self, text: str) -> None:
+        self._text = text
+
+    def failure(self, message: str) -> None:
+        self._failure = message
+
+    def end(self, *, ok: bool, text: str | None = None, error: str | None = None,
+            kind: EndKind = None) -> None:
+        first = self._end is None
+        self._end = _End(ok, text, error, kind)
+        if first:
+            self._sink.ended()
+
+    # -- a script's own words (`actors.speaks.jsonl.ScriptSink`) --------------------------
+    def partial(self, item: Any) -> None:
+        self._sink.partial(item)
+
+    def note(self, text: str | None) -> None:
+        self._sink.note(text)
+
+    def result(self, value: Any) -> None:
+        self._result = value
+        self.end(ok=True, text=value if isinstance(value, str) else None)
+
+    # -- the end -------------------------------------------------------------------------
+    @property
+    def ended(self) -> bool:
+        """Whether the stream's terminal event came."""
+        return self._end is not None
+
+    @property
+    def stderr_tail(self) -> str:
+        return self._err.decode("utf-8", errors="replace")[-STDERR_TAIL:].strip()
+
+    def stopped_partials(self) -> list[Any]:
+        """What an attempt stopped before it ended keeps as partial results: the last lines
+        of `lines`, or an agent's latest reply text."""
+        if not self._json:
+            return [line.rstrip(b"\r").decode("utf-8", errors="replace") for line in self._tail]
+        if self.speaks != "jsonl" and self._end is None and self._text:
+            return [self._text]
+        return []
+
+    def final_value(self) -> Any:
+        """The run's result as far as the stream gave one (None before its end)."""
+        if not self._json:
+            return b"".join(self._out).decode("utf-8", errors="replace")
+        end = self._end
+        if end is None or not end.ok:
+            return None
+        if self.speaks == "jsonl":
+            return self._result
+        return end.text if end.text is not None else self._text
+
+    def verdict(self, returncode: int | None, program: str, *, describe: str) -> Verdict | None:
+        """How a program that exited with `returncode` by itself (or was stopped by its exit
+        grace after its terminal event) ended, or None to judge it by its exit alone (a
+        `lines` program, or one with no terminal event that exited non-zero).
+        `describe` is the exit in words ("command 'claude' exited with status 1")."""
+        if not self._json:
+            return None
+        end = self._end
+        meaning = (self._decoder.exit_meaning(returncode)
+                   if returncode is not None and returncode > 0 else None)
+        what = f"{describe} ({meaning})" if meaning else describe
+        if end is None:
+            if returncode != 0:
+                return None
+            told = f"; its last error: {self._failure}" if self._failure else ""
+            return Verdict(AttemptOutcome.crash, error=(
+                f"{program!r} exited 0 but its stream ended without its result "
+                f"(no terminal event){told}"), error_type="StreamEnded")
+        if not end.ok:
+            error = end.error or self._failure or "its result says it failed"
+            if end.kind == "budget":
+                return Verdict(AttemptOutcome.budget_exceeded,
+                               error=f"{program!r} stopped at its own budget: {error}")
+            if end.kind == "turn_limit":
+                error = f"it reached its turn limit: {error}"
+            return Verdict(AttemptOutcome.error, error=f"{program!r} reported an error: {error}"
+                           + (f" ({what})" if returncode else ""), error_type="AgentError")
+        if returncode not in (0, None) and not (returncode < 0):
+            tail = self.stderr_tail
+            return Verdict(AttemptOutcome.error, error=(
+                f"{what} after a result that said it succeeded"
+                + (f": {tail}" if tail else "")), error_type="CommandFailed")
+        return Verdict(AttemptOutcome.completed, self.final_value())
+
+
+def _decoder(speaks: str, reader: StreamReader) -> Decoder:
+    if speaks in ("lines", "jsonl"):
+        return JsonlDecoder(reader)  # (`lines` reads no event)
+    from actors.speaks import decoder_for
+
+    return decoder_for(speaks)
