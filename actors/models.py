@@ -116,7 +116,9 @@ class Report(BaseModel):
 
     `incomplete`: why the work stopped short of what the brief asked (a cap reached, a
     part skipped); the delegation then settles `partial` with it as the error, rather
-    than `completed`.
+    than `completed`. `blocked`: why the work cannot go on without its owner (a decision,
+    something it lacks); the delegation settles `blocked` with it, and is not retried.
+    `session_alias`: the name the agent gives its session, for a follow-up.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -127,6 +129,8 @@ class Report(BaseModel):
     validation: list[str] = Field(default_factory=list)
     risks: list[str] = Field(default_factory=list)
     incomplete: str | None = None
+    blocked: str | None = None
+    session_alias: str | None = None
 
 
 class AttemptRecord(BaseModel):
@@ -150,6 +154,10 @@ class AttemptRecord(BaseModel):
     tool_calls: int = 0
     last_tool: str | None = None
     last_note: str | None = None
+    # A command's event stream: lines that did not read (counted, never fatal), and the
+    # agent program's own session id (docs/agent-clis.md).
+    bad_lines: int = 0
+    session_id: str | None = None
 
 
 class Summary(BaseModel):

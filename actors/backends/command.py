@@ -95,7 +95,9 @@ class CommandChild(ChildHandle):
         self._pidfd: int | None = None
         self._ladder: KillLadder | None = None  # set once started, before `_popen`
         self._reports = _Reports(self)
-        self._reader = StreamReader(spec.speaks, self._reports, pricing=spec.pricing)
+        self._reader = StreamReader(
+            spec.speaks, self._reports, pricing=spec.pricing,
+            prior_tokens=spec.invocation.prior_tokens if spec.invocation else None)
         self._open_pipes: set[int] = set()
         self._progress = 0
         self._graced = False  # stopped by the ladder once its exit grace ran out

@@ -41,12 +41,15 @@ _DECODERS = {
 }
 
 
-def decoder_for(speaks: str) -> Decoder:
-    """A new decoder of the agent CLI `speaks` names (one per attempt)."""
+def decoder_for(speaks: str, *, prior_tokens: tuple[int, int, int] | None = None) -> Decoder:
+    """A new decoder of the agent CLI `speaks` names (one per attempt). `prior_tokens`:
+    what a resumed session had already counted (input, cached input, output), for a CLI
+    whose totals run across its session's runs (Codex)."""
     try:
         module, name = _DECODERS[speaks]
     except KeyError:
         raise ValueError(f"speaks: {speaks!r} is not an agent CLI; known: "
                          f"{', '.join(_DECODERS)}") from None
-    decoder: Decoder = getattr(importlib.import_module(module), name)()
+    cls = getattr(importlib.import_module(module), name)
+    decoder: Decoder = cls(prior_total=prior_tokens) if speaks == "codex" else cls()
     return decoder

@@ -72,6 +72,9 @@ class Invocation:
     args: tuple[str, ...] = ()
     resume: str | None = None  # the CLI's session id to continue
     budget_usd: float | None = None
+    # What the resumed session's earlier runs counted (input, cached input, output), for a
+    # CLI whose totals run across its session (Codex).
+    prior_tokens: tuple[int, int, int] | None = None
 
 
 def cli_argv(invocation: Invocation, prompt: str) -> list[str]:

@@ -65,7 +65,8 @@ class JsonlDecoder(Decoder):
         if not isinstance(charge, dict):
             return
         calls = _count(charge.get("calls"))
-        tokens_in, tokens_out = _count(charge.get("input_tokens")), _count(charge.get("output_tokens"))
+        tokens_in = _count(charge.get("input_tokens"))
+        tokens_out = _count(charge.get("output_tokens"))
         cost = charge.get("cost")
         if isinstance(cost, int | float) and not isinstance(cost, bool) and cost > 0:
             stream.cost(float(cost), input_tokens=tokens_in, output_tokens=tokens_out,

@@ -109,12 +109,12 @@ class StreamReader:
     """One attempt's standard output read as `speaks` says (the pipes' reading thread)."""
 
     def __init__(self, speaks: str, sink: StreamSink, *, pricing: Pricing | None = None,
-                 decoder: Decoder | None = None) -> None:
+                 prior_tokens: tuple[int, int, int] | None = None) -> None:
         self.speaks = speaks
         self.bad_lines = 0
         self._sink = sink
         self._pricing = pricing
-        self._decoder = decoder if decoder is not None else _decoder(speaks, self)
+        self._decoder = _decoder(speaks, self, prior_tokens)
         self._json = speaks != "lines"
         self._out: list[bytes] = []  # `lines`: the whole output, the result
         self._tail: deque[bytes] = deque(maxlen=STOPPED_LINES)  # `lines`: the last lines
@@ -296,8 +296,13 @@ class StreamReader:
                    if returncode is not None and returncode > 0 else None)
         what = f"{describe} ({meaning})" if meaning else describe
         if end is None:
-            if returncode != 0:
+            if returncode != 0 and self.speaks == "jsonl":
                 return None
+            if returncode != 0:  # an agent CLI cut short: retried as a crash is
+                tail = self.stderr_tail
+                return Verdict(AttemptOutcome.crash, error=(
+                    f"{what} before its stream's result" + (f": {tail}" if tail else "")),
+                    error_type="StreamEnded")
             told = f"; its last error: {self._failure}" if self._failure else ""
             return Verdict(AttemptOutcome.crash, error=(
                 f"{program!r} exited 0 but its stream ended without its result "
@@ -319,9 +324,10 @@ class StreamReader:
         return Verdict(AttemptOutcome.completed, self.final_value())
 
 
-def _decoder(speaks: str, reader: StreamReader) -> Decoder:
+def _decoder(speaks: str, reader: StreamReader,
+             prior_tokens: tuple[int, int, int] | None) -> Decoder:
     if speaks in ("lines", "jsonl"):
         return JsonlDecoder(reader)  # (`lines` reads no event)
     from actors.speaks import decoder_for
 
-    return decoder_for(speaks)
+    return decoder_for(speaks, prior_tokens=prior_tokens)

@@ -251,6 +251,7 @@ def intensity_text(event: Event) -> str:
 _SAYS = {
     "zeus.stopped": "zeus stopped",
     "attempt.spawned": "its process started (pid {pid})",
+    "attempt.session": "its agent's session is {session_id}",
     "attempt.stale": "no progress: stale after {elapsed_s}",
     "attempt.timed_out": "deadline passed after {elapsed_s}; stopping it",
     "attempt.budget_exceeded": "over budget ({limit}); stopping it",

@@ -178,7 +178,7 @@ def _reattach(sup: Supervisor, store: Store, rebuilt: list[_Rebuilt]) -> Reattac
 
 
 def _runs_in_a_worker(policy: AgentPolicy | None) -> bool:
-    return policy is not None and (policy.isolation == "process" or bool(policy.command))
+    return policy is not None and (policy.isolation == "process" or policy.runs_program)
 
 
 def _policy_or_none(sup: Supervisor, agent: str) -> AgentPolicy | None:

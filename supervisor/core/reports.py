@@ -8,6 +8,7 @@ from typing import Any
 
 from actors import Brief
 from actors.protocol import (
+    AgentSession,
     Charge,
     ChildMessage,
     DelegateRequest,
@@ -47,12 +48,13 @@ class ChildReports:
             Partial: self.on_partial,
             Charge: self.on_charge,
             ToolCall: self.on_tool_call,
+            AgentSession: self.on_agent_session,
             Finished: self.on_finished,
             Spawned: self.on_spawned,
             DelegateRequest: self.on_delegate_request,
         }
 
-    def _owner(self, message: Heartbeat | Partial | Charge | ToolCall) -> (
+    def _owner(self, message: Heartbeat | Partial | Charge | ToolCall | AgentSession) -> (
             tuple[Delegation, Attempt] | None):
         """The running attempt that sent `message`, its watch moved on by its progress."""
         owner = self._tree.owner(message.attempt_id)
@@ -184,8 +186,22 @@ class ChildReports:
                 if parent.current is not None:
                     parent.current.side_effects = True
 
+    def on_agent_session(self, msg: AgentSession) -> None:
+        """The agent program's own session id: kept with the attempt, and bound to the
+        brief's session so that a follow-up in it resumes (docs/agent-clis.md)."""
+        owner = self._owner(msg)
+        if owner is None:
+            return
+        d, a = owner
+        a.agent_session = d.agent_session = msg.session_id
+        self._sup.agent_sessions.bind(d.agent, d.brief.session, msg.session_id)
+        self._sup.emit("attempt.session", d, a, session_id=msg.session_id)
+
     def on_charge(self, msg: Charge) -> None:
         owner = self._owner(msg)
+        if owner is not None and owner[1].agent_session is not None:
+            self._sup.agent_sessions.counted(owner[1].agent_session, msg.usage.input_tokens,
+                                             msg.usage.output_tokens)
         if owner is not None:
             self._sup.spend(*owner, priced(msg.usage, owner[1].policy.pricing), msg.attempt_id)
 

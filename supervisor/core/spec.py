@@ -8,6 +8,7 @@ from typing import Any
 
 from actors.backends import ChildSpec
 from actors.clock import Clock
+from actors.speaks import Invocation, Pricing
 from supervisor.core.registry import Registry
 from supervisor.core.state import Attempt, Delegation, previous_error
 from supervisor.errors import SupervisorError
@@ -20,12 +21,12 @@ WorkFn = Callable[..., Any]
 
 def isolation_of(a: Attempt) -> str:
     """The backend an attempt runs on: a `command:` agent always runs as a process."""
-    return "process" if a.policy.command else a.policy.isolation
+    return "process" if a.policy.runs_program else a.policy.isolation
 
 
 def work_of(a: Attempt, registry: Registry) -> WorkFn | None:
     """What `a` runs in-process (None for a `command:` agent); `SupervisorError` if none."""
-    if a.policy.command:
+    if a.policy.runs_program:
         return None
     work = registry.work(a.agent)
     if work is None:
@@ -47,9 +48,18 @@ def child_spec(
     session: dict[str, Any] | None,
     budget_left: dict[str, float] | None,
     heads: FramingHeads | None = None,
+    resume: str | None = None,
+    prior_tokens: tuple[int, int, int] | None = None,
 ) -> ChildSpec:
-    """The spec of `d`'s attempt `a`, which runs `work` (None for a `command:` agent)."""
+    """The spec of `d`'s attempt `a`, which runs `work` (None for a `command:` agent or an
+    agent CLI; `resume`: the CLI's session id a follow-up continues)."""
     policy = a.policy
+    invocation = None
+    if policy.speaks_cli:
+        left = budget_left.get("cost") if budget_left else None
+        invocation = Invocation(policy.speaks, program=policy.command or (), args=policy.args,
+                                resume=resume, budget_usd=left, prior_tokens=prior_tokens)
+    pricing = policy.pricing
     return ChildSpec(
         agent=d.agent,
         delegation_id=d.id,
@@ -61,8 +71,13 @@ def child_spec(
         deadline=a.deadline,
         clock=clock,
         work=work,
-        command=policy.command,
+        command=None if invocation is not None else policy.command,
         inputs_via=policy.inputs_via,
+        speaks=policy.speaks,
+        invocation=invocation,
+        pricing=None if pricing is None else Pricing(
+            pricing.input_per_mtok, pricing.output_per_mtok, pricing.cached_input_per_mtok),
+        exit_grace_s=policy.exit_grace_s,
         heartbeat_interval_s=policy.heartbeat.interval_s,
         term_s=policy.shutdown.term_s,
         grace_s=policy.shutdown.grace_s,

@@ -61,7 +61,7 @@ def ready_after_recovery(routing: Routing, backend: Backend | None, *, wanted: b
 
 
 def _wants_processes(routing: Routing) -> bool:
-    return any(p.isolation == "process" or p.command for p in routing.agents.values())
+    return any(p.isolation == "process" or p.runs_program for p in routing.agents.values())
 
 
 def prestart(backend: ProcessBackend) -> None:

@@ -62,6 +62,7 @@ class Attempt:
     last_tool: str | None = None
     last_note: str | None = None
     in_tool: str | None = None  # a long tool call (`with ctx.tool(...)`) in progress
+    agent_session: str | None = None  # the agent program's own session id, once it said
     announced: bool = False  # `attempt.started` emitted (deferred until a Ray task is placed)
 
     @property
@@ -103,6 +104,7 @@ class Delegation:
     performed: Any = None  # a task's performer result, while its review runs
     lost_output: Any = None  # a result that lost to a stop cause: kept in the summary
     review: Summary | None = None
+    agent_session: str | None = None  # the last session id its agent program reported
 
 
 _TIMED_OUT = (Status.timed_out, Status.partial)
@@ -156,7 +158,7 @@ def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summar
         truncated_chars=shaped.truncated_chars,
         artifact=shaped.artifact,
         duration_s=round(now - d.dispatched_at, 6),
-        session_alias=d.brief.session,
+        session_alias=d.brief.session or report.session_alias,
     )
 
 
@@ -217,6 +219,8 @@ def attempt_record(
         tool_calls=a.tool_calls,
         last_tool=a.last_tool,
         last_note=a.last_note,
+        bad_lines=finished.bad_lines if finished is not None else 0,
+        session_id=a.agent_session,
     )
 
 

@@ -12,6 +12,7 @@ child.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 from collections.abc import Callable
@@ -38,15 +39,23 @@ from supervisor.core.open_tree import OpenTree
 from supervisor.core.pending_mail import PendingMail
 from supervisor.core.registry import Registry
 from supervisor.core.restarts import RestartGovernor, RestartVerdict
-from supervisor.core.sessions import Sessions
+from supervisor.core.sessions import AgentSessions, Sessions
 from supervisor.core.spec import child_spec, isolation_of, work_of
 from supervisor.core.spending import Spending
-from supervisor.core.state import Attempt, Delegation, attempt_record, build_summary, how_killed
+from supervisor.core.state import (
+    MAX_PARTIALS,
+    Attempt,
+    Delegation,
+    attempt_record,
+    build_summary,
+    how_killed,
+)
 from supervisor.core.timers import Timers
 from supervisor.errors import SupervisorError
 from supervisor.journal.events import EventLog
 from supervisor.routing import AgentPolicy
 from supervisor.rules.after_attempt import after_attempt
+from supervisor.rules.agent_report import read_claim
 from supervisor.rules.backoff import backoff_delay
 from supervisor.rules.circuit import when_circuit_open
 from supervisor.rules.framing import FramingHeads
@@ -108,6 +117,7 @@ class Supervisor:
         self.restarts = RestartGovernor()
         self.spending = Spending(registry.routing.supervisor.budget)
         self._sessions = Sessions()
+        self.agent_sessions = AgentSessions()
         self._mail = PendingMail()
         self._framing_heads = FramingHeads()
         self.accepting = True
@@ -278,12 +288,16 @@ class Supervisor:
             return
         try:
             work = work_of(a, self.registry)
+            resume = self.agent_sessions.resume(d.agent, d.brief.session,
+                                                stateful_follow_up=_own_session(d))
             spec = child_spec(d, a, registry=self.registry, clock=self.clock, now=now,
                               work=work,
                               session=self._sessions.get(d.agent, d.brief.session,
                                                          d.policy.session_max),
                               budget_left=self.spending.left(d, self.tree.ancestors(d)),
-                              heads=self._framing_heads)
+                              heads=self._framing_heads,
+                              resume=resume,
+                              prior_tokens=self.agent_sessions.tokens(resume))
             self.timers.arm(a)  # before the child starts: a deadline no timer can keep fails it
             a.child = self._backend(isolation_of(a)).start(spec, self.tell)
             a.pid = a.child.pid
@@ -483,6 +497,8 @@ class Supervisor:
         d.current = None
         if finished is not None:
             d.partials_dropped += finished.partials_dropped  # not sent by the child
+        if finished is not None and finished.outcome is AttemptOutcome.completed:
+            finished = self._as_claimed(d, finished)
         if finished is not None and finished.stop_cause is not None and not a.stop_causes:
             # A reattached child the last Zeus had asked to stop: for that cause.
             a.stop_causes.extend(_stop_cause(finished.stop_cause))
@@ -550,6 +566,20 @@ class Supervisor:
                 self._restart_siblings(d, outcome)
             else:
                 self._next_step(d, a, outcome, fenced=fenced)
+
+    def _as_claimed(self, d: Delegation, finished: Finished) -> Finished:
+        """A completed attempt as its agent's own `<subtask_summary>` block tells it (its
+        status acted on: `rules.agent_report`); its partial results join the delegation's."""
+        claim = read_claim(finished.value, require_summary=d.policy.require_summary)
+        if claim is None:
+            return finished
+        d.partials.extend(claim.partials[: max(0, MAX_PARTIALS - len(d.partials))])
+        if claim.outcome is AttemptOutcome.completed:
+            return dataclasses.replace(finished, value=claim.value)
+        if claim.outcome is AttemptOutcome.timeout:
+            d.lost_output = claim.value
+        return dataclasses.replace(finished, outcome=claim.outcome, value=None,
+                                   error=claim.error, error_type="AgentReport")
 
     def _next_step(
         self, d: Delegation, a: Attempt, outcome: AttemptOutcome, *, fenced: bool
@@ -792,6 +822,15 @@ class Supervisor:
                 self.end_attempt(d, a, None, fenced=not a.child.killable)
             if d.state != "settled":
                 self.settle(d, Settle(Status.cancelled, reason=msg.reason))
+
+
+def _own_session(d: Delegation) -> str | None:
+    """A stateful performer's session from its last attempt, on the same agent (its one
+    follow-up resumes it, §6); None otherwise."""
+    last = d.attempts[-1] if d.attempts else None
+    if not d.policy.stateful or last is None or last.agent != d.agent:
+        return None
+    return last.session_id
 
 
 def _stop_cause(value: str) -> list[AttemptOutcome]:

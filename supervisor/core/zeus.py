@@ -330,7 +330,7 @@ class Zeus:
         if self._stopped.is_set() or (handle is not None and handle.done()):
             return False
         policy = self._registry.policy(delegation_id.rpartition("-")[0])
-        mail = Mail(message).encode("command" if policy.command else policy.isolation)
+        mail = Mail(message).encode("command" if policy.runs_program else policy.isolation)
         try:
             if handle is None:  # a child's delegation: only Zeus knows whether it is open
                 return bool(self._ask(OwnerMessage(delegation_id, mail)))

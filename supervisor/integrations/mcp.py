@@ -154,7 +154,7 @@ class _Tools:
         """The agents you can delegate to: name, role, kind, deadline, fallback."""
         rows = [
             {"name": name, "role": p.role, "kind": p.kind, "timeout_s": p.timeout_s,
-             "fallback": p.fallback, "isolation": "command" if p.command else p.isolation}
+             "fallback": p.fallback, "isolation": "command" if p.runs_program else p.isolation}
             for name, p in self.zeus.routing.agents.items()
         ]
         return json.dumps(rows)

@@ -64,7 +64,44 @@ def check_agent(
     if isinstance(command, list | tuple) and all(isinstance(arg, str) for arg in command):
         for index, message in command_problems(command, agent.get("inputs_via", "argv")):
             problems.add((*at, "command", index), message)
+    check_speaks(agent, at, problems)
     check_heartbeat(agent, at, problems)
+
+
+# What each agent CLI reports of its spend (docs/agent-clis.md): a cap on what it never
+# reports cannot hold.
+_REPORTS_TOKENS_ONLY = frozenset({"codex", "gemini"})
+_REPORTS_NOTHING = frozenset({"cursor"})
+
+
+def check_speaks(agent: Mapping[str, Any], at: KeyPath, problems: Problems) -> None:
+    """`speaks:` against `command:`, `args:` and the budget: a plain stream needs its
+    command, `args:` belongs to an agent CLI, and a cap needs the spend it caps."""
+    speaks = agent.get("speaks", "lines")
+    if not isinstance(speaks, str):
+        return
+    cli = speaks not in ("lines", "jsonl")
+    if "speaks" in agent and not cli and agent.get("command") is None:
+        problems.add((*at, "speaks"), f"speaks: {speaks} reads a command's output, but the "
+                     "agent has no command:; give it one, or name an agent CLI (claude, "
+                     "codex, gemini, opencode, cursor)")
+    if agent.get("args") and not cli:
+        problems.add((*at, "args"), "args: adds flags to an agent CLI's own (speaks: claude, "
+                     f"...); with speaks: {speaks}, put them in command:")
+    budget = agent.get("budget")
+    if not cli or not isinstance(budget, Mapping):
+        return
+    if speaks in _REPORTS_NOTHING:
+        for cap in ("max_cost", "max_input_tokens", "max_output_tokens"):
+            if budget.get(cap) is not None:
+                problems.add((*at, "budget", cap), f"speaks: {speaks} reports no usage, so "
+                             f"{cap} could never hold; remove it (max_calls and timeout_s do)")
+    elif (speaks in _REPORTS_TOKENS_ONLY and budget.get("max_cost") is not None
+          and agent.get("pricing") is None):
+        problems.add((*at, "budget", "max_cost"), f"speaks: {speaks} reports tokens, never a "
+                     "cost, so max_cost needs pricing: {input_per_mtok: ..., output_per_mtok: "
+                     "...} to price them as they come; add pricing:, or cap the tokens "
+                     "(max_input_tokens, max_output_tokens)")
 
 
 def check_heartbeat(policy: Mapping[str, Any], at: KeyPath, problems: Problems) -> None:

@@ -105,6 +105,10 @@ class PricingPolicy(Frozen):
     output_per_mtok: float = Field(
         default=0.0, ge=0, description="Cost per million output tokens."
     )
+    cached_input_per_mtok: float | None = Field(
+        default=None, ge=0,
+        description="Cost per million cached input tokens (null: as input_per_mtok).",
+    )
 
 
 class ResultPolicy(Frozen):
@@ -154,6 +158,22 @@ class AgentPolicy(Frozen):
     command: tuple[str, ...] | None = Field(
         default=None, min_length=1, description="A command agent: the program and its arguments."
     )
+    speaks: Literal["lines", "jsonl", "claude", "codex", "gemini", "opencode", "cursor"] = Field(
+        default="lines",
+        description="What a command's standard output carries: plain lines, Zeus's JSON "
+        "lines, or an agent CLI's event stream (the CLI names build its invocation).",
+    )
+    args: tuple[str, ...] = Field(
+        default=(), description="An agent CLI's extra flags, after the ones Zeus speaks with."
+    )
+    require_summary: bool = Field(
+        default=False,
+        description="A final text without a <subtask_summary> block is an error.",
+    )
+    exit_grace_s: Seconds = Field(
+        default=10.0, gt=0,
+        description="An agent CLI still alive this long after its result is stopped.",
+    )
     inputs_via: Literal["argv", "stdin", "file"] = Field(
         default="argv",
         description="How a command agent receives the inputs: `{inputs}` in argv (readable "
@@ -164,9 +184,19 @@ class AgentPolicy(Frozen):
 
     @model_validator(mode="after")
     def _one_work_source(self) -> AgentPolicy:
-        if self.entrypoint is not None and self.command is not None:
-            raise ValueError("give either `entrypoint` or `command`, not both")
+        if self.entrypoint is not None and (self.command is not None or self.speaks_cli):
+            raise ValueError("give either `entrypoint` or `command`/`speaks`, not both")
         return self
+
+    @property
+    def speaks_cli(self) -> bool:
+        """Whether it is an agent CLI (`speaks: claude`, ...): a command Zeus builds."""
+        return self.speaks not in ("lines", "jsonl")
+
+    @property
+    def runs_program(self) -> bool:
+        """Whether its attempts run a program (a `command:`, or an agent CLI)."""
+        return self.command is not None or self.speaks_cli
 
 
 class IntensityPolicy(Frozen):

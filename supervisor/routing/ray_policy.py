@@ -16,4 +16,4 @@ __all__ = ["MISSING_RAY", "ray_installed", "wants_ray"]
 
 def wants_ray(policies: Iterable[AgentPolicy]) -> bool:
     """Whether any of `policies` runs on Ray (a command agent always runs as a process)."""
-    return any(p.isolation == "ray" and not p.command for p in policies)
+    return any(p.isolation == "ray" and not p.runs_program for p in policies)

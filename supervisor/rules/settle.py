@@ -95,10 +95,14 @@ COMPLETED = Settle(Status.completed)
 
 
 def completed_step(value: object) -> Settle:
-    """How a delegation settles when its attempt returned `value`: `completed`, or
-    `partial` with the reason when the work said it stopped short (`Report.incomplete`)."""
-    if isinstance(value, Report) and value.incomplete:
-        return Settle(Status.partial, reason=value.incomplete)
+    """How a delegation settles when its attempt returned `value`: `completed`; `blocked`
+    with the blocker when the work said it cannot go on (`Report.blocked`); or `partial`
+    with the reason when it said it stopped short (`Report.incomplete`)."""
+    if isinstance(value, Report):
+        if value.blocked:
+            return Settle(Status.blocked, reason=value.blocked)
+        if value.incomplete:
+            return Settle(Status.partial, reason=value.incomplete)
     return COMPLETED
 
 

@@ -133,7 +133,7 @@ def agent_problem(name: str, routing: Routing) -> str | None:
     if name not in routing.agents:
         return unknown_agent(name, routing)
     policy = routing.agents[name]
-    if policy.entrypoint or policy.command:
+    if policy.entrypoint or policy.runs_program:
         return None
     return (
         f"agent {name!r} has no work function in {routing.source}: give it `entrypoint: "

@@ -126,7 +126,7 @@ def _row(name: str, policy: AgentPolicy) -> list[str]:
         fallback,
         "yes" if policy.partial_ok else "no",
         policy.reasoning_effort or "-",
-        "process (command)" if policy.command else policy.isolation,
+        "process (command)" if policy.runs_program else policy.isolation,
         str(policy.session_max),
     ]
 
@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     if routing.agents:
         print_table(out, HEADERS, agent_rows(routing))
     print_fitted(out, _supervisor_line(routing))
-    unwired = [name for name, p in routing.agents.items() if not (p.entrypoint or p.command)]
+    unwired = [name for name, p in routing.agents.items() if not (p.entrypoint or p.runs_program)]
     if unwired:
         print_fitted(out, "no entrypoint or command (the host registers them with "
                      f"zeus.register): {', '.join(unwired)}")
@@ -226,7 +226,7 @@ def _attempt_at_most(policy: AgentPolicy) -> float:
 
 
 def _killable(policy: AgentPolicy) -> bool:
-    return bool(policy.command) or policy.isolation in ("process", "ray")
+    return policy.runs_program or policy.isolation in ("process", "ray")
 
 
 def _waits(policy: AgentPolicy) -> list[float]:
