@@ -80,7 +80,7 @@ class CommandChild(ChildHandle):
     def __init__(
         self, spec: ChildSpec, send: Send, hub: Hub, on_end: Callable[[CommandChild], None]
     ) -> None:
-        if spec.command is None:
+        if spec.command is None and spec.invocation is None:
             raise ValueError(f"agent {spec.agent!r} has no command")
         self.spec = spec
         self.attempt_id = spec.attempt_id

@@ -106,14 +106,18 @@ class CommandWork:
     term_s: float = 0.5
     previous_error: str | None = None
     previous_partials: tuple[Any, ...] = ()
+    # The host's environment at dispatch: the program runs with it (its PATH lookup
+    # included), not with the one this worker was forked with long before.
+    env: dict[str, str] | None = None
 
     @classmethod
     def of(cls, spec: ChildSpec) -> CommandWork:
+        """Built in Zeus's thread as the attempt starts (the environment is read there)."""
         if spec.command is None and spec.invocation is None:
             raise ValueError(f"agent {spec.agent!r} has no command")
         return cls(spec.command, spec.inputs_via, spec.session_key, spec.speaks,
                    spec.invocation, spec.pricing, spec.exit_grace_s, spec.term_s,
-                   spec.previous_error, spec.previous_partials)
+                   spec.previous_error, spec.previous_partials, dict(os.environ))
 
     def __call__(self, brief: Brief, ctx: Context) -> NoReturn:
         """Run the program to its end (the worker's main thread); raises `Ended`."""
@@ -184,10 +188,11 @@ class _Run:
             return Finished(ctx.attempt_id, AttemptOutcome.cancelled, error=UNSTARTED)
         via = self._work.inputs_via
         try:
-            env = None
+            env = self._work.env
             if via == "file":
                 self._inputs_file = write_inputs_file(self._brief.inputs)
-                env = {**os.environ, INPUTS_FILE_ENV: self._inputs_file}
+                env = {**(env if env is not None else os.environ),
+                       INPUTS_FILE_ENV: self._inputs_file}
             argv = command_argv(self._spec(), self._inputs_file)
             popen = start_program(argv, env)
         except (OSError, ValueError, subprocess.SubprocessError) as exc:

@@ -138,7 +138,7 @@ class ProcessBackend:
     # -- Zeus's thread ---------------------------------------------------------------
     def start(self, spec: ChildSpec, send: Send) -> ProcessChild | CommandChild:
         """Start the attempt and return its handle; never waits for the work."""
-        if spec.command is not None:
+        if spec.command is not None or spec.invocation is not None:
             if not self._commands_in_workers:
                 return self._start_command(spec, send)
             spec = as_worker_job(spec)

@@ -15,7 +15,9 @@ a shell script (`sh -c "... {scope}"`) is warned about on stderr. `--explain
 [AGENT]` prints each agent's effective policy (or AGENT's) with every default
 made visible: the deadline and the stop ladder after it, the heartbeat and stale
 thresholds, the retry waits, the fallback chain with each step's timeout, and
-what an attempt and the whole delegation can take at most.
+what an attempt and the whole delegation can take at most, and for a program what
+it speaks and its argv. A program (`command:`'s first word, else the agent CLI's usual
+name) not on PATH is an error naming it and the agent's `command:` key.
 Exit status: 0 for a valid file, 2 for a bad one.
 """
 
@@ -24,6 +26,8 @@ from __future__ import annotations
 import argparse
 import random
 import re
+import shlex
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -31,35 +35,19 @@ from typing import Any
 
 from rich.text import Text
 
-from supervisor.cli.commands import (
-    EXIT_BAD_INPUT,
-    EXIT_OK,
-    console,
-    print_fitted,
-    print_table,
-)
+from actors.speaks import CLI_PROGRAMS, Invocation, cli_argv
+from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK, console, print_fitted, print_table
 from supervisor.cli.commands.dispatch import default_routing, unknown_agent
 from supervisor.errors import RoutingError
 from supervisor.routing import OWNER, AgentPolicy, Routing
 from supervisor.routing.commands import shell_warning
 from supervisor.rules.backoff import backoff_delay
 
-__all__ = ["add_parser", "agent_rows", "explain", "policy_lines", "run"]
+__all__ = ["add_parser", "agent_rows", "explain", "missing_programs", "policy_lines", "run"]
 
 ALL = ""  # `--explain` without an agent: every agent
-HEADERS = (
-    "agent",
-    "role",
-    "kind",
-    "timeout",
-    "retries",
-    "backoff",
-    "fallback",
-    "partial OK",
-    "effort",
-    "isolation",
-    "sessions",
-)
+HEADERS = ("agent", "role", "kind", "timeout", "retries", "backoff", "fallback", "partial OK",
+           "effort", "isolation", "sessions")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -68,26 +56,13 @@ def add_parser(subparsers: Any) -> None:
         help="check a routing.yml and print its agent table",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    parser.add_argument(
-        "path",
-        metavar="PATH",
-        nargs="?",
-        default=None,
-        help="the routing file (default: routing.yml here, else the shipped pantheon)",
-    )
-    parser.add_argument(
-        "--no-import",
-        action="store_true",
-        help="do not import entrypoints (no code from the file runs); check their form only",
-    )
-    parser.add_argument(
-        "--registered",
-        metavar="NAME",
-        action="append",
-        default=[],
-        help="an agent the host registers in code (zeus.register), so it needs no "
-        "entrypoint or command here; repeat it, or give NAME,NAME",
-    )
+    parser.add_argument("path", metavar="PATH", nargs="?", default=None, help="the routing "
+                        "file (default: routing.yml here, else the shipped pantheon)")
+    parser.add_argument("--no-import", action="store_true", help="do not import entrypoints "
+                        "(no code from the file runs); check their form only")
+    parser.add_argument("--registered", metavar="NAME", action="append", default=[],
+                        help="an agent the host registers in code (zeus.register), so it "
+                        "needs no entrypoint or command here; repeat it, or give NAME,NAME")
     parser.add_argument(
         "--explain",
         metavar="AGENT",
@@ -126,7 +101,8 @@ def _row(name: str, policy: AgentPolicy) -> list[str]:
         fallback,
         "yes" if policy.partial_ok else "no",
         policy.reasoning_effort or "-",
-        "process (command)" if policy.runs_program else policy.isolation,
+        (f"process ({policy.speaks})" if policy.speaks_cli else "process (command)")
+        if policy.runs_program else policy.isolation,
         str(policy.session_max),
     ]
 
@@ -147,8 +123,14 @@ def run(args: argparse.Namespace) -> int:
     except RoutingError as exc:
         print(exc, file=sys.stderr)
         return EXIT_BAD_INPUT
+    missing = missing_programs(routing, str(path))  # (Routing.load never looks at PATH)
+    for problem in missing:
+        print(problem, file=sys.stderr)
     if args.explain is not None:
-        return explain(routing, args.explain)
+        status = explain(routing, args.explain)
+        return EXIT_BAD_INPUT if missing else status
+    if missing:
+        return EXIT_BAD_INPUT
     out = console()
     count = len(routing.agents)
     dialect = "Pantheon dialect" if routing.dialect == "pantheon" else "native dialect"
@@ -172,6 +154,23 @@ def run(args: argparse.Namespace) -> int:
             for line in lines:
                 print_fitted(out, f"  - {line}", indent=4)
     return EXIT_OK
+
+
+def _program(policy: AgentPolicy) -> str | None:
+    """The program to find on PATH (None: none, `python` is Zeus's own, or a placeholder)."""
+    if not policy.runs_program:
+        return None
+    program = policy.command[0] if policy.command else CLI_PROGRAMS[policy.speaks]
+    return None if program in ("python", "python3") or "{" in program else program
+
+
+def missing_programs(routing: Routing, source: str) -> list[str]:
+    """An error for each agent whose program is not on PATH (naming its `command:` key)."""
+    return [f"{source}: agents.{name}: "
+            + (f"speaks {p.speaks}, but its program" if p.speaks_cli else "its program")
+            + f" {program!r} is not on PATH; install it, or set agents.{name}.command to "
+            "where it is" for name, p in routing.agents.items()
+            if (program := _program(p)) is not None and shutil.which(program) is None]
 
 
 # -- --explain: the effective policy, every default made visible --------------------------------
@@ -210,8 +209,12 @@ def _labelled(label: str, text: str, width: int | None) -> list[str]:
 def _headline(name: str, policy: AgentPolicy) -> str:
     what = ", ".join(x for x in (policy.role, "an orchestrator" if policy.kind ==
                                  "orchestrator" else "a leaf") if x)
-    if policy.command:
-        work = f"runs the command {' '.join(policy.command)} (a process)"
+    if policy.speaks_cli:
+        program = " ".join(policy.command or (CLI_PROGRAMS[policy.speaks],))
+        work = f"runs {program} (speaks {policy.speaks}, a process)"
+    elif policy.command:
+        speaks = "speaks jsonl, " if policy.speaks == "jsonl" else ""
+        work = f"runs the command {' '.join(policy.command)} ({speaks}a process)"
     elif policy.entrypoint:
         work = f"runs {policy.entrypoint} in a {policy.isolation}"
     else:
@@ -289,6 +292,41 @@ def policy_lines(name: str, policy: AgentPolicy, routing: Routing) -> list[tuple
         lines.append(("review", f"a `task` brief is reviewed by {policy.review_by}"))
     if policy.command:
         lines.append(("inputs", f"via {policy.inputs_via}"))
+    if policy.runs_program:
+        lines += _speaks_lines(name, policy)
+    return lines
+
+
+_SPEAKS = {  # what each stream tells Zeus (docs/agent-clis.md)
+    "lines": "each line progress, the output the result (stopped: its last 50 lines partial)",
+    "jsonl": "Zeus's JSON lines (partial, charge, heartbeat, tool, session, result, error)",
+    "claude": "its session, tools, tokens live (priced by pricing:), total_cost_usd at the end",
+    "codex": "its thread, tool items, tokens at its turn's end (priced by pricing:), no cost",
+    "gemini": "its session, tools, tokens at its result (priced by pricing:), no cost",
+    "opencode": "its session, tools once done, each step's own cost and tokens",
+    "cursor": "its session and tools, no usage (only max_calls and the deadline bound it)",
+}
+
+
+def _speaks_lines(name: str, policy: AgentPolicy) -> list[tuple[str, str]]:
+    """What a program agent speaks, the argv Zeus runs, its exit grace and its summary."""
+    def argv(resume: str | None = None) -> str:
+        return shlex.join(cli_argv(Invocation(policy.speaks, program=policy.command or (),
+                                              args=policy.args, resume=resume), "PROMPT"))
+
+    lines = [("speaks", f"{policy.speaks}: {_SPEAKS[policy.speaks]} (docs/agent-clis.md)")]
+    if policy.speaks_cli:
+        lines += [("argv", argv() + ("; with a cost cap, --max-budget-usd LEFT (what may still "
+                   "be spent: Claude's own backstop)" if policy.speaks == "claude" else "")),
+                  ("follow-up", argv("ID") + " (ID: its session_id, kept with the attempt)")]
+    else:
+        lines.append(("argv", shlex.join(policy.command or ()).replace("{prompt}", "PROMPT")))
+    if policy.speaks != "lines":
+        lines.append(("exit grace", f"{_seconds(policy.exit_grace_s)}: still running this long "
+                      "after its result, it is stopped (SIGINT first), its result kept"))
+    lines.append(("summary", "required: a final text without a <subtask_summary> block is an "
+                  "error" if policy.require_summary else "read if there: the last "
+                  "<subtask_summary> block's status decides; without one the text is the result"))
     return lines
 
 
