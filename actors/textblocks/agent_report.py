@@ -6,6 +6,7 @@ problem names its line. One pass over the text.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,7 +91,7 @@ def read_agent_report(text: str) -> AgentReport | None:
             section = key
             lists.setdefault(key, [])
             if value.lower() not in NONE_WORDS:
-                lists[key].append(value)
+                lists[key].extend(_inline(value))
         elif key == "status":
             try:
                 status = read_status(value)
@@ -111,3 +112,17 @@ def read_agent_report(text: str) -> AgentReport | None:
         session_alias=alias,
         problem="; ".join(problems) or None,
     )
+
+
+def _inline(value: str) -> list[str]:
+    """Items written on the label's line: `[a.py, b.py]` (JSON, or words between commas),
+    else the one item."""
+    if not (value.startswith("[") and value.endswith("]")):
+        return [value]
+    try:
+        items = json.loads(value)
+    except ValueError:
+        items = None
+    if isinstance(items, list):
+        return [item if isinstance(item, str) else json.dumps(item) for item in items]
+    return [part.strip() for part in value[1:-1].split(",") if part.strip()]

@@ -529,12 +529,13 @@ class Supervisor:
         if record.error is not None:
             d.last_error = record.error
             d.last_traceback = finished.traceback if finished is not None else None
+        stream: dict[str, Any] = {"bad_lines": record.bad_lines} if record.bad_lines else {}
         if outcome is AttemptOutcome.completed:
-            self.emit("attempt.completed", d, a, duration_s=record.duration_s)
+            self.emit("attempt.completed", d, a, duration_s=record.duration_s, **stream)
         else:
             self.emit("attempt.failed", d, a, outcome=outcome.value, error=record.error,
                       duration_s=record.duration_s, progress=record.progress,
-                      tool_calls=record.tool_calls, last_tool=record.last_tool)
+                      tool_calls=record.tool_calls, last_tool=record.last_tool, **stream)
         # An attempt's own children lose their owner with it.
         self._cancel_children(d, "the attempt that delegated it ended")
         after = after_attempt(

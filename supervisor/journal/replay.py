@@ -193,6 +193,13 @@ def _killed(
         a.pid = a.pid if a.pid is not None else _int(e.get("pid"))
 
 
+def _session(
+    run: Run, d: ReplayedDelegation, a: ReplayedAttempt | None, e: Event, ts: float | None
+) -> None:
+    if a is not None:
+        a.session_id = _str(e.get("session_id"))
+
+
 def _fenced(
     run: Run, d: ReplayedDelegation, a: ReplayedAttempt | None, e: Event, ts: float | None
 ) -> None:
@@ -208,6 +215,9 @@ def _ended(
         return
     a.ended_ts = ts
     a.duration_s = num(e.get("duration_s"))
+    bad = e.get("bad_lines")
+    a.bad_lines = bad if isinstance(bad, int) and not isinstance(bad, bool) else None
+    a.session_id = _str(e.get("session_id")) or a.session_id
     if e.get("event") == "attempt.completed":
         a.outcome = "completed"
     else:
@@ -266,6 +276,7 @@ _HANDLERS: dict[str, _Handler] = {
     "delegation.dispatched": _dispatched,
     "attempt.started": _started,
     "attempt.spawned": _spawned,
+    "attempt.session": _session,
     "attempt.reattached": _started,  # the same attempt, supervised on by a later run
     "attempt.heartbeat": _heartbeat,
     "attempt.timed_out": _timed_out,

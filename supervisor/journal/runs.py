@@ -55,6 +55,9 @@ class ReplayedAttempt:
     # How many it made, once it ended (docs/design.md, "Stopping a child").
     tool_calls: int | None = None
     last_tool: str | None = None
+    # A command's event stream: lines that did not read, and its agent's own session id.
+    bad_lines: int | None = None
+    session_id: str | None = None
     last_ts: float | None = None
     then: str | None = None  # what Zeus did next: "retry in 1.20s", "fallback apollo -> athena"
 

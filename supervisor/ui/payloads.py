@@ -53,6 +53,8 @@ def _attempt(a: ReplayedAttempt) -> dict[str, Any]:
         "note": a.note,
         "tool_calls": a.tool_calls,
         "last_tool": a.last_tool,
+        "bad_lines": a.bad_lines or None,
+        "session_id": a.session_id,
         "error": a.error,
         "then": a.then,
     }

@@ -102,6 +102,7 @@
     if (a.partials) bits.push(a.partials + " partial");
     if (a.note) bits.push(a.note);
     if (a.last_tool) bits.push("last tool " + a.last_tool);
+    if (a.bad_lines) bits.push(a.bad_lines + " bad lines");
     return `<div class="small" title="${esc(bits.join("; "))}">${esc(bits.join(" · ") || "-")}</div>`;
   }
 
@@ -260,11 +261,12 @@
       ["usage", s.usage ? `<span class="mono">${esc(JSON.stringify(s.usage))}</span>` : null]])
       : facts([["status", esc(d.status)], ["open for", secs(d.open && d.open.since_s)], ["attempt", esc(d.open && d.open.attempt)]]);
     const attempts = table(["#", "Attempt", "Agent", "Outcome", "Started", "Ran", "How it stopped", "Last tool",
-      "Tool calls", "Last note", "Progress", "Partials", "Then", "Error"],
+      "Tool calls", "Last note", "Progress", "Partials", "Bad lines", "Session", "Then", "Error"],
       d.attempts.map((a) => [a.number ?? "-", esc(a.id), esc(a.agent), `<span class="swatch o-${cls(a.outcome || "open")}"></span>${esc(a.outcome || "open")}`,
         clock(a.started_ts), secs(a.duration_s ?? (a.started_ts != null ? (a.ended_ts ?? now()) - a.started_ts : null)),
         esc(stopped(a)), esc(a.last_tool || "-"), a.tool_calls ?? "-", esc(a.note || "-"),
-        esc(a.progress == null ? "-" : JSON.stringify(a.progress)), a.partials, esc(a.then || "-"),
+        esc(a.progress == null ? "-" : JSON.stringify(a.progress)), a.partials, a.bad_lines ?? "-",
+        esc(a.session_id || "-"), esc(a.then || "-"),
         esc(a.error || "")]));
     const children = d.children.map((c) => `<a class="id" href="#d/${encodeURIComponent(c)}">${esc(c)}</a>`).join(", ");
     const events = table(["Time", "Event", "Attempt", "Details"], d.events.map((e) => {
