@@ -145,4 +145,5 @@ def test_a_command_agent_gets_each_message_as_a_json_line_on_stdin() -> None:
         assert handle.send("stop") is True
         summary = handle.result(20)
     assert summary.status is Status.completed, summary.error
-    assert [json.loads(p) for p in summary.partial_results] == [{"steer": "left"}]
+    assert summary.partial_results == []  # a completed command's lines are its output
+    assert [json.loads(line) for line in summary.output.splitlines()] == [{"steer": "left"}]

@@ -1,5 +1,9 @@
 """Command agents: a program in its own process group, its lines as progress, stdout as result.
 
+A `lines` program's lines are progress only (heartbeats), and partial results only for an
+attempt stopped before it ended (its last lines); a test that needs data from a running
+program (a pid) runs it as `speaks="jsonl"` and reads its `{"partial": ...}` line.
+
 Every real-command test runs twice: with the program started and read by the
 supervisor process (`supervisor`), and by a worker process
 (`ProcessBackend(commands_in_workers=True)`, `worker`). The behaviour is the same
@@ -22,6 +26,7 @@ from actors.backends.command import command_argv
 from actors.clock import SystemClock
 from actors.mail import Mail
 from actors.protocol import Finished, Heartbeat, Partial
+from actors.speaks.reader import STOPPED_LINES
 from tests._support import Outbox, alive, eventually
 
 
@@ -44,6 +49,19 @@ def spec(command: tuple[str, ...], **overrides: Any) -> ChildSpec:
 
 
 Run = Callable[..., tuple[ChildHandle, Outbox]]
+
+
+def wait_for_lines(inbox: Outbox, lines: int = 1) -> None:
+    """Wait until a heartbeat says the program's output has reached `lines` lines (the first
+    line's heartbeat is sent at once; later counts ride the next heartbeat, a liveness
+    beat included, so a test waiting past the first line sets a short interval)."""
+    def reached() -> bool:
+        beats = inbox.of(Heartbeat)
+        if lines == 1:  # a progress heartbeat, not the liveness beat
+            return any(not b.liveness and b.progress >= 1 for b in beats)
+        return any(b.progress >= lines for b in beats)
+
+    assert eventually(reached), f"no heartbeat at {lines} lines: {inbox.messages}"
 
 
 @pytest.fixture(params=[False, True], ids=["supervisor", "worker"])
@@ -95,14 +113,34 @@ def test_literal_braces_that_are_not_placeholders_are_kept() -> None:
 
 
 @pytest.mark.process
-def test_each_stdout_line_is_a_partial_and_stdout_is_the_result(run: Run) -> None:
+def test_a_completed_lines_command_sends_no_partial_and_stdout_is_the_result(run: Run) -> None:
     handle, inbox = run(("sh", "-c", 'echo one; echo "$1"; printf tail', "sh", "{scope}"))
     finished = inbox.finished()
     assert finished.outcome is AttemptOutcome.completed
     assert finished.value == "one\nfix the login; rm -rf / $(reboot)\ntail"
-    lines = [(p.progress, p.item) for p in inbox.of(Partial)]
-    assert lines == [(1, "one"), (2, "fix the login; rm -rf / $(reboot)"), (3, "tail")]
+    assert inbox.of(Partial) == []  # its lines are progress, not partial results
+    beats = [b for b in inbox.of(Heartbeat) if not b.liveness]
+    assert beats and all(1 <= b.progress <= 3 for b in beats)  # the first line's, at once
     assert finished.pid == handle.pid and finished.exit_code == 0 and finished.progress == 3
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("stop", ["kill", "cancel"])
+def test_a_stopped_lines_command_reports_its_last_lines_as_partials(
+    run: Run, stop: str
+) -> None:
+    script = "for i in $(seq 1 60); do echo line $i; done; sleep 1000"
+    handle, inbox = run(("sh", "-c", script), heartbeat_interval_s=0.05)
+    wait_for_lines(inbox, 60)
+    assert inbox.of(Partial) == []  # none while it runs
+    handle.kill() if stop == "kill" else handle.cancel()
+    finished = inbox.finished()
+    assert finished.outcome is AttemptOutcome.cancelled
+    assert STOPPED_LINES == 50
+    assert [p.item for p in inbox.of(Partial)] == [f"line {i}" for i in range(11, 61)]
+    at = inbox.messages.index(inbox.of(Partial)[0])
+    assert all(isinstance(m, Partial | Heartbeat) for m in inbox.messages[at:-1])
+    assert inbox.messages[-1] is finished  # sent just before its Finished
 
 
 @pytest.mark.process
@@ -128,8 +166,9 @@ def test_a_command_that_cannot_start_fails_the_attempt(run: Run, in_workers: boo
     assert finished.outcome is AttemptOutcome.error
     assert finished.error_type == "FileNotFoundError"
     assert finished.error == (
-        "command agent 'talos' could not start: FileNotFoundError: [Errno 2] "
-        "No such file or directory: '/nonexistent/zeus-agent'"
+        "command agent 'talos' could not start: the program '/nonexistent/zeus-agent' of "
+        "agent 'talos' was not found: install it, or set agents.talos.command to the "
+        "program to run (a path, or a wrapper such as npx)"
     )
     # Under a worker the attempt has the worker's pid, which started even if its program
     # could not; under the supervisor no process ever existed.
@@ -147,7 +186,8 @@ def test_a_command_killed_by_a_signal_nobody_sent_is_a_crash(run: Run) -> None:
 @pytest.mark.process
 @pytest.mark.realtime
 def test_a_hung_command_is_killed_with_its_whole_group(run: Run) -> None:
-    handle, inbox = run(("sh", "-c", "sleep 1000 & echo $!; wait"))
+    handle, inbox = run(("sh", "-c", 'sleep 1000 & echo "{\\"partial\\": $!}"; wait'),
+                        speaks="jsonl")
     grandchild = int(inbox.wait_for(Partial).item)
     pid = handle.pid
     assert pid is not None and alive(pid) and alive(grandchild)
@@ -166,7 +206,7 @@ def test_a_command_that_ignores_sigterm_is_sigkilled(run: Run) -> None:
     handle, inbox = run(
         ("sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"), term_s=0.2
     )
-    inbox.wait_for(Partial)
+    wait_for_lines(inbox)
     handle.kill()
     finished = inbox.finished()
     assert finished.killed == "kill" and finished.exit_code == -signal.SIGKILL
@@ -177,7 +217,7 @@ def test_a_command_that_ignores_sigterm_is_sigkilled(run: Run) -> None:
 def test_cancel_interrupts_a_command_with_sigint(run: Run) -> None:
     code = "import time; print('ready', flush=True); time.sleep(1000)"
     handle, inbox = run((sys.executable, "-c", code))
-    inbox.wait_for(Partial)
+    wait_for_lines(inbox)
     handle.cancel()
     finished = inbox.finished()
     assert finished.outcome is AttemptOutcome.cancelled and finished.killed == "cooperative"
@@ -188,10 +228,11 @@ def test_cancel_interrupts_a_command_with_sigint(run: Run) -> None:
 @pytest.mark.realtime
 def test_a_quiet_command_still_sends_liveness_heartbeats(run: Run) -> None:
     handle, inbox = run(("sh", "-c", "echo one; sleep 1000"), heartbeat_interval_s=0.05)
-    inbox.wait_for(Partial)
+    wait_for_lines(inbox)
+    # After its one line, the liveness beat goes on, carrying the line's progress.
     assert eventually(lambda: any(b.liveness and b.progress == 1 for b in inbox.of(Heartbeat)))
-    beat = next(b for b in inbox.of(Heartbeat) if b.progress == 1)
-    assert beat.liveness and beat.attempt_id == "talos-1-a2"
+    beat = next(b for b in inbox.of(Heartbeat) if b.liveness and b.progress == 1)
+    assert beat.attempt_id == "talos-1-a2"
     handle.kill()
     inbox.finished()
 
@@ -200,7 +241,8 @@ def test_a_quiet_command_still_sends_liveness_heartbeats(run: Run) -> None:
 def test_close_kills_running_commands_and_their_groups(in_workers: bool) -> None:
     backend = ProcessBackend(commands_in_workers=in_workers)
     inbox = Outbox()
-    handle = backend.start(spec(("sh", "-c", "sleep 1000 & echo $!; wait")), inbox)
+    script = 'sleep 1000 & echo "{\\"partial\\": $!}"; wait'
+    handle = backend.start(spec(("sh", "-c", script), speaks="jsonl"), inbox)
     grandchild = int(inbox.wait_for(Partial).item)
     backend.close()
     assert inbox.finished().killed == "terminate"
@@ -225,12 +267,12 @@ def test_the_owners_messages_are_json_lines_on_stdin_after_the_inputs_line(run: 
         inputs_via="stdin",
         brief=Brief(agent="talos", scope="s", inputs={"files": ["a.py"]}),
     )
-    inbox.wait_for(Partial)  # the inputs line came first
+    wait_for_lines(inbox)  # the inputs line came first
     for message in ({"steer": "left"}, [1, "two"], "stop"):
         handle.put_mail(Mail(message).encode("command"))  # as Zeus encodes it for a command
     finished = inbox.finished()
     assert finished.outcome is AttemptOutcome.completed, finished
-    assert [json.loads(p.item) for p in inbox.of(Partial)] == [
+    assert [json.loads(line) for line in finished.value.splitlines()] == [
         {"files": ["a.py"]}, {"steer": "left"}, [1, "two"]]
 
 
@@ -244,22 +286,28 @@ def test_what_a_cancelled_command_writes_while_it_stops_is_still_reported(run: R
         "    print('saved my work', flush=True); raise SystemExit(3)\n"
     )
     handle, inbox = run(("python", "-c", code))  # the interpreter Zeus runs on
-    inbox.wait_for(Partial)
+    wait_for_lines(inbox)
+    assert inbox.of(Partial) == []
     handle.cancel()
     finished = inbox.finished()
     assert (finished.outcome, finished.killed, finished.exit_code) == (
         AttemptOutcome.cancelled, "cooperative", 3)
     assert finished.error == "command 'python' exited with exit code 3 (nothing on standard error)"
+    # Its lines, the one written while it stopped included, are its stopped partials.
     assert [p.item for p in inbox.of(Partial)] == ["ready", "saved my work"]
-    assert finished.progress == 2
+    # Progress: its 2 lines, then each of the 2 partials that report them (every report
+    # is a step, so a Partial's progress is past the heartbeats' before it).
+    assert finished.progress == 4
+    assert [p.progress for p in inbox.of(Partial)] == [3, 4]
 
 
-# Starts a descendant that leaves the program's session (`setsid`), prints its pid, hangs.
+# Starts a descendant that leaves the program's session (`setsid`), prints its pid as a
+# jsonl partial, hangs.
 ESCAPE = (
     "import os, subprocess, sys, time\n"
     "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(1000)'],\n"
     "                     start_new_session=True)\n"
-    "print(p.pid, flush=True)\n"
+    "print('{\"partial\": %d}' % p.pid, flush=True)\n"
     "time.sleep(1000)\n"
 )
 
@@ -267,7 +315,7 @@ ESCAPE = (
 @pytest.mark.process
 @pytest.mark.realtime
 def test_the_kill_ladder_reaches_a_descendant_that_left_the_programs_session(run: Run) -> None:
-    handle, inbox = run((sys.executable, "-c", ESCAPE))
+    handle, inbox = run((sys.executable, "-c", ESCAPE), speaks="jsonl")
     escaped = int(inbox.wait_for(Partial).item)
     assert alive(escaped)
     handle.kill()
@@ -282,7 +330,7 @@ def test_a_killed_command_that_exits_cleanly_on_sigterm_reports_its_own_exit_cod
 ) -> None:
     script = "trap 'exit 0' TERM; echo ready; while :; do sleep 0.05; done"
     handle, inbox = run(("sh", "-c", script))
-    inbox.wait_for(Partial)
+    wait_for_lines(inbox)
     handle.kill()
     finished = inbox.finished()
     assert (finished.outcome, finished.killed, finished.exit_code) == (

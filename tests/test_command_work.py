@@ -94,7 +94,8 @@ def test_a_work_function_that_raises_ended_ends_the_attempt_with_its_own_finishe
 def test_a_command_attempt_becomes_a_worker_job_whose_work_crosses_the_pipe() -> None:
     job = as_worker_job(spec(("prog", "{session}"), inputs_via="stdin", session_key="k"))
     assert job.command is None
-    assert job.work == CommandWork(("prog", "{session}"), "stdin", "k")
+    # With the host's environment as it is at dispatch (the program runs with it).
+    assert job.work == CommandWork(("prog", "{session}"), "stdin", "k", env=dict(os.environ))
     assert _wire.loads(_wire.dumps_work(job.work, "work")) == job.work
 
 
@@ -113,7 +114,8 @@ def test_the_program_runs_below_its_worker_in_a_session_of_its_own(
     backend: ProcessBackend,
 ) -> None:
     inbox = Outbox()
-    handle = backend.start(spec(("sh", "-c", "sleep 1000 & echo $$ $!; wait")), inbox)
+    script = 'sleep 1000 & echo "{\\"partial\\": \\"$$ $!\\"}"; wait'  # its pids, as a partial
+    handle = backend.start(spec(("sh", "-c", script), speaks="jsonl"), inbox)
     program, grandchild = map(int, inbox.wait_for(Partial).item.split())
     worker = inbox.wait_for(Spawned).pid
     assert handle.pid == worker != program
@@ -144,7 +146,7 @@ def test_a_warm_worker_runs_the_next_command_with_nothing_left_below_it(
     backend.start(spec((sys.executable, "-c", LEAVE_A_DAEMON)), first)
     done = first.finished()
     assert done.outcome is AttemptOutcome.completed
-    daemon = int(first.of(Partial)[0].item)
+    daemon = int(done.value)  # its whole output, the value
     assert eventually(lambda: not alive(daemon))  # killed as its program ended
     worker = psutil.Process(done.pid or 0)
     assert eventually(lambda: worker.children() == [])  # and reaped by its worker
@@ -173,18 +175,21 @@ def test_messages_wait_for_room_on_a_full_stdin_and_none_is_dropped(
     go = tmp_path / "go"
     inbox = Outbox()
     handle = backend.start(spec((sys.executable, "-c", READ_WHEN_TOLD, str(go))), inbox)
-    inbox.wait_for(Partial)
+    # "ready" was read: the first line's heartbeat is sent at once.
+    assert eventually(lambda: any(not b.liveness and b.progress >= 1
+                                  for b in inbox.of(Heartbeat))), inbox.messages
     big = "x" * 40_000  # three of them do not fit in a pipe (64 KiB)
     for message in (big, big, big, "stop"):
         handle.put_mail(Mail(message).encode("command"))
     go.touch()
     finished = inbox.finished()
     assert finished.outcome is AttemptOutcome.completed, finished
-    assert [p.item for p in inbox.of(Partial)] == ["ready"] + [str(len(big) + 3)] * 3
+    assert finished.value.splitlines() == ["ready"] + [str(len(big) + 3)] * 3
 
 
-# A host that runs one command under a worker, prints the program's first line, and waits.
-HOST = """
+# A host that runs one command under a worker, prints the pids its program reports as a
+# jsonl partial, and waits.
+HOST = r"""
 import time
 from actors import Brief
 from actors.backends import ChildSpec, ProcessBackend
@@ -194,7 +199,8 @@ clock = SystemClock()
 backend = ProcessBackend(commands_in_workers=True)
 spec = ChildSpec(agent="c", delegation_id="c-1", attempt=1, attempt_id="c-1-a1",
                  brief=Brief(agent="c", scope="s"), deadline=clock.now() + 60, clock=clock,
-                 command=("sh", "-c", "sleep 1000 & echo $$ $!; wait"))
+                 command=("sh", "-c", 'sleep 1000 & echo "{\\"partial\\": \\"$$ $!\\"}"; wait'),
+                 speaks="jsonl")
 backend.start(spec, lambda m: isinstance(m, Partial) and print(m.item, flush=True))
 time.sleep(120)
 """

@@ -297,16 +297,17 @@ def test_a_reattached_orchestrator_keeps_waiting_and_its_calls_made_meanwhile_ar
 
 def test_a_command_agent_outlives_its_host_and_its_output_is_whole(tmp_path: Path) -> None:
     store = tmp_path / "zeus.db"
-    script = (
-        "import pathlib, sys, time\n"
+    script = (  # Zeus's own line protocol: its partial results and its result
+        "import json, pathlib, sys, time\n"
         "d = pathlib.Path(sys.argv[1])\n"
-        "print('line one', flush=True)\n"
+        "print(json.dumps({'partial': 'line one'}), flush=True)\n"
         "(d / 'writer.started').write_text('')\n"
         "while not (d / 'release').exists(): time.sleep(0.02)\n"
-        "print('line two', flush=True)\n"
+        "print(json.dumps({'partial': 'line two'}), flush=True)\n"
+        "print(json.dumps({'result': 'line one\\nline two\\n'}), flush=True)\n"
     )
     plan = plan_of(tmp_path, {"writer": {"command": [sys.executable, "-c", script, "{scope}"],
-                                         "timeout_s": 60}},
+                                         "speaks": "jsonl", "timeout_s": 60}},
                    [{"key": "writer", "brief": {"agent": "writer", "scope": str(tmp_path)}}])
     first = Host(tmp_path, store, plan)
     wait_for(tmp_path / "writer.started", first)

@@ -200,7 +200,7 @@ def test_an_unknown_agent_key_is_refused_with_the_allowed_keys_and_a_suggestion(
             timout_s: 60
     """)
     assert_names(message, path, line_of(text, "timout_s"), "agents.apollo.timout_s",
-                 "unknown key 'timout_s'", "did you mean 'timeout_s'?", "allowed: budget, ",
+                 "unknown key 'timout_s'", "did you mean 'timeout_s'?", "allowed: args, budget, ",
                  "timeout_s")
 
 

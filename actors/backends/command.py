@@ -49,13 +49,14 @@ from actors.backends.command_io import (
     start_error,
     start_program,
 )
+from actors.backends.command_reports import MessageReports
 from actors.backends.hub import Hub
 from actors.backends.inputs import INPUTS_FILE_ENV, send_first_line, write_inputs_file
 from actors.backends.ladder import KillLadder
 from actors.mail import Mail
-from actors.models import AttemptOutcome, Usage
+from actors.models import AttemptOutcome
 from actors.osproc import process_start_time
-from actors.protocol import AgentSession, Charge, Finished, Heartbeat, Partial, Spawned, ToolCall
+from actors.protocol import Finished, Heartbeat, Spawned
 from actors.speaks import StreamReader
 
 # The argv's names are also reached from here (`actors.backends.command_io` holds them).
@@ -94,12 +95,13 @@ class CommandChild(ChildHandle):
         self._popen: subprocess.Popen[bytes] | None = None
         self._pidfd: int | None = None
         self._ladder: KillLadder | None = None  # set once started, before `_popen`
-        self._reports = _Reports(self)
+        self._reports = MessageReports(
+            spec.attempt_id, spec.heartbeat_interval_s, self._emit,
+            on_ended=self._start_exit_grace)
         self._reader = StreamReader(
             spec.speaks, self._reports, pricing=spec.pricing,
             prior_tokens=spec.invocation.prior_tokens if spec.invocation else None)
         self._open_pipes: set[int] = set()
-        self._progress = 0
         self._graced = False  # stopped by the ladder once its exit grace ran out
         # Guarded by _lock:
         self._finished = False
@@ -252,7 +254,7 @@ class CommandChild(ChildHandle):
         with self._lock:
             if self._finished or self._exited_t is not None:
                 return
-        self._emit(Heartbeat(self.attempt_id, self._progress, liveness=True))
+        self._emit(Heartbeat(self.attempt_id, self._reports.count, liveness=True))
         self._hub.call_later(self.spec.heartbeat_interval_s, self._beat)
 
     def _read(self, fd: int) -> bytes | None:
@@ -271,6 +273,10 @@ class CommandChild(ChildHandle):
         if not chunk:
             self._maybe_finish()
 
+    def _start_exit_grace(self) -> None:
+        """Its stream's terminal event came: it has `exit_grace_s` to exit."""
+        self._hub.call_later(self.spec.exit_grace_s, self._exit_grace_over)
+
     def _exit_grace_over(self) -> None:
         """Its terminal event came `exit_grace_s` ago and it still runs: the ladder stops
         it, and its result is kept."""
@@ -286,8 +292,8 @@ class CommandChild(ChildHandle):
         if chunk is None:
             return
         if lines := self._reader.stderr(chunk):
-            self._progress += lines
-            self._emit(Heartbeat(self.attempt_id, self._progress))
+            self._reports.count += lines
+            self._emit(Heartbeat(self.attempt_id, self._reports.count))
         if not chunk:
             self._maybe_finish()
 
@@ -365,7 +371,7 @@ class CommandChild(ChildHandle):
                 kill_t=kill_t,
                 cancel_t=cancel_t,
                 sigkill_sent=sigkill_sent,
-                progress=self._progress,
+                progress=self._reports.count,
                 reader=self._reader,
                 graced=self._graced,
             )
@@ -376,47 +382,3 @@ class CommandChild(ChildHandle):
         with contextlib.suppress(Exception):  # the receiver's failure must not stop the hub
             self._send(message)
 
-
-class _Reports:
-    """What the program's output says, sent to Zeus as the child's messages (the hub
-    thread: `StreamReader` calls these as it reads)."""
-
-    __slots__ = ("_child", "_last_beat")
-
-    def __init__(self, child: CommandChild) -> None:
-        self._child = child
-        self._last_beat = float("-inf")
-
-    def _next(self) -> int:
-        self._child._progress += 1
-        return self._child._progress
-
-    def progress(self, lines: int) -> None:
-        """Lines are progress: a heartbeat says so at once, then at most once an interval
-        (as `Context.heartbeat` sends them; the liveness beat carries the rest)."""
-        child = self._child
-        child._progress += lines
-        now = time.monotonic()
-        if now - self._last_beat >= child.spec.heartbeat_interval_s:
-            self._last_beat = now
-            child._emit(Heartbeat(child.attempt_id, child._progress))
-
-    def partial(self, item: object) -> None:
-        self._child._emit(Partial(self._child.attempt_id, self._next(), item))
-
-    def charge(self, usage: Usage) -> None:
-        self._child._emit(Charge(self._child.attempt_id, self._next(), usage))
-
-    def tool(self, name: str, *, read_only: bool, running: bool | None) -> None:
-        self._child._emit(ToolCall(self._child.attempt_id, self._next(), name, read_only,
-                                   running))
-
-    def session(self, session_id: str) -> None:
-        self._child._emit(AgentSession(self._child.attempt_id, self._next(), session_id))
-
-    def note(self, text: str | None) -> None:
-        self._child._emit(Heartbeat(self._child.attempt_id, self._next(), text))
-
-    def ended(self) -> None:
-        child = self._child
-        child._hub.call_later(child.spec.exit_grace_s, child._exit_grace_over)

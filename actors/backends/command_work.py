@@ -66,6 +66,7 @@ from actors.backends.command_io import (
     start_error,
     start_program,
 )
+from actors.backends.command_reports import ContextReports
 from actors.backends.inputs import (
     INPUTS_FILE_ENV,
     InputsVia,
@@ -75,7 +76,7 @@ from actors.backends.inputs import (
 )
 from actors.clock import SystemClock
 from actors.context import Context
-from actors.models import AttemptOutcome, Brief, Usage
+from actors.models import AttemptOutcome, Brief
 from actors.osproc import exit_as, has_children, kill_below, signal_group
 from actors.protocol import Finished
 from actors.run import Ended
@@ -150,7 +151,7 @@ class _Run:
         self._popen: subprocess.Popen[bytes] | None = None
         self._inputs_file: str | None = None
         self._reader = StreamReader(
-            work.speaks, _Reports(ctx, self), pricing=work.pricing,
+            work.speaks, ContextReports(ctx, self.ended), pricing=work.pricing,
             prior_tokens=work.invocation.prior_tokens if work.invocation else None)
         self._ended_t: float | None = None  # the stream's terminal event came
         self._graced = False  # stopped once its exit grace ran out
@@ -427,35 +428,3 @@ class _Run:
             self._inputs_file = None
         has_children()  # reaps what it left that has died; one still dying, at the next end
 
-
-class _Reports:
-    """What the program's output says, reported through the attempt's Context (the worker's
-    main thread: `StreamReader` calls these as it reads)."""
-
-    __slots__ = ("_ctx", "_run")
-
-    def __init__(self, ctx: Context, run: _Run) -> None:
-        self._ctx = ctx
-        self._run = run
-
-    def progress(self, lines: int) -> None:
-        for _ in range(lines):
-            self._ctx.heartbeat()
-
-    def partial(self, item: object) -> None:
-        self._ctx.partial(item)
-
-    def charge(self, usage: Usage) -> None:
-        self._ctx.charge(usage.calls, usage.input_tokens, usage.output_tokens, usage.cost)
-
-    def tool(self, name: str, *, read_only: bool, running: bool | None) -> None:
-        self._ctx.report_tool(name, read_only=read_only, running=running)
-
-    def session(self, session_id: str) -> None:
-        self._ctx.agent_session(session_id)
-
-    def note(self, text: str | None) -> None:
-        self._ctx.heartbeat(text)
-
-    def ended(self) -> None:
-        self._run.ended()

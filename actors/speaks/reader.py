@@ -128,6 +128,7 @@ class StreamReader:
         self._sessions: set[str] = set()
         self._tools: dict[str, tuple[str, bool]] = {}  # in flight: id -> (name, side effects)
         self._run_cost = 0.0  # spend charged in this run, for a CLI's own total
+        self._pending: list[float] = [0, 0, 0, 0.0]  # calls, tokens in and out, cost
 
     # -- the pipes ---------------------------------------------------------------------
     def stdout(self, chunk: bytes) -> None:
@@ -152,6 +153,7 @@ class StreamReader:
         if self._json:
             for line in lines:
                 self._event(line)
+            self._flush_charge()  # one charge a chunk: the first over a cap still stops it
         else:
             self._tail.extend(lines[-STOPPED_LINES:])  # bytes until they are needed
 
@@ -210,25 +212,36 @@ class StreamReader:
             return
         cost = (self._pricing.cost(input_tokens, output_tokens, cached_input_tokens)
                 if self._pricing is not None else 0.0)
-        self._charge(Usage(calls=calls, input_tokens=input_tokens,
-                           output_tokens=output_tokens, cost=cost))
+        self._charge(calls, input_tokens, output_tokens, cost)
 
     def cost(self, usd: float, *, input_tokens: int = 0, output_tokens: int = 0,
              cached_input_tokens: int = 0, calls: int = 0) -> None:
         del cached_input_tokens  # priced by the CLI already
         if not (usd > 0 or input_tokens or output_tokens or calls):
             return
-        self._charge(Usage(calls=calls, input_tokens=input_tokens,
-                           output_tokens=output_tokens, cost=max(0.0, usd)))
+        self._charge(calls, input_tokens, output_tokens, max(0.0, usd))
 
     def total_cost(self, usd: float) -> None:
         more = usd - self._run_cost
         if more > 1e-12:
-            self._charge(Usage(cost=more))
+            self._charge(0, 0, 0, more)
 
-    def _charge(self, usage: Usage) -> None:
-        self._run_cost += usage.cost
-        self._sink.charge(usage)
+    def _charge(self, calls: int, input_tokens: int, output_tokens: int, cost: float) -> None:
+        """Spend, summed over the chunk being read (`_flush_charge` sends it)."""
+        self._run_cost += cost
+        pending = self._pending
+        pending[0] += calls
+        pending[1] += input_tokens
+        pending[2] += output_tokens
+        pending[3] += cost
+
+    def _flush_charge(self) -> None:
+        pending = self._pending
+        if any(pending):
+            calls, input_tokens, output_tokens, cost = pending
+            self._pending = [0, 0, 0, 0.0]
+            self._sink.charge(Usage(calls=int(calls), input_tokens=int(input_tokens),
+                                    output_tokens=int(output_tokens), cost=cost))
 
     def text(self, text: str) -> None:
         self._text = text
