@@ -1,25 +1,13 @@
 """Run every benchmark: `python -m benchmarks` (tables on stdout, JSON in benchmarks/results/).
 
 `python -m benchmarks chaos [--n 1000] [--seed 1] [--storm]`: the chaos run instead;
-`python -m benchmarks store`: the durable store alone, against memory and DBOS.
+`python -m benchmarks store`: the durable store alone, against memory and DBOS;
+`python -m benchmarks agent_clis [--quick]`: agent CLIs' event streams through Zeus alone.
 """
 
 from __future__ import annotations
 
 import sys
-
-from benchmarks import (
-    bench_async,
-    bench_command,
-    bench_hostile,
-    bench_input,
-    bench_integrations,
-    bench_process,
-    bench_ray,
-    bench_reattach,
-    bench_runtime,
-    bench_throughput,
-)
 
 
 def main() -> None:
@@ -28,10 +16,30 @@ def main() -> None:
 
         bench_store.main(sys.argv[2:])
         return
+    if sys.argv[1:2] == ["agent_clis"]:
+        from benchmarks import bench_agent_clis
+
+        bench_agent_clis.main(sys.argv[2:])
+        return
     if sys.argv[1:2] == ["chaos"]:
         from benchmarks import chaos
 
         raise SystemExit(chaos.main(sys.argv[2:]))
+    # Imported here, after the subcommands, which need none of them.
+    from benchmarks import (
+        bench_agent_clis,
+        bench_async,
+        bench_command,
+        bench_hostile,
+        bench_input,
+        bench_integrations,
+        bench_process,
+        bench_ray,
+        bench_reattach,
+        bench_runtime,
+        bench_throughput,
+    )
+
     print("== runtime (thread children) ==")
     bench_runtime.main()
     print()
@@ -43,6 +51,9 @@ def main() -> None:
     print()
     print("== process children that outlive their host, picked up again ==")
     bench_reattach.main([])
+    print()
+    print("== agent CLIs' event streams through Zeus, against a bare reader ==")
+    bench_agent_clis.main([])
     print()
     print("== in an asyncio host ==")
     bench_async.main()
