@@ -63,7 +63,8 @@ def test_the_last_block_counts_and_text_without_one_has_none() -> None:
 @pytest.mark.parametrize(("text", "problem"), [
     (block("completed | blocked | partial | timed_out"), "line 4: Status:"),
     (block("done-ish"), "line 4: Status: 'done-ish' is not one of"),
-    ("<subtask_summary>\nAgent: x\nScope: y\n</subtask_summary>", "line 1: the block has no Status"),
+    ("<subtask_summary>\nAgent: x\nScope: y\n</subtask_summary>",
+     "line 1: the block has no Status"),
     ("<subtask_summary>\nStatus: completed\n", "line 1: the block opened here is never closed"),
 ])
 def test_what_does_not_read_is_named_by_its_line(text: str, problem: str) -> None:

@@ -12,6 +12,7 @@ from supervisor import __version__
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK
 from supervisor.cli.main import COMMANDS, build_parser, main
 from supervisor.routing import DEFAULT_ROUTING, Routing
+from tests._agent_clis import install_fakes
 from tests._support import terminal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -278,3 +279,154 @@ def test_validate_on_an_80_column_terminal_folds_no_line(
     else:
         assert shown[1].startswith("  deadline    60s an attempt")
         assert shown[2].startswith(" " * 14)  # the rest of the sentence, under itself
+
+
+# -- agent CLIs: their program on PATH, and what --explain says they run -------------------------
+HERMES = (
+    "agents:\n"
+    "  hermes:\n"
+    "    speaks: claude\n"
+    "    args: [--model, sonnet]\n"
+    "    budget: {max_cost: 2.0}\n"
+    "    pricing: {input_per_mtok: 3.0, output_per_mtok: 15.0}\n"
+    "    fallback: talos\n"
+    "  talos:\n"
+    "    speaks: codex\n"
+    "    command: [npx, -y, '@openai/codex']\n"
+    "    timeout_s: 600\n"
+)
+
+
+def _only_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *programs: str) -> Path:
+    """PATH holds just `programs` (each an executable that exits 0)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for program in programs:
+        path = bin_dir / program
+        path.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+        path.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    return bin_dir
+
+
+def test_an_agent_cli_on_path_validates_and_the_table_says_what_it_speaks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "routing.yml"
+    path.write_text(HERMES, "utf-8")
+    _only_on_path(tmp_path, monkeypatch, "claude", "npx")
+
+    assert main(["validate", str(path)]) == EXIT_OK
+    table = rows(capsys.readouterr().out)
+    assert table["hermes"][9] == "process (claude)"
+    assert table["talos"][9] == "process (codex)"
+
+
+def test_an_agent_cli_not_on_path_is_an_error_naming_the_program_and_the_command_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "routing.yml"
+    path.write_text(HERMES, "utf-8")
+    _only_on_path(tmp_path, monkeypatch)  # neither claude nor npx
+
+    assert Routing.load(path).agents["hermes"].speaks == "claude"  # load never looks at PATH
+    assert main(["validate", str(path)]) == EXIT_BAD_INPUT
+    assert capsys.readouterr().err.splitlines() == [
+        f"{path}: agents.hermes: speaks claude, but its program 'claude' is not on PATH; "
+        "install it, or set agents.hermes.command to where it is",
+        f"{path}: agents.talos: speaks codex, but its program 'npx' is not on PATH; "
+        "install it, or set agents.talos.command to where it is",
+    ]
+
+
+def test_a_command_not_on_path_is_an_error_and_python_is_zeus_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "routing.yml"
+    path.write_text(
+        "agents:\n"
+        "  finder: {command: [rg, '{scope}']}\n"
+        "  script: {command: [python, -m, tool, '{prompt}'], speaks: jsonl}\n",
+        "utf-8",
+    )
+    bin_dir = _only_on_path(tmp_path, monkeypatch)
+
+    assert main(["validate", str(path)]) == EXIT_BAD_INPUT
+    assert capsys.readouterr().err == (
+        f"{path}: agents.finder: its program 'rg' is not on PATH; install it, or set "
+        "agents.finder.command to where it is\n"
+    )
+    _only_on_path(tmp_path, monkeypatch, "rg")
+    assert bin_dir.is_dir() and main(["validate", str(path)]) == EXIT_OK
+
+
+def test_the_fake_clis_of_the_tests_satisfy_validate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "routing.yml"
+    path.write_text("agents:\n" + "".join(
+        f"  {cli}: {{speaks: {cli}}}\n" for cli in ("claude", "codex", "gemini", "opencode",
+                                                    "cursor")), "utf-8")
+    monkeypatch.setenv("PATH", str(install_fakes(tmp_path / "fakes")))
+
+    assert main(["validate", str(path)]) == EXIT_OK
+    assert "valid, 5 agents" in capsys.readouterr().out
+
+
+def test_explain_shows_what_an_agent_cli_speaks_and_the_argv_zeus_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "routing.yml"
+    path.write_text(HERMES, "utf-8")
+    _only_on_path(tmp_path, monkeypatch, "claude", "npx")
+
+    assert main(["validate", str(path), "--explain"]) == EXIT_OK
+    out = capsys.readouterr().out
+    hermes, talos = out.split("\n\n")[:2]
+    assert hermes.splitlines()[0] == "hermes (a leaf): runs claude (speaks claude, a process)"
+    assert talos.splitlines()[0] == (
+        "talos (a leaf): runs npx -y @openai/codex (speaks codex, a process)"
+    )
+    said = {line[:14].strip(): line[14:] for line in hermes.splitlines()[1:]}
+    assert said["argv"].startswith(
+        "claude -p PROMPT --output-format stream-json --verbose --model sonnet; "
+        "with a cost cap, --max-budget-usd LEFT")
+    assert said["follow-up"].startswith(
+        "claude -p PROMPT --output-format stream-json --verbose --resume ID --model sonnet")
+    assert said["speaks"].startswith("claude: ") and "total_cost_usd" in said["speaks"]
+    assert said["exit grace"].startswith("10s: ")
+    assert said["summary"].startswith("read if there: the last <subtask_summary> block")
+    told = {line[:14].strip(): line[14:] for line in talos.splitlines()[1:]}
+    assert told["argv"] == "npx -y @openai/codex exec --json --skip-git-repo-check PROMPT"
+    assert told["follow-up"].startswith(
+        "npx -y @openai/codex exec --json --skip-git-repo-check resume ID PROMPT")
+
+
+def test_explain_says_what_jsonl_and_lines_mean_and_shows_prompt_as_prompt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "routing.yml"
+    path.write_text(
+        "agents:\n"
+        "  script:\n"
+        "    command: [python, -m, tool, '{prompt}']\n"
+        "    speaks: jsonl\n"
+        "    require_summary: true\n"
+        "    exit_grace_s: 3\n"
+        "  plain: {command: [python, -m, tool, '{scope}']}\n",
+        "utf-8",
+    )
+    monkeypatch.setenv("PATH", str(tmp_path))  # python is Zeus's own: never looked up
+
+    assert main(["validate", str(path), "--explain"]) == EXIT_OK
+    script, plain = capsys.readouterr().out.split("\n\n")[:2]
+    assert script.splitlines()[0] == (
+        "script (a leaf): runs the command python -m tool {prompt} (speaks jsonl, a process)")
+    said = {line[:14].strip(): line[14:] for line in script.splitlines()[1:]}
+    assert said["argv"] == "python -m tool PROMPT"
+    assert said["speaks"].startswith("jsonl: Zeus's JSON lines (partial, charge, heartbeat")
+    assert said["exit grace"].startswith("3s: ")
+    assert said["summary"].startswith("required: a final text without a <subtask_summary>")
+    told = {line[:14].strip(): line[14:] for line in plain.splitlines()[1:]}
+    assert told["speaks"].startswith("lines: each line progress, the output the result")
+    assert "exit grace" not in told  # plain lines have no result event to wait after

@@ -19,9 +19,11 @@ import yaml
 
 from actors import Status, Summary
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK
-from supervisor.cli.commands.init import FILES, ROUTING
+from supervisor.cli.commands.init import FILES, ROUTING, agent_routing
 from supervisor.cli.main import main
 from supervisor.routing import AgentPolicy, Routing, SupervisorPolicy
+from supervisor.routing.policies import PricingPolicy
+from tests._agent_clis import install_fakes
 
 ROOT = Path(__file__).resolve().parent.parent
 WAIT_S = 60.0  # a bound on each subprocess, never the thing asserted
@@ -108,6 +110,68 @@ def test_every_key_init_writes_names_its_true_default() -> None:
             r"^\s*#.*\(default: (\[[^\]]*\]|[^,)]+)", lines[line - 2])
         assert said, f"routing.yml:{line}: {'.'.join(path)} does not say its default"
         assert yaml.safe_load(said.group(1)) == _default(path), f"routing.yml:{line}"
+
+
+AGENT_CLIS = ("claude", "codex", "gemini", "opencode", "cursor")
+
+
+@pytest.mark.parametrize("cli", AGENT_CLIS)
+def test_init_agent_writes_a_routing_file_whose_agent_speaks_that_cli(
+    cli: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert main(["init", "--agent", cli, str(tmp_path / "mine")]) == EXIT_OK
+    assert f"agent {cli!r} (speaks {cli})" in capsys.readouterr().out
+    assert [p.name for p in (tmp_path / "mine").iterdir()] == ["routing.yml"]
+
+    routing = Routing.load(tmp_path / "mine" / "routing.yml")  # (it never looks at PATH)
+    (policy,) = routing.agents.values()
+    assert policy.speaks == cli and policy.speaks_cli and policy.command is None
+    assert policy.heartbeat.in_tool_s > policy.heartbeat.stale_after_s
+    assert policy.exit_grace_s == 10 and policy.require_summary is False
+    if cli in ("codex", "gemini"):  # tokens only: a cost cap needs their price
+        assert policy.budget.max_cost is not None and policy.pricing is not None
+
+    install_fakes(tmp_path / "bin")  # the CLI on PATH: `zeus validate` passes on it
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.chdir(tmp_path / "mine")
+    assert main(["validate"]) == EXIT_OK
+
+
+@pytest.mark.parametrize("cli", AGENT_CLIS)
+def test_every_key_init_agent_writes_names_its_true_default(cli: str) -> None:
+    text = agent_routing(cli)
+    lines = text.splitlines()
+    for path, line in _keys(yaml.compose(text)):
+        if path == ("version",):
+            continue
+        said = re.search(r"\(default: (\[[^\]]*\]|[^,)]+)", lines[line - 1]) or re.search(
+            r"^\s*#.*\(default: (\[[^\]]*\]|[^,)]+)", lines[line - 2])
+        assert said, f"routing.yml:{line}: {'.'.join(path)} does not say its default"
+        if path[2] == "pricing":
+            default = PricingPolicy().model_dump()[path[3]] if len(path) > 3 else None
+        else:
+            default = _default(path)
+        assert yaml.safe_load(said.group(1)) == default, f"{cli}: routing.yml:{line}"
+
+
+def test_init_agent_never_overwrites_a_routing_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "routing.yml").write_text("mine\n")
+
+    assert main(["init", "--agent", "claude", str(tmp_path)]) == EXIT_BAD_INPUT
+
+    assert "routing.yml is there already; nothing written" in capsys.readouterr().err
+    assert (tmp_path / "routing.yml").read_text() == "mine\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["routing.yml"]
+
+
+def test_init_agent_refuses_a_cli_zeus_does_not_speak(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["init", "--agent", "aider"]) == EXIT_BAD_INPUT
+    assert "invalid choice: 'aider'" in capsys.readouterr().err
 
 
 @pytest.mark.process

@@ -95,7 +95,7 @@ def check_speaks(agent: Mapping[str, Any], at: KeyPath, problems: Problems) -> N
         for cap in ("max_cost", "max_input_tokens", "max_output_tokens"):
             if budget.get(cap) is not None:
                 problems.add((*at, "budget", cap), f"speaks: {speaks} reports no usage, so "
-                             f"{cap} could never hold; remove it (max_calls and timeout_s do)")
+                             f"{cap} could never hold; remove it (its timeout_s bounds it)")
     elif (speaks in _REPORTS_TOKENS_ONLY and budget.get("max_cost") is not None
           and agent.get("pricing") is None):
         problems.add((*at, "budget", "max_cost"), f"speaks: {speaks} reports tokens, never a "

@@ -345,7 +345,9 @@ def _check_runnable(
         problems.add(("agents",), "no agents; add an `agents:` section with at least one "
                      "(`zeus init` writes a routing.yml to start from)")
     for name, agent in agents.items():
-        if name not in registered and not (agent.get("entrypoint") or agent.get("command")):
+        cli = agent.get("speaks", "lines") not in ("lines", "jsonl")  # Zeus builds its command
+        if name not in registered and not (agent.get("entrypoint") or agent.get("command")
+                                           or cli):
             problems.add(("agents", name), "no work function; give it `entrypoint: "
                          "pkg.module:function` or `command: [program, arg, ...]` (an agent "
                          "the host registers in code, zeus.register, is named with --registered)")

@@ -5,9 +5,11 @@ routing.yml with two agents (`counter`, a Python function in a process of its
 own, and `finder`, a command) and every key commented with its default;
 my_agents.py with their code; host.py, a host that starts Zeus on routing.yml and
 delegates to both. `zeus validate` passes on them and `python host.py` runs at
-once (from DIR). It never overwrites a file: if any of the three is there, it
-writes nothing and says which. Exit status: 0 when the files were written, 2
-when one was there already or DIR cannot be written.
+once (from DIR). `--agent CLI` (claude, codex, gemini, opencode or cursor) writes
+only a routing.yml instead, with one agent that is that agent CLI and its keys
+commented with their defaults (docs/agent-clis.md). It never overwrites a file: if
+any of them is there, it writes nothing and says which. Exit status: 0 when the
+files were written, 2 when one was there already or DIR cannot be written.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from actors.speaks import CLI_PROGRAMS
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK
 
-__all__ = ["FILES", "add_parser", "run"]
+__all__ = ["AGENT_CLIS", "FILES", "add_parser", "agent_routing", "run"]
 
 ROUTING = '''\
 # routing.yml: your agents, and how Zeus supervises each of them (written by `zeus init`).
@@ -194,6 +197,95 @@ if __name__ == "__main__":
 
 FILES = {"routing.yml": ROUTING, "my_agents.py": AGENTS, "host.py": HOST}
 
+AGENT_ROUTING = """\
+# routing.yml: {title} as an agent under Zeus (written by `zeus init --agent {cli}`).
+#
+#   zeus validate               check it, and that `{program}` is on PATH
+#   zeus validate --explain     the argv Zeus runs, every default made visible
+#   zeus dispatch {cli} "Say hello, then end with your summary block"
+#
+# What Zeus reads from its stream and what each event means: docs/agent-clis.md.
+# A key you leave out takes the default its comment names; durations are seconds.
+version: 1
+
+supervisor:
+  budget:
+    max_cost: null               # the whole tree, in dollars (default: null, no cap)
+
+agents:
+  {cli}:
+    role: coder                  # shown by zeus validate (default: null)
+    # What its output speaks: claude | codex | gemini | opencode | cursor | jsonl | lines
+    speaks: {cli}{pad}# (default: lines, a command's plain output)
+    # The program: `{program}` on PATH. `command:` replaces the program only (a path, or
+    # a wrapper such as [npx, -y, PACKAGE]); Zeus adds the arguments it speaks with.
+    {command}# (default: null)
+    # Your own flags, after Zeus's, e.g. {args}
+    args: []                     # (default: [])
+    timeout_s: 900               # each attempt's deadline (default: 120)
+    heartbeat:                   # every line it prints is a heartbeat
+      stale_after_s: 120         # no line this long: stale, stopped (default: 10)
+      stale_in_tool_s: 1800      # inside a tool call (default: null, 3 x stale_after_s)
+    shutdown:                    # stopping it: SIGINT to its process group, grace_s,
+      grace_s: 5.0               # then SIGTERM (default: 2.0)
+      term_s: 0.5                # then SIGKILL (default: 0.5)
+    exit_grace_s: 10             # alive this long after its result: stopped (default: 10)
+    # true: a final reply without a <subtask_summary> block is an error
+    require_summary: false       # (default: false)
+{budget}    retry:
+      max_retries: 1             # once more after a crash, a timeout, stale (default: 0),
+                                 # never after a tool call with side effects
+    session_max: 0               # warm sessions kept (default: 0); a follow-up brief in
+                                 # the same session resumes the CLI's own session
+    # When retries are spent: another agent (another CLI, say), or zeus (the owner).
+    fallback: null               # (default: null, settle)
+"""
+
+_PRICED = """\
+    budget:                      # per delegation, across its retries and fallbacks
+      max_cost: 2.0              # dollars (default: null, no cap)
+    # {how}
+    pricing:                     # example prices: put your model's (default: null)
+      input_per_mtok: {input:<10} # dollars per million input tokens (default: 0.0)
+      cached_input_per_mtok: {cached:<3} # cached input (default: null, as input_per_mtok)
+      output_per_mtok: {output:<9} # dollars per million output tokens (default: 0.0)
+"""
+
+# Each CLI's title, example flags and budget: what it reports decides what a cap needs.
+AGENT_CLIS: dict[str, tuple[str, str, str]] = {
+    "claude": ("Claude Code", "[--model, sonnet, --permission-mode, acceptEdits]",
+               _PRICED.format(how="Tokens are priced as they stream (live cost), its own "
+                              "total_cost_usd at the end;\n    # --max-budget-usd is set to "
+                              "what is left, Claude's own backstop.",
+                              input="3.0", cached="0.3", output="15.0")),
+    "codex": ("The Codex CLI", "[--model, gpt-5-codex, --sandbox, workspace-write]",
+              _PRICED.format(how="Codex reports tokens at the end of its turn and never a "
+                             "cost: max_cost needs\n    # pricing: (without it, a "
+                             "RoutingError).", input="1.25", cached="0.125", output="10.0")),
+    "gemini": ("The Gemini CLI", "[--model, gemini-2.5-pro, --yolo]",
+               _PRICED.format(how="Gemini reports tokens only at its result and never a "
+                              "cost: max_cost needs\n    # pricing: (without it, a "
+                              "RoutingError).", input="1.25", cached="0.31", output="10.0")),
+    "opencode": ("OpenCode", "[--model, anthropic/claude-sonnet-4]", """\
+    budget:                      # per delegation, across its retries and fallbacks
+      max_cost: 2.0              # dollars (default: null, no cap); OpenCode reports
+                                 # each step's own cost: no pricing: needed
+"""),
+    "cursor": ("Cursor's agent", "[--model, sonnet-4, --force]", """\
+    # No budget: Cursor reports no usage, so a cap on tokens or cost could never hold (a
+    # RoutingError); timeout_s is what bounds it.
+"""),
+}
+
+
+def agent_routing(cli: str) -> str:
+    """The routing.yml `zeus init --agent CLI` writes: one agent, `cli`, speaking it."""
+    title, args, budget = AGENT_CLIS[cli]
+    program = CLI_PROGRAMS[cli]
+    return AGENT_ROUTING.format(title=title, cli=cli, program=program, args=args,
+                                pad=" " * (21 - len(cli)), budget=budget,
+                                command=f"# command: [{program}]".ljust(29))
+
 
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -209,12 +301,22 @@ def add_parser(subparsers: Any) -> None:
         default=Path("."),
         help="where to write them (default: here; made if missing)",
     )
+    parser.add_argument(
+        "--agent",
+        metavar="CLI",
+        choices=sorted(AGENT_CLIS),
+        default=None,
+        help="write only a routing.yml whose agent is this agent CLI (claude, codex, gemini, "
+        "opencode or cursor), its keys commented with their defaults",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     where: Path = args.directory
-    there = [name for name in FILES if (where / name).exists()]
+    cli: str | None = getattr(args, "agent", None)
+    files = FILES if cli is None else {"routing.yml": agent_routing(cli)}
+    there = [name for name in files if (where / name).exists()]
     if there:
         print(f"zeus init: {', '.join(str(where / name) for name in there)} "
               f"{'is' if len(there) == 1 else 'are'} there already; nothing written "
@@ -223,13 +325,23 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     try:
         where.mkdir(parents=True, exist_ok=True)
-        for name, text in FILES.items():
+        for name, text in files.items():
             with (where / name).open("x", encoding="utf-8") as file:  # "x": never overwrite
                 file.write(text)
     except OSError as exc:
         print(f"zeus init: cannot write in {where}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     go = "" if where.resolve() == Path.cwd().resolve() else f"cd {where}\n  "
+    if cli is not None:
+        print(
+            f"zeus init: wrote routing.yml in {where}, with agent {cli!r} (speaks {cli})\n"
+            "Next:\n"
+            f"  {go}zeus validate                  check it, and that "
+            f"{CLI_PROGRAMS[cli]} is on PATH\n"
+            "  zeus validate --explain        the argv Zeus runs, every default made visible\n"
+            f'  zeus dispatch {cli} "Say hello"  one delegation (docs/agent-clis.md)'
+        )
+        return EXIT_OK
     print(
         f"zeus init: wrote routing.yml, my_agents.py and host.py in {where}\n"
         "Next:\n"

@@ -242,7 +242,8 @@ def policy_lines(name: str, policy: AgentPolicy, routing: Routing) -> list[tuple
     """What each part of `policy` does, as (label, sentence) pairs; nothing left implicit."""
     s, stop = _seconds, policy.shutdown
     if _killable(policy):
-        ladder = (f"past it: a cooperative cancel, {s(stop.grace_s)} to stop, SIGTERM to its "
+        first = "SIGINT to its process group" if policy.runs_program else "a cooperative cancel"
+        ladder = (f"past it: {first}, {s(stop.grace_s)} to stop, SIGTERM to its "
                   f"process group, {s(stop.term_s)}, SIGKILL")
     else:
         ladder = (f"past it: a cooperative cancel, {s(stop.grace_s)} to stop, then its thread is "
@@ -304,7 +305,7 @@ _SPEAKS = {  # what each stream tells Zeus (docs/agent-clis.md)
     "codex": "its thread, tool items, tokens at its turn's end (priced by pricing:), no cost",
     "gemini": "its session, tools, tokens at its result (priced by pricing:), no cost",
     "opencode": "its session, tools once done, each step's own cost and tokens",
-    "cursor": "its session and tools, no usage (only max_calls and the deadline bound it)",
+    "cursor": "its session and tools, no usage at all (only its deadline bounds it)",
 }
 
 
@@ -320,7 +321,8 @@ def _speaks_lines(name: str, policy: AgentPolicy) -> list[tuple[str, str]]:
                    "be spent: Claude's own backstop)" if policy.speaks == "claude" else "")),
                   ("follow-up", argv("ID") + " (ID: its session_id, kept with the attempt)")]
     else:
-        lines.append(("argv", shlex.join(policy.command or ()).replace("{prompt}", "PROMPT")))
+        lines.append(("argv", shlex.join(a.replace("{prompt}", "PROMPT")
+                                         for a in policy.command or ())))
     if policy.speaks != "lines":
         lines.append(("exit grace", f"{_seconds(policy.exit_grace_s)}: still running this long "
                       "after its result, it is stopped (SIGINT first), its result kept"))
