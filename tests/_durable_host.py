@@ -5,7 +5,8 @@ briefs, each with its key. The host dispatches them on the store, prints one JSO
 `{"recovered": ...}` once Zeus has started, then waits for every summary and prints
 one JSON line per summary (with `one_by_one`, each brief is dispatched once the one
 before settled); with `hold`, it then stays up; with `stall_at_partial`, Zeus's thread
-stops for good at that partial result. A test SIGKILLs it, or lets
+stops for good at that partial result (with `stall_at_event`, at the first event of that
+name). A test SIGKILLs it, or lets
 it finish.
 """
 
@@ -29,6 +30,8 @@ def main() -> None:
     log: list[object] = [plan["log"]] if plan.get("log") else []
     if plan.get("stall_at_partial"):  # Zeus's thread stops there: nothing after it is read
         log.append(stall_at(plan["stall_at_partial"]))
+    if plan.get("stall_at_event"):  # Zeus's thread stops at the first such event
+        log.append(stall_at_event(plan["stall_at_event"]))
     with Zeus.start(routing, store=store, log=log or None) as zeus:
         print(json.dumps({"recovered": zeus.recovered.model_dump(mode="json")}), flush=True)
         if plan.get("one_by_one"):  # each after the last settled (a session's briefs)
@@ -52,6 +55,18 @@ def stall_at(item: str) -> Callable[[dict[str, Any]], None]:
     def sink(event: dict[str, Any]) -> None:
         if event.get("event") == "attempt.partial" and event.get("item") == item:
             print(json.dumps({"stalled": item}), flush=True)
+            threading.Event().wait()
+
+    return sink
+
+
+def stall_at_event(name: str) -> Callable[[dict[str, Any]], None]:
+    """A journal sink that holds Zeus's thread for good at the first event `name` (at
+    `attempt.spawned`: before the worker's pid is recorded, while its job runs)."""
+
+    def sink(event: dict[str, Any]) -> None:
+        if event.get("event") == name:
+            print(json.dumps({"stalled": name}), flush=True)
             threading.Event().wait()
 
     return sink

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -334,3 +335,28 @@ def test_zeus_sweep_stops_the_children_that_wait_and_names_them(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     assert str(pid) in done.stdout and "picked up" in done.stdout
     assert gone_within(5.0, (pid, start))
+
+
+def test_a_worker_whose_pid_was_never_recorded_is_found_by_its_mark(tmp_path: Path) -> None:
+    """A cold start sends the job before Zeus's thread records the worker's pid: a host
+    killed in that window (held there on purpose) leaves an attempt the store knows by id
+    alone. Its worker left a mark before the job ran: the next host finds it and picks it
+    up, and nothing runs twice (on the old code it was taken as gone and run again beside
+    the old run)."""
+    store = tmp_path / "zeus.db"
+    plan = plan_of(tmp_path, {"writer": agent(WRITER, isolation="process", read_only=True)},
+                   [brief("writer", tmp_path, "w")])
+    first = Host(tmp_path, store, {**plan, "stall_at_event": "attempt.spawned"})
+    wait_for(tmp_path / "w.started", first)
+    assert "recovered" in first.read_line()
+    assert first.read_line() == {"stalled": "attempt.spawned"}
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
+        assert con.execute("SELECT pid FROM attempts").fetchall() == [(None,)]
+    first.kill()
+    second = Host(tmp_path, store, plan)
+    recovered = second.read_line()["recovered"]
+    assert (recovered["reattached"], recovered["rerun"]) == (["writer-1-a1"], [])
+    (tmp_path / "release").write_text("")
+    _, summaries = second.results()
+    assert outcomes(summaries["w"]) == ["completed"]
+    assert [overlap for _, _, overlap in runs(tmp_path, "w")] == [False]  # one run only

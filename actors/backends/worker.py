@@ -43,6 +43,7 @@ from typing import Any, NoReturn
 from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.backstop import Backstop
+from actors.backends.job_marks import leave_mark
 from actors.backends.jobs import WorkStore, decode_job
 from actors.backends.worker_attempt import RunningAttempt
 from actors.backends.worker_link import Link
@@ -159,6 +160,8 @@ class _Child:
             )
             return
         self._link.orphan, self._link.agent = job.orphan, job.agent
+        if job.orphan is not None:  # found by its mark before its work runs
+            leave_mark(job.orphan[1], attempt_id)
         ctx = job.context(
             attempt_id,
             clock=_CLOCK,

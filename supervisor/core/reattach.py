@@ -8,6 +8,9 @@ other way round.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,7 +24,7 @@ from supervisor.errors import SupervisorError
 from supervisor.rules.recovery import ResumedCalls
 from supervisor.store import StoredAttempt
 
-__all__ = ["LISTEN_WAIT_S", "UNNAMED_WAIT_S", "Reattached", "reattach_children"]
+__all__ = ["LISTEN_WAIT_S", "STOP_WAIT_S", "UNNAMED_WAIT_S", "Reattached", "reattach_children"]
 
 # A child that still runs but whose socket is not there yet has just seen its Zeus go
 # (the last one died a moment ago): how long recovery waits for it to listen.
@@ -29,6 +32,9 @@ LISTEN_WAIT_S = 2.0
 # How long recovery gives a worker whose pid the store never got (its Zeus died as it
 # started) to listen, when one such attempt is not found at first.
 UNNAMED_WAIT_S = 0.2
+# How long a worker told to stop has to run its kill ladder and exit before recovery
+# kills it (its term_s, and more).
+STOP_WAIT_S = 10.0
 
 
 @dataclass(slots=True)
@@ -54,6 +60,7 @@ def reattach_children(
     attempt) whose worker waits; put idle workers holding a session back in the pool;
     stop every other waiting worker (nobody will supervise it)."""
     found = Reattached()
+    stopped: list[Waiting] = []
     candidates = list(candidates)
     everyone = find_waiting(place)
     waiting = {w.attempt_id: w for w in everyone if w.attempt_id is not None}
@@ -73,7 +80,7 @@ def reattach_children(
         if w is None:
             continue  # confirmed gone (or killed) by recovery, then lost
         if (stored.pid is not None and w.pid != stored.pid) or w.attempt_id != stored.id:
-            w.stop()  # not the process the store names: never supervised as it
+            stopped.append(w)  # not the process the store names: never supervised as it
             continue
         if not _attach(sup, d, stored, w, backend):
             continue
@@ -83,16 +90,33 @@ def reattach_children(
     # Attempts the store does not hold open: a worker that finished one whose end the
     # last Zeus had committed is idle, like those that ran none.
     idle += [w for w in waiting.values() if w.finished]
-    for w in waiting.values():
-        if not w.finished:
-            w.stop()
+    stopped += [w for w in waiting.values() if not w.finished]
     for w in idle:
         if (w.session_key is not None and _known_process_agent(sup, w.agent)
                 and backend.reattach(w, None, sup.tell) is not None):
             found.sessions.add((w.agent, w.session_key))
         else:
-            w.stop()  # it holds nothing anybody will ask for
+            stopped.append(w)  # it holds nothing anybody will ask for
+    _stop_and_see_gone(stopped)
     return found
+
+
+def _stop_and_see_gone(workers: list[Waiting]) -> None:
+    """Tell each worker to stop (it runs the kill ladder on its job and itself), and wait
+    until each has exited: nothing runs again beside a job that is still stopping. One
+    still there after `STOP_WAIT_S` is killed with its process group."""
+    for w in workers:
+        w.stop()
+    left = [w for w in workers if process_running(w.pid, w.start_time) is not False]
+    give_up = time.monotonic() + STOP_WAIT_S
+    while left and time.monotonic() < give_up:
+        time.sleep(0.01)  # Zeus's thread, inside recovery: nothing else runs yet
+        left = [w for w in left if process_running(w.pid, w.start_time) is not False]
+    for w in left:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(w.pid, signal.SIGKILL)  # a worker leads its own process group
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(w.pid, signal.SIGKILL)
 
 
 def _attach(sup: Supervisor, d: Delegation, stored: StoredAttempt, w: Waiting,

@@ -15,6 +15,7 @@ orchestrator run again replays its stored sub-delegations (`Supervisor.dispatch_
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import time
@@ -24,6 +25,7 @@ from typing import Literal
 
 from actors import AttemptOutcome, AttemptRecord, Status
 from actors.backends import ProcessBackend
+from actors.backends.job_marks import read_marks
 from actors.osproc import child_gone, process_running
 from supervisor.core.future import DelegationFuture
 from supervisor.core.reattach import Reattached, reattach_children
@@ -73,6 +75,7 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
         if r.d.parent_id is None:
             keep_handle(r.d.id, r.d.settled)
     _carry_spend(sup, store, rebuilt)
+    _name_unnamed(sup, rebuilt)
     found = _reattach(sup, store, rebuilt)
     for r in rebuilt:
         _end_lost(sup, r, found)
@@ -155,6 +158,26 @@ def _carry_spend(sup: Supervisor, store: Store, rebuilt: list[_Rebuilt]) -> None
         parent = sup.tree.get(r.d.parent_id) if r.d.parent_id else None
         if parent is not None:
             parent.usage = parent.usage + r.d.usage
+
+
+def _name_unnamed(sup: Supervisor, rebuilt: list[_Rebuilt]) -> None:
+    """An open attempt whose pid the store never got (its Zeus died as the worker took the
+    job) is named by the mark its worker left before the job ran (`job_marks`): from here
+    on it is found, reattached, or confirmed gone by that pid like any other."""
+    backend = sup.backend_named("process")
+    place = backend.reattach_place if isinstance(backend, ProcessBackend) else None
+    if place is None or not any(a.open and a.pid is None
+                                for r in rebuilt for a in r.stored.attempts):
+        return
+    marks = read_marks(place.directory)
+    for r in rebuilt:
+        if any(a.open and a.pid is None and a.id in marks for a in r.stored.attempts):
+            r.stored = dataclasses.replace(r.stored, attempts=tuple(
+                dataclasses.replace(a, pid=marks[a.id].pid,
+                                    pid_start_time=marks[a.id].start_time,
+                                    pgid=marks[a.id].pgid)
+                if a.open and a.pid is None and a.id in marks else a
+                for a in r.stored.attempts))
 
 
 def _reattach(sup: Supervisor, store: Store, rebuilt: list[_Rebuilt]) -> Reattached:
