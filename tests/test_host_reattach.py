@@ -360,3 +360,51 @@ def test_a_worker_whose_pid_was_never_recorded_is_found_by_its_mark(tmp_path: Pa
     _, summaries = second.results()
     assert outcomes(summaries["w"]) == ["completed"]
     assert [overlap for _, _, overlap in runs(tmp_path, "w")] == [False]  # one run only
+
+
+def test_a_result_finished_after_the_grace_ran_out_is_adopted_all_the_same(
+        tmp_path: Path) -> None:
+    """The next host comes back after the grace: the worker that waited with its result
+    has exited, but wrote what it held first, and that result is adopted (on the old code
+    the writer settled blocked, or timed out, though it had finished)."""
+    store = tmp_path / "zeus.db"
+    plan = writer_plan(tmp_path, grace_s=1.0)
+    pid, start, place = orphaned(tmp_path, store, plan)
+    (tmp_path / "release").write_text("")  # it finishes while no host runs
+    wait_for(tmp_path / "writer.finished")
+    assert gone_within(WAIT_S, (pid, start))  # its grace ran out: it exited
+    recovered, summaries = Host(tmp_path, store, plan).results()
+    assert recovered["adopted"] == ["writer-1-a1"] and recovered["blocked"] == []
+    assert outcomes(summaries["writer"]) == ["completed"]
+    assert summaries["writer"]["output"]["pid"] == pid
+    assert not list(Path(place.directory).glob("*.held"))  # adopted, then removed
+
+
+def test_charges_made_while_no_host_ran_count_after_the_grace_ran_out(
+        tmp_path: Path) -> None:
+    store = tmp_path / "zeus.db"
+    plan = plan_of(tmp_path, {"charger": agent("tests._durable_agents:charger",
+                                               isolation="process")},
+                   [brief("charger", tmp_path, "c")], grace_s=1.0)
+    first = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "c.started", first)
+    wait_charged(store, 1, first)
+    pid = int(_only_pid(store))
+    first.kill()
+    assert gone_within(WAIT_S, (pid, None))  # charging on until its grace ran out
+    made = int((tmp_path / "c.charged").read_text())
+    recovered, summaries = Host(tmp_path, store, plan).results()
+    assert recovered["blocked"] == ["charger-1"]  # a writer whose run was cut short
+    assert summaries["c"]["usage"]["calls"] == made  # every charge counted, none dropped
+    assert summaries["c"]["usage"]["cost"] == pytest.approx(made * 0.01)
+
+
+def _only_pid(store: Path) -> int:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
+            rows = con.execute("SELECT pid FROM attempts WHERE pid IS NOT NULL").fetchall()
+        if rows:
+            return int(rows[0][0])
+        assert time.monotonic() < deadline, "the attempt's pid was never recorded"
+        time.sleep(0.01)

@@ -43,8 +43,8 @@ from typing import Any, NoReturn
 from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.backstop import Backstop
-from actors.backends.job_marks import leave_mark
 from actors.backends.jobs import WorkStore, decode_job
+from actors.backends.left_behind import leave_mark
 from actors.backends.worker_attempt import RunningAttempt
 from actors.backends.worker_link import Link
 from actors.backends.worker_wait import exit_now

@@ -32,6 +32,7 @@ from typing import NoReturn, Protocol
 from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.jobs import Orphan
+from actors.backends.left_behind import keep_held
 from actors.backends.worker_wait import (
     Attached,
     Held,
@@ -262,4 +263,18 @@ class Link:
 
     def _stop(self, term_s: float) -> NoReturn:
         self._worker.on_stop()
-        stop_all(term_s)
+        stop_all(term_s, keep=self._keep_held)
+
+    def _keep_held(self) -> None:
+        """What it held, written for the next Zeus before it exits: it takes nothing with
+        it (the waiting thread, once everything below the worker is killed)."""
+        orphan = self.orphan
+        with self.lock:
+            held = self._held
+            attempt_id, _ = self._worker.holding()
+            if held is None or orphan is None:
+                return
+            attempt_id = attempt_id or held.finished
+            data = list(held.frames)
+        if attempt_id is not None:
+            keep_held(orphan[1], attempt_id, data)

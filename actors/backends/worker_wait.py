@@ -222,8 +222,10 @@ def _flush() -> None:
             stream.flush()
 
 
-def stop_all(term_s: float) -> NoReturn:
-    """The kill ladder on this worker and all below it, by the worker itself (see above)."""
+def stop_all(term_s: float, keep: Callable[[], None] | None = None) -> NoReturn:
+    """The kill ladder on this worker and all below it, by the worker itself (see above);
+    `keep()` runs once all below it is killed, before the worker kills itself (it writes
+    what the worker held for the next Zeus)."""
     tree = ProcessTree(os.getpid())
     if tree.signal(signal.SIGTERM) and term_s > 0:
         until = time.monotonic() + term_s
@@ -233,6 +235,9 @@ def stop_all(term_s: float) -> NoReturn:
             time.sleep(_POLL_S)
     tree.signal(signal.SIGKILL)
     kill_descendants()  # what started since the last walk
+    if keep is not None:
+        with contextlib.suppress(Exception):  # nothing may keep it from exiting
+            keep()
     _flush()
     with contextlib.suppress(OSError):
         if os.getpgid(0) == os.getpid():

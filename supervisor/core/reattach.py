@@ -12,10 +12,11 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from actors.backends import ProcessBackend
+from actors.backends import ChildHandle, ChildSpec, ProcessBackend
+from actors.backends.left_behind import Held, LeftChild
 from actors.backends.reattach import ReattachPlace, Waiting, find_waiting, wait_for_listener
 from actors.osproc import process_running
 from supervisor.core.state import Delegation
@@ -45,6 +46,9 @@ class Reattached:
     reattached: list[str] = field(default_factory=list)
     adopted: list[str] = field(default_factory=list)
     sessions: set[tuple[str, str]] = field(default_factory=set)
+    # What workers whose grace ran out left, by attempt id: adopted (a `Finished` among
+    # it) or to be counted before the attempt ends lost; each file removed once committed.
+    left: dict[str, Held] = field(default_factory=dict)
 
     def __contains__(self, attempt_id: str) -> bool:
         return attempt_id in self.reattached or attempt_id in self.adopted
@@ -55,6 +59,7 @@ def reattach_children(
     candidates: Iterable[tuple[Delegation, StoredAttempt]],
     backend: ProcessBackend,
     place: ReattachPlace,
+    held: dict[str, Held] | None = None,
 ) -> Reattached:
     """Reattach each candidate (an open delegation that may run on, and its open process
     attempt) whose worker waits; put idle workers holding a session back in the pool;
@@ -77,6 +82,12 @@ def reattach_children(
                 stored.pid, stored.pid_start_time):
             w = wait_for_listener(place, stored.pid, stored.pid_start_time,
                                   timeout_s=LISTEN_WAIT_S)
+        left = (held or {}).get(stored.id)
+        if w is None and left is not None:
+            found.left[stored.id] = left
+            if left.finished and sup.reattach(d, stored, _replay(sup, left), adopted=True):
+                found.adopted.append(stored.id)  # it finished while no Zeus ran, and left
+            continue  # else what it left counts, and it ends lost (it is gone)
         if w is None:
             continue  # confirmed gone (or killed) by recovery, then lost
         if (stored.pid is not None and w.pid != stored.pid) or w.attempt_id != stored.id:
@@ -99,6 +110,17 @@ def reattach_children(
             stopped.append(w)  # it holds nothing anybody will ask for
     _stop_and_see_gone(stopped)
     return found
+
+
+def _replay(sup: Supervisor, left: Held) -> Callable[[ChildSpec], ChildHandle]:
+    """What `Supervisor.reattach` attaches with for an attempt whose worker is gone but
+    left its reports: they are put in the mailbox, its `Finished` last."""
+
+    def attach(spec: ChildSpec) -> ChildHandle:
+        del spec  # nothing runs: what it did is all in what it left
+        return LeftChild(left).replay(sup.tell)
+
+    return attach
 
 
 def _stop_and_see_gone(workers: list[Waiting]) -> None:

@@ -25,14 +25,16 @@ from typing import Literal
 
 from actors import AttemptOutcome, AttemptRecord, Status
 from actors.backends import ProcessBackend
-from actors.backends.job_marks import read_marks
+from actors.backends.left_behind import read_held, read_marks
 from actors.osproc import child_gone, process_running
+from actors.protocol import Charge, Partial
 from supervisor.core.future import DelegationFuture
 from supervisor.core.reattach import Reattached, reattach_children
 from supervisor.core.state import Delegation
 from supervisor.core.supervisor import Supervisor
 from supervisor.errors import SupervisorError
 from supervisor.routing import AgentPolicy
+from supervisor.rules.budget import priced
 from supervisor.rules.recovery import (
     AttemptFacts,
     Replay,
@@ -78,6 +80,7 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
     _name_unnamed(sup, rebuilt)
     found = _reattach(sup, store, rebuilt)
     for r in rebuilt:
+        _count_left(sup, r, found)
         _end_lost(sup, r, found)
     rerun: list[str] = []
     blocked: list[str] = []
@@ -93,6 +96,9 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
                         reattached=tuple(found.reattached), adopted=tuple(found.adopted),
                         settled=store.counts().settled)
     sup.durable.commit_now()
+    for left in found.left.values():  # adopted and committed: the files have done their job
+        with contextlib.suppress(OSError):
+            os.unlink(left.path)
     sup.events.emit("zeus.recovered", **recovery.model_dump(mode="json"))
     return recovery
 
@@ -162,8 +168,9 @@ def _carry_spend(sup: Supervisor, store: Store, rebuilt: list[_Rebuilt]) -> None
 
 def _name_unnamed(sup: Supervisor, rebuilt: list[_Rebuilt]) -> None:
     """An open attempt whose pid the store never got (its Zeus died as the worker took the
-    job) is named by the mark its worker left before the job ran (`job_marks`): from here
-    on it is found, reattached, or confirmed gone by that pid like any other."""
+    job) is named by the mark its worker left before the job ran
+    (`actors.backends.left_behind`): from here on it is found, reattached, or confirmed
+    gone by that pid like any other."""
     backend = sup.backend_named("process")
     place = backend.reattach_place if isinstance(backend, ProcessBackend) else None
     if place is None or not any(a.open and a.pid is None
@@ -193,7 +200,7 @@ def _reattach(sup: Supervisor, store: Store, rebuilt: list[_Rebuilt]) -> Reattac
         if a.open and a.pid is not None and r.known and _runs_in_a_worker(r.d.policy)
         and (r.d.parent_id is None or sup.tree.get(r.d.parent_id) is not None)
     ]
-    found = reattach_children(sup, candidates, backend, place)
+    found = reattach_children(sup, candidates, backend, place, read_held(place.directory))
     sup.lost_sessions = {
         (agent, key) for agent, key in store.sessions()
         if _runs_in_a_worker(_policy_or_none(sup, agent))} - found.sessions
@@ -209,6 +216,23 @@ def _policy_or_none(sup: Supervisor, agent: str) -> AgentPolicy | None:
         return sup.registry.policy(agent)
     except SupervisorError:
         return None
+
+
+def _count_left(sup: Supervisor, r: _Rebuilt, found: Reattached) -> None:
+    """What a worker whose grace ran out left for an attempt that then ends lost: its
+    charges count (against the delegation, its ancestors and the tree, as spend made while
+    no Zeus ran does) and its partial results are kept (§17: it takes nothing with it)."""
+    assert sup.durable is not None
+    for a in r.stored.attempts:
+        left = found.left.get(a.id)
+        if left is None or not a.open or a.id in found:
+            continue
+        for message in left.messages():
+            if isinstance(message, Charge):
+                sup.spend(r.d, None, priced(message.usage, r.d.policy.pricing), a.id)
+            elif isinstance(message, Partial):
+                sup.durable.store.partial(r.d.id, a.id, message.item)
+                r.d.partials.append(message.item)
 
 
 def _end_lost(sup: Supervisor, r: _Rebuilt, found: Reattached) -> None:
