@@ -41,6 +41,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 
 from actors import Brief, Context
 from actors.backends import ChildSpec, ProcessBackend
+from actors.backends.left_behind import leave_mark
 from actors.backends.reattach import ReattachPlace, find_waiting, place_for_store
 from actors.clock import SystemClock
 from actors.protocol import Finished, Partial
@@ -232,6 +233,49 @@ def bench_normal_path(rows: list[Row], rounds: int) -> None:
                      "none_ms": [t * 1e3 for t in times["none"]]}))  # fmt: skip
 
 
+def cold_p50(backend: ProcessBackend, n: int) -> float:
+    """A cold start (a new worker each attempt: session_max 0) to its Finished, p50."""
+    def one() -> float:
+        done = threading.Event()
+        t0 = time.perf_counter()
+        backend.start(spec(f"cold-{time.perf_counter_ns()}-a1", at_once, session_max=0),
+                      lambda m: done.set() if isinstance(m, Finished) else None)  # fmt: skip
+        done.wait(30)
+        return time.perf_counter() - t0
+
+    one()
+    return statistics.median(one() for _ in range(n))
+
+
+def bench_cold_mark(rows: list[Row], rounds: int) -> None:
+    """What the job mark costs a cold start (a worker with a place leaves `<pid>.job`
+    before its job runs: docs/design.md, "Reattach"), against a cold start without a place
+    (no mark), each side first in turn; and one mark written alone."""
+    with tempfile.TemporaryDirectory() as tmp:
+        place = place_for_store(Path(tmp) / "zeus.db", 30.0)
+        times: dict[str, list[float]] = {"none": [], "place": []}
+        sides: list[tuple[str, ReattachPlace | None]] = [("none", None), ("place", place)]
+        for _ in range(rounds):
+            for name, reattach in sides:
+                backend = ProcessBackend(reattach=reattach, session_max=0)
+                times[name].append(cold_p50(backend, 20))
+                backend.close()
+            sides.reverse()
+        marks = []
+        for i in range(2000):
+            t0 = time.perf_counter()
+            leave_mark(place.directory, f"bench-{i}-a1")
+            marks.append(time.perf_counter() - t0)
+    rows.append(Row("cold start p50 (a new worker to Finished), with its job mark",
+                    statistics.median(times["place"]) * 1e3,
+                    statistics.median(times["none"]) * 1e3, "ms",
+                    "a cold start without a place (no mark)", "ratio<=1.1",
+                    f"median of {rounds} rounds of 20, each side first in turn; one mark "
+                    f"alone p50 {statistics.median(marks) * 1e6:.0f} us",
+                    {"place_ms": [t * 1e3 for t in times["place"]],
+                     "none_ms": [t * 1e3 for t in times["none"]]}))  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_reattach")
     parser.add_argument("--n", type=int, default=100)
@@ -248,6 +292,7 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[Row] = []
     bench_find_and_attach(rows, args.n)
     bench_normal_path(rows, args.rounds)
+    bench_cold_mark(rows, args.rounds)
     zeus_rows(rows, args.n, args.zeus_rounds)
     report("reattach", rows)
 
