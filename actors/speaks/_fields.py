@@ -29,6 +29,8 @@ def as_str(value: Any) -> str | None:
 def as_int(value: Any) -> int:
     """`value` as a count of tokens: an int or a float that is whole (never a bool,
     never negative); anything else is 0."""
+    if type(value) is int:  # the usual case, first (a bool's type is bool)
+        return value if value > 0 else 0
     if isinstance(value, bool):
         return 0
     if isinstance(value, int):

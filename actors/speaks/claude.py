@@ -141,6 +141,8 @@ class ClaudeDecoder(Decoder):
                     + as_int(usage.get("cache_creation_input_tokens")) + cached)
         out = as_int(usage.get("output_tokens"))
         seen = self._usage.get(message_id) if message_id is not None else None
+        if seen is not None and seen[0] >= total_in and seen[1] >= cached and seen[2] >= out:
+            return  # the same message again, with nothing new (the usual repeat)
         if seen is None:
             # A message of no tokens at all (the CLI's `<synthetic>` error message) is no call.
             calls = 1 if total_in or out else 0

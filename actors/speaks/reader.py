@@ -23,6 +23,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import orjson
+
 from actors.models import AttemptOutcome, Usage
 from actors.speaks.decoding import Decoder, EndKind
 from actors.speaks.jsonl import JsonlDecoder
@@ -36,6 +38,11 @@ __all__ = [
     "StreamSink",
     "Verdict",
 ]
+
+# orjson parses a stream's lines about four times as fast as the standard library (the
+# profile of a 50,000-event stream: `json.loads` was a quarter of the reading thread's
+# time); a line it refuses goes to `json.loads`, so both read the same JSON.
+_fast_loads = orjson.loads
 
 MAX_LINE = 1 << 20  # bytes: a longer line of an event stream is a bad line, dropped
 STOPPED_LINES = 50  # the last lines a stopped `lines` attempt keeps as partial results
@@ -164,18 +171,23 @@ class StreamReader:
         return chunk.count(b"\n")
 
     def _event(self, line: bytes) -> None:
+        if not line or line.isspace():
+            return  # a blank line says nothing (and is no bad line)
         if len(line) > MAX_LINE:
             self.bad_lines += 1
             return
         try:
-            event = json.loads(line)
-        except ValueError:  # not JSON (a CLI's warning, a torn line)
-            if line.strip() and self.speaks != "jsonl":
+            event = _fast_loads(line)
+        except ValueError:  # not JSON to the fast parser: the standard one has the last word
+            try:
+                event = json.loads(line)
+            except ValueError:  # not JSON (a CLI's warning, a torn line)
+                if line.strip() and self.speaks != "jsonl":
+                    self.bad_lines += 1
+                return
+            except RecursionError:
                 self.bad_lines += 1
-            return
-        except RecursionError:
-            self.bad_lines += 1
-            return
+                return
         if not isinstance(event, dict):
             if self.speaks != "jsonl":
                 self.bad_lines += 1
