@@ -134,6 +134,7 @@ class StreamReader:
         self._failure: str | None = None
         self._sessions: set[str] = set()
         self._tools: dict[str, tuple[str, bool]] = {}  # in flight: id -> (name, side effects)
+        self._fresh: dict[str, tuple[str, bool]] = {}  # started in this chunk, not yet said
         self._run_cost = 0.0  # spend charged in this run, for a CLI's own total
         self._pending: list[float] = [0, 0, 0, 0.0]  # calls, tokens in and out, cost
 
@@ -160,6 +161,8 @@ class StreamReader:
         if self._json:
             for line in lines:
                 self._event(line)
+            if self._fresh:
+                self._flush_tools()
             self._flush_charge()  # one charge a chunk: the first over a cap still stops it
         else:
             self._tail.extend(lines[-STOPPED_LINES:])  # bytes until they are needed
@@ -206,14 +209,27 @@ class StreamReader:
             self._sink.session(session_id)
 
     def tool_started(self, call_id: str, name: str, *, side_effects: bool) -> None:
-        first = not self._tools
-        self._tools[call_id] = (name, side_effects)
-        self._sink.tool(name, read_only=not side_effects, running=True if first else None)
+        # Said at the chunk's end (`_flush_tools`): one that ends within the chunk it
+        # started in is one instantaneous call, not a start and an end.
+        self._fresh[call_id] = (name, side_effects)
 
     def tool_ended(self, call_id: str) -> None:
+        fresh = self._fresh.pop(call_id, None)
+        if fresh is not None:
+            self._sink.tool(fresh[0], read_only=not fresh[1], running=None)
+            return
         found = self._tools.pop(call_id, None)
         if found is not None and not self._tools:
             self._sink.tool(found[0], read_only=not found[1], running=False)
+
+    def _flush_tools(self) -> None:
+        """The calls still in flight at the chunk's end: the first of them (when none was
+        in flight) puts the attempt inside a tool."""
+        for call_id, (name, side_effects) in self._fresh.items():
+            first = not self._tools
+            self._tools[call_id] = (name, side_effects)
+            self._sink.tool(name, read_only=not side_effects, running=True if first else None)
+        self._fresh.clear()
 
     def tool_used(self, name: str, *, side_effects: bool) -> None:
         self._sink.tool(name, read_only=not side_effects, running=None)
