@@ -231,6 +231,29 @@ def test_a_reader_lost_in_more_host_crashes_than_max_recoveries_settles_failed(
     assert outcomes(crasher) == ["lost", "lost"] and len(runs(tmp_path, "crasher")) == 2
 
 
+def test_an_attempt_whose_process_never_started_is_not_counted_as_a_loss(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    (tmp_path / "release").write_text("")
+    plan = {"agents": {"p": agent("tests._durable_agents:quick", read_only=True,
+                                  isolation="process")},
+            "supervisor": {"max_recoveries": 0},  # not one counted loss is allowed
+            "briefs": [brief("p", tmp_path, "unstarted")]}
+    # its host dies once the attempt is committed, before its process is asked for
+    crashed = Host(tmp_path, store, plan, env={"ZEUS_STORE_CRASH_AFTER": "attempt_started"})
+    _, err = crashed.proc.communicate(timeout=WAIT_S)
+    assert crashed.proc.returncode == 86, err
+    assert runs(tmp_path, "unstarted") == []
+    recovered, summaries = Host(tmp_path, store, plan).results()
+
+    unstarted = summaries["unstarted"]
+    assert recovered["rerun"] == ["p-1"] and unstarted["status"] == "completed"
+    assert outcomes(unstarted) == ["lost", "completed"]
+    assert "before its child started the work" in unstarted["attempts"][0]["error"]
+    assert len(runs(tmp_path, "unstarted")) == 1
+
+
 def test_a_second_live_host_on_the_same_store_is_refused_naming_the_first(
     tmp_path: Path,
 ) -> None:
