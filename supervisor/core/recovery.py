@@ -45,7 +45,7 @@ from supervisor.rules.recovery import (
 from supervisor.rules.settle import Fallback, Retry, Settle
 from supervisor.store import OpenDelegation, Recovery, Store, StoredAttempt
 
-__all__ = ["current_agent", "rebuild", "recover_store"]
+__all__ = ["current_agent", "end_lost", "rebuild", "recover_store"]
 
 LOST_ERROR = "its supervisor stopped while it ran; its child is confirmed gone"
 # A lost attempt whose child had not started the work (its process never spawned): not
@@ -83,7 +83,7 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
     _carry_spend(sup, store, rebuilt)
     found = _reattach(sup, store, rebuilt)
     for r in rebuilt:
-        _end_lost(sup, r, found)
+        end_lost(sup, r, found)
     rerun: list[str] = []
     blocked: list[str] = []
     for r in rebuilt:
@@ -196,7 +196,7 @@ def _policy_or_none(sup: Supervisor, agent: str) -> AgentPolicy | None:
         return None
 
 
-def _end_lost(sup: Supervisor, r: _Rebuilt, found: Reattached) -> None:
+def end_lost(sup: Supervisor, r: _Rebuilt, found: Reattached) -> None:
     """Every attempt that had not ended and was not reattached: confirmed gone (a
     survivor killed first), then ended `lost`; one that cannot be confirmed gone is kept
     open in `r.unconfirmed`."""
