@@ -6,6 +6,7 @@ from supervisor.core.zeus import Zeus
 from supervisor.errors import (
     DelegationRefused,
     KeyConflict,
+    NotBlocked,
     RoutingError,
     StoreBusy,
     StoreError,
@@ -26,6 +27,7 @@ __all__ = [
     "GroupHandle",
     "Handle",
     "KeyConflict",
+    "NotBlocked",
     "Recovery",
     "Report",
     "Routing",

@@ -10,6 +10,7 @@ from actors import DelegationRefused as _ChildDelegationRefused
 __all__ = [
     "DelegationRefused",
     "KeyConflict",
+    "NotBlocked",
     "RoutingError",
     "StoreBusy",
     "StoreError",
@@ -64,6 +65,11 @@ class StoreBusy(StoreError):
         self.pid = pid
         self.host = host
         self.since = since
+
+
+class NotBlocked(SupervisorError):
+    """`zeus.resume` or `zeus.resolve` on a delegation that does not wait for a person (it
+    runs, or settled otherwise); the message says what it is and what to do instead."""
 
 
 class KeyConflict(SupervisorError):

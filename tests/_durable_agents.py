@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from actors import Brief, Context
+from actors import Brief, Context, Report
 from actors.osproc import process_running, process_start_time
 
 
@@ -167,3 +167,17 @@ def charger(brief: Brief, ctx: Context) -> Any:
             (folder / f"{name}.started").write_text("")
         ctx.sleep(0.02)
     return made
+
+
+def blocks_once(brief: Brief, ctx: Context) -> Any:
+    """Charges one call; the first run of a name says it is blocked (a person must look),
+    every later one completes."""
+    inputs = brief.inputs or {}
+    folder, name = Path(inputs["dir"]), inputs["name"]
+    _mark_run(folder, name)
+    ctx.charge(calls=1, cost=0.01)
+    mark = folder / f"{name}.blocked-once"
+    if not mark.exists():
+        mark.write_text("")
+        return Report(blocked=f"{name} needs a person to look at it")
+    return f"{name} done"

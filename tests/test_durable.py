@@ -166,6 +166,94 @@ def test_a_deadline_that_passed_while_the_host_was_down_settles_timed_out(tmp_pa
     assert len(runs(tmp_path, "late")) == 1
 
 
+def test_a_writer_whose_deadline_passed_while_the_host_was_down_is_blocked_not_timed_out(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    plan = {"agents": {"w": agent(timeout_s=1.5, isolation="thread")},
+            "briefs": [brief("w", tmp_path, "late-writer")]}
+    first = Host(tmp_path, store, plan)
+    wait_charged(store, 1, first)
+    first.kill()
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
+        (deadline,) = con.execute("SELECT deadline FROM attempts").fetchone()
+    while time.time() <= deadline:  # the host stays down past the attempt's deadline
+        time.sleep(0.05)
+    recovered, summaries = Host(tmp_path, store, plan).results()
+
+    late = summaries["late-writer"]
+    assert late["status"] == "blocked"  # something may have been written: a person checks
+    assert recovered["blocked"] == ["w-1"] and recovered["rerun"] == []
+    assert "outcome is unknown" in late["error"] and "deadline passed" in late["error"]
+    assert f"zeus resume {store} w-1" in late["error"]
+    assert f"zeus resolve {store} w-1 --status completed" in late["error"]
+    assert outcomes(late) == ["lost"] and len(runs(tmp_path, "late-writer")) == 1
+
+
+def test_a_reader_lost_in_more_host_crashes_than_its_retries_runs_again_and_completes(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    plan = {"agents": {"r": agent(read_only=True, isolation="thread",
+                                  retry={"max_retries": 3})},
+            "briefs": [brief("r", tmp_path, "survivor")]}
+    for crash in range(1, 5):  # four host crashes, each with the reader's run under way
+        host = Host(tmp_path, store, plan)
+        wait_charged(store, crash, host)
+        host.kill()
+    (tmp_path / "release").write_text("")
+    recovered, summaries = Host(tmp_path, store, plan).results()
+
+    survivor = summaries["survivor"]
+    assert recovered["rerun"] == ["r-1"]
+    assert survivor["status"] == "completed"
+    assert outcomes(survivor) == ["lost"] * 4 + ["completed"]
+    assert survivor["usage"]["calls"] == 5 and len(runs(tmp_path, "survivor")) == 5
+
+
+def test_a_reader_lost_in_more_host_crashes_than_max_recoveries_settles_failed(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    plan = {"agents": {"r": agent(read_only=True, isolation="thread",
+                                  retry={"max_retries": 5})},
+            "supervisor": {"max_recoveries": 1},
+            "briefs": [brief("r", tmp_path, "crasher")]}
+    for crash in range(1, 3):
+        host = Host(tmp_path, store, plan)
+        wait_charged(store, crash, host)
+        host.kill()
+    recovered, summaries = Host(tmp_path, store, plan).results()
+
+    crasher = summaries["crasher"]
+    assert crasher["status"] == "failed" and recovered["rerun"] == []
+    assert "lost in 2 host crashes (supervisor.max_recoveries: 1)" in crasher["error"]
+    assert outcomes(crasher) == ["lost", "lost"] and len(runs(tmp_path, "crasher")) == 2
+
+
+def test_an_attempt_whose_process_never_started_is_not_counted_as_a_loss(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "zeus.db"
+    (tmp_path / "release").write_text("")
+    plan = {"agents": {"p": agent("tests._durable_agents:quick", read_only=True,
+                                  isolation="process")},
+            "supervisor": {"max_recoveries": 0},  # not one counted loss is allowed
+            "briefs": [brief("p", tmp_path, "unstarted")]}
+    # its host dies once the attempt is committed, before its process is asked for
+    crashed = Host(tmp_path, store, plan, env={"ZEUS_STORE_CRASH_AFTER": "attempt_started"})
+    _, err = crashed.proc.communicate(timeout=WAIT_S)
+    assert crashed.proc.returncode == 86, err
+    assert runs(tmp_path, "unstarted") == []
+    recovered, summaries = Host(tmp_path, store, plan).results()
+
+    unstarted = summaries["unstarted"]
+    assert recovered["rerun"] == ["p-1"] and unstarted["status"] == "completed"
+    assert outcomes(unstarted) == ["lost", "completed"]
+    assert "before its child started the work" in unstarted["attempts"][0]["error"]
+    assert len(runs(tmp_path, "unstarted")) == 1
+
+
 def test_a_second_live_host_on_the_same_store_is_refused_naming_the_first(
     tmp_path: Path,
 ) -> None:

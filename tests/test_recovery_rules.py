@@ -21,13 +21,16 @@ from supervisor.rules.recovery import (
     AttemptFacts,
     Plan,
     Replay,
+    Rerun,
     Resume,
     Start,
     Wait,
     brief_differences,
+    losses,
     recover,
+    retries_made,
 )
-from supervisor.rules.settle import Fallback, Retry, Settle, decide_next
+from supervisor.rules.settle import Fallback, Settle, decide_next
 
 NOW = 1_000.0
 ATTEMPTS = {
@@ -59,12 +62,16 @@ def expected(attempts: str, late: bool, over: bool, kind: str, retries_left: boo
     if attempts == "open_alive":
         return Plan((), Wait(("d-a1",)))
     lost = ("d-a1",) if attempts == "open_gone" else ()
+    if lost and kind in ("writer", "stateful"):  # its outcome is unknown: always blocked
+        reason = STATEFUL_REASON if kind == "stateful" else BLOCKED_REASON
+        if late:
+            reason += " (its deadline passed while no supervisor ran)"
+        elif over:
+            reason += " (spent before the restart: cost 2 over the cap of 1 (max_cost))"
+        return Plan(lost, Settle(Status.blocked, None, reason))
     if late:
-        reason = "the deadline passed while no supervisor ran"
-        if lost and kind in ("writer", "stateful"):
-            reason += "; the last attempt's outcome is unknown: check its changes"
         return Plan(lost, Settle(Status.partial if partials else Status.timed_out,
-                                 "deadline", reason))
+                                 "deadline", "the deadline passed while no supervisor ran"))
     if over:
         return Plan(lost, Settle(Status.budget_exceeded, None,
                                  "spent before the restart: cost 2 over the cap of 1 (max_cost)"))
@@ -76,11 +83,7 @@ def expected(attempts: str, late: bool, over: bool, kind: str, retries_left: boo
         return Plan((), decide_next(AttemptOutcome.transient, policy, retries_used=used,
                                     has_partials=partials, partial_ok=True, side_effects=False,
                                     visited=["apollo"], fenced_writer=False))
-    if kind == "stateful":
-        return Plan(lost, Settle(Status.blocked, None, STATEFUL_REASON))
-    if kind == "writer":
-        return Plan(lost, Settle(Status.blocked, None, BLOCKED_REASON))
-    return Plan(lost, Retry(1) if retries_left else Settle(Status.failed))
+    return Plan(lost, Rerun(1))  # a host's crash uses up no retry, left or not
 
 
 @pytest.mark.parametrize("combination", COMBINATIONS,
@@ -95,16 +98,87 @@ def test_every_combination_follows_the_order(combination: tuple[Any, ...]) -> No
     assert plan == expected(*combination)
 
 
-def test_a_lost_attempt_is_retried_on_lost_by_default_and_not_when_left_out() -> None:
+def test_a_lost_attempt_is_rerun_on_lost_by_default_and_not_when_left_out() -> None:
     args: dict[str, Any] = dict(deadline=None, now=NOW, spent=Usage(), has_partials=False,
                                 partial_ok=False, retries_used=0, visited=["apollo"],
                                 retry_pending=False)
     lost = [AttemptFacts("d-a1", open=True)]
     rerun = AgentPolicy(read_only=True, retry=RetryPolicy(max_retries=2))
-    assert recover(lost, rerun, **args) == Plan(("d-a1",), Retry(1))
+    assert recover(lost, rerun, **args) == Plan(("d-a1",), Rerun(1))
     narrow = AgentPolicy(read_only=True, retry=RetryPolicy(max_retries=2, on=("timeout",)),
                          fallback="athena")
     assert recover(lost, narrow, **args).step == Fallback("athena")
+
+
+def _crashes(n: int, *, unstarted: int = 0) -> list[AttemptFacts]:
+    """A delegation lost in `n` host crashes before this one, then open again now, and
+    `unstarted` more lost attempts whose child never started (nothing ran in them)."""
+    ended = [AttemptFacts(f"d-a{i}", open=False, outcome=AttemptOutcome.lost)
+             for i in range(1, n + 1)]
+    never = [AttemptFacts(f"d-u{i}", open=False, outcome=AttemptOutcome.lost, started=False)
+             for i in range(unstarted)]
+    return [*ended, *never, AttemptFacts("d-now", open=True)]
+
+
+@pytest.mark.parametrize("max_recoveries", [0, 1, 3, 10])
+def test_losses_have_their_own_bound_and_never_use_up_retries(max_recoveries: int) -> None:
+    reader = AgentPolicy(read_only=True, retry=RetryPolicy(max_retries=0))  # no retry at all
+    args: dict[str, Any] = dict(deadline=None, now=NOW, spent=Usage(), has_partials=False,
+                                partial_ok=False, retries_used=0, visited=["apollo"],
+                                retry_pending=False, max_recoveries=max_recoveries)
+    for before in range(max_recoveries):  # lost in before + 1 crashes: still within the bound
+        assert recover(_crashes(before), reader, **args).step == Rerun(before + 1)
+    past = recover(_crashes(max_recoveries), reader, **args).step
+    assert isinstance(past, Settle) and past.status is Status.failed
+    assert past.reason is not None
+    assert past.reason.startswith(f"lost in {max_recoveries + 1} host crashes")
+    assert f"supervisor.max_recoveries: {max_recoveries}" in past.reason
+
+
+def test_an_attempt_whose_child_never_started_is_not_counted_at_all() -> None:
+    reader = AgentPolicy(read_only=True)
+    args: dict[str, Any] = dict(deadline=None, now=NOW, spent=Usage(), has_partials=False,
+                                partial_ok=False, retries_used=0, visited=["apollo"],
+                                retry_pending=False, max_recoveries=3)
+    # two counted crashes and five in which nothing ran: the third counted one is allowed
+    assert recover(_crashes(2, unstarted=5), reader, **args).step == Rerun(3)
+    # lost now before its child started: the count stays where it was
+    never_now = [*_crashes(2)[:-1], AttemptFacts("d-now", open=True, started=False)]
+    assert recover(never_now, reader, **args).step == Rerun(2)
+    assert losses(never_now) == 2 and losses(_crashes(2, unstarted=5)) == 3
+    args["max_recoveries"] = 2  # three counted crashes are past a bound of 2
+    assert isinstance(recover(_crashes(2, unstarted=5), reader, **args).step, Settle)
+    assert recover(never_now, reader, **args).step == Rerun(2)
+
+
+def test_a_loss_whose_rerun_had_not_started_is_run_again_after_the_next_crash() -> None:
+    # lost in the last recovery, its rerun still queued when that host died too
+    queued = [AttemptFacts("d-a1", open=False, outcome=AttemptOutcome.lost)]
+    plan = recover(queued, AgentPolicy(read_only=True), deadline=None, now=NOW,
+                   spent=Usage(), has_partials=False, partial_ok=False, retries_used=0,
+                   visited=["apollo"], retry_pending=False)
+    assert plan == Plan((), Rerun(1))
+
+
+def test_retries_made_skip_the_attempts_run_again_after_a_loss() -> None:
+    assert retries_made([], "apollo") == 0
+    assert retries_made([("apollo", "lost"), ("apollo", "lost"), ("apollo", None)],
+                        "apollo") == 0
+    assert retries_made([("apollo", "transient"), ("apollo", "lost"), ("apollo", "crash"),
+                         ("apollo", None)], "apollo") == 2
+    assert retries_made([("apollo", "transient"), ("athena", "timeout"), ("athena", None)],
+                        "athena") == 1
+
+
+@pytest.mark.parametrize("kind", ["writer", "stateful"])
+def test_a_writer_whose_outcome_is_unknown_is_blocked_even_past_its_deadline(kind: str) -> None:
+    policy = AgentPolicy(stateful=kind == "stateful")
+    plan = recover([AttemptFacts("d-a1", open=True)], policy, deadline=NOW - 36, now=NOW,
+                   spent=Usage(), has_partials=False, partial_ok=False, retries_used=0,
+                   visited=["apollo"], retry_pending=False)
+    assert isinstance(plan.step, Settle) and plan.step.status is Status.blocked
+    assert plan.step.reason is not None and "deadline passed" in plan.step.reason
+    assert "check its changes" in plan.step.reason
 
 
 def test_a_delegation_with_a_live_child_and_a_passed_deadline_still_waits() -> None:

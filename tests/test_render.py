@@ -226,6 +226,10 @@ EVENTS_IN_WORDS = [
      "replayed: its stored summary (completed), not run again"),
     ("zeus.recovered", {"rerun": ["a-1"], "blocked": [], "reattached": [], "adopted": [],
                         "settled": 4}, "recovered the store: 4 settled, 1 rerun"),
+    ("delegation.resumed", {"who": "ann", "why": "its changes were checked"},
+     "resumed by ann: its changes were checked"),
+    ("delegation.resolved", {"status": "completed", "who": "ann", "why": "it had pushed"},
+     "resolved by hand as completed by ann: it had pushed"),
     ("some.future_event", {"count": 3}, "some.future_event: count=3"),
 ]
 

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from actors import AttemptRecord, Brief, Status, Summary, Usage
+from supervisor import Zeus
 from supervisor.errors import StoreBusy, StoreError
 from supervisor.journal import Journal
 from supervisor.routing import AgentPolicy
-from supervisor.store import SqliteStore, is_sqlite_file, store_events
+from supervisor.store import Recovery, SqliteStore, is_sqlite_file, store_events
 from supervisor.store.schema import SCHEMA_VERSION
 from supervisor.testing import store_full
 
@@ -240,6 +241,37 @@ def test_a_bad_file_is_refused_by_name_and_never_changed(
     assert "left as it is" in str(err.value) or "cannot" in str(err.value)
     assert fingerprint(path) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == siblings
+
+
+@pytest.mark.parametrize("left", ["-wal", ".children"])
+def test_an_emptied_store_is_refused_unchanged_while_its_log_or_children_lie_beside_it(
+    tmp_path: Path, left: str
+) -> None:
+    path = tmp_path / "zeus.db"
+    beside = tmp_path / f"zeus.db{left}"
+    path.write_bytes(b"")  # `: > zeus.db`
+    if left == "-wal":
+        beside.write_bytes(b"\x37\x7f\x06\x82" + bytes(28))  # what a crash leaves
+    else:
+        beside.mkdir(mode=0o700)
+    siblings = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(StoreError) as err:
+        Zeus.start(store=path)
+    message = str(err.value)
+    assert str(path) in message and "is empty" in message and str(beside) in message
+    assert "restore the store from a backup" in message and "left as it is" in message
+    assert path.stat().st_size == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == siblings
+
+
+def test_an_empty_file_with_nothing_of_an_earlier_store_beside_it_is_a_new_store(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "zeus.db"
+    path.write_bytes(b"")
+    with Zeus.start(store=path) as zeus:
+        assert zeus.recovered == Recovery()
+    assert is_sqlite_file(path)
 
 
 def test_a_missing_directory_is_a_store_error_that_names_it(tmp_path: Path) -> None:

@@ -25,10 +25,13 @@ from supervisor.cli.commands import (
     EXIT_CODES,
     EXIT_INTERRUPTED,
     Command,
+    blocked,
     demo,
     dispatch,
     init,
     mcp,
+    resolve,
+    resume,
     run,
     schema,
     sweep,
@@ -41,7 +44,8 @@ from supervisor.cli.commands import (
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 COMMANDS: tuple[Command, ...] = (
-    init, demo, dispatch, run, validate, schema, tree, timeouts, sweep, mcp, ui,
+    init, demo, dispatch, run, validate, schema, tree, timeouts, sweep, blocked, resume,
+    resolve, mcp, ui,
 )
 
 

@@ -260,6 +260,8 @@ _SAYS = {
     "attempt.progress": "progress {progress}",
     "attempt.lost": "lost: {reason}",
     "attempt.reattached": "picked up again after the supervisor's restart (pid {pid})",
+    "delegation.resumed": "resumed by {who}: {why}",
+    "delegation.resolved": "resolved by hand as {status} by {who}: {why}",
     "retry.scheduled": "retry in {backoff_s} as {next_attempt_id}",
     "fallback.dispatched": "fallback {from} -> {to}",
     "group.restarted": "restarted with its group: {reason}",

@@ -28,6 +28,8 @@ from supervisor.core.messages import (
     OwnerMessage,
     Ping,
     Recover,
+    Resolve,
+    Resume,
     RetryStore,
     ReviewDone,
     Snapshot,
@@ -40,6 +42,7 @@ from supervisor.core.registry import Registry
 from supervisor.core.reports import ChildReports
 from supervisor.core.supervisor import Supervisor
 from supervisor.core.tree_view import tree_snapshot
+from supervisor.core.verbs import resolve, resume
 from supervisor.journal.events import EventLog
 from supervisor.store import Recovery, StoredDelegation
 
@@ -92,6 +95,9 @@ class ZeusActor(pykka.ThreadingActor):
             Ping: lambda _msg: None,
             Hold: self._on_hold,
             Recover: self._on_recover,
+            Resume: lambda m: resume(sup, m.delegation_id, who=m.who, why=m.why,
+                                     keep_handle=m.keep_handle),
+            Resolve: lambda m: resolve(sup, m.delegation_id, m.status, who=m.who, note=m.note),
             StoredLookup: self._on_stored_lookup,
             StoredSummary: self._on_stored_summary,
             RetryStore: self._on_retry_store,

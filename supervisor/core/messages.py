@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from actors import Brief, Summary
+from actors import Brief, Status, Summary
 from actors.mail import Mail
 from supervisor.core.future import DelegationFuture
 from supervisor.rules.groups import Group
@@ -28,6 +28,8 @@ __all__ = [
     "OwnerMessage",
     "Ping",
     "Recover",
+    "Resolve",
+    "Resume",
     "RetryStore",
     "ReviewDone",
     "Snapshot",
@@ -111,6 +113,28 @@ class Recover:
     `keep_handle(id, future)` gives the host a handle on each recovered root."""
 
     keep_handle: Callable[[str, DelegationFuture], object]
+
+
+@dataclass(slots=True)
+class Resume:
+    """A person runs a blocked stored delegation again (`zeus.resume`); `keep_handle` as
+    for `Recover`. Answers the host's new handle."""
+
+    delegation_id: str
+    who: str
+    why: str
+    keep_handle: Callable[[str, DelegationFuture], object]
+
+
+@dataclass(slots=True)
+class Resolve:
+    """A person settles a blocked stored delegation by hand (`zeus.resolve`). Answers the
+    new summary."""
+
+    delegation_id: str
+    status: Status
+    who: str
+    note: str
 
 
 @dataclass(slots=True)

@@ -38,20 +38,27 @@ from supervisor.rules.budget import priced
 from supervisor.rules.recovery import (
     AttemptFacts,
     Replay,
+    Rerun,
     Resume,
     Start,
     Wait,
     recover,
+    retries_made,
+    verbs_hint,
 )
 from supervisor.rules.settle import Fallback, Retry, Settle
 from supervisor.store import OpenDelegation, Recovery, Store, StoredAttempt
 
-__all__ = ["recover_store"]
+__all__ = ["current_agent", "end_lost", "rebuild", "recover_store"]
 
 LOST_ERROR = "its supervisor stopped while it ran; its child is confirmed gone"
+# A lost attempt whose child had not started the work (its process never spawned): not
+# counted against `supervisor.max_recoveries`, since nothing ran.
+LOST_UNSTARTED = ("its supervisor stopped before its child started the work; nothing ran, "
+                  "and no child is left")
 UNCONFIRMED = (
     "its supervisor stopped while it ran, and its child could not be confirmed stopped "
-    "(pid {pid}): nothing runs in its place; check that process and dispatch it again"
+    "(pid {pid}): nothing runs in its place; check that process"
 )
 # How long recovery waits for a surviving child it killed to be gone.
 CONFIRM_WAIT_S = 5.0
@@ -63,6 +70,7 @@ class _Rebuilt:
     d: Delegation
     known: bool  # its agent is still in the routing
     unconfirmed: int | None = None  # the pid of a child that could not be confirmed gone
+    unstarted: frozenset[str] = frozenset()  # open attempts whose child never started
 
 
 def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture], object]) -> (
@@ -72,7 +80,7 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
     assert sup.durable is not None
     store = sup.durable.store
     sup.spending.tree_usage = store.total_spent()
-    rebuilt = [_rebuild(sup, stored) for stored in store.open_delegations()]
+    rebuilt = [rebuild(sup, stored) for stored in store.open_delegations()]
     for r in rebuilt:
         if r.d.parent_id is None:
             keep_handle(r.d.id, r.d.settled)
@@ -81,7 +89,7 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
     found = _reattach(sup, store, rebuilt)
     for r in rebuilt:
         _count_left(sup, r, found)
-        _end_lost(sup, r, found)
+        end_lost(sup, r, found)
     rerun: list[str] = []
     blocked: list[str] = []
     for r in rebuilt:
@@ -103,11 +111,11 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
     return recovery
 
 
-def _rebuild(sup: Supervisor, stored: OpenDelegation) -> _Rebuilt:
+def rebuild(sup: Supervisor, stored: OpenDelegation) -> _Rebuilt:
     """The open delegation as it was, back in the open tree (not yet running)."""
     sd = stored.delegation
     attempts = stored.attempts
-    agent = _current_agent(stored)
+    agent = current_agent(stored)
     known = True
     try:
         policy = sup.registry.policy(agent)
@@ -124,7 +132,7 @@ def _rebuild(sup: Supervisor, stored: OpenDelegation) -> _Rebuilt:
     )
     d.attempt_count = len(attempts)
     d.attempts = [a.record for a in attempts if a.record is not None]
-    d.retries_used = max(0, sum(a.agent == agent for a in attempts) - 1)
+    d.retries_used = retries_made([(a.agent, a.outcome) for a in attempts], agent)
     d.partials = list(stored.partials)
     d.usage = stored.spent
     if d.attempts and d.attempts[-1].error:
@@ -133,7 +141,7 @@ def _rebuild(sup: Supervisor, stored: OpenDelegation) -> _Rebuilt:
     return _Rebuilt(stored, d, known)
 
 
-def _current_agent(stored: OpenDelegation) -> str:
+def current_agent(stored: OpenDelegation) -> str:
     """The agent the delegation was on: a scheduled fallback's, else its last attempt's."""
     last = stored.attempts[-1] if stored.attempts else None
     if stored.retry is not None and (last is None or stored.retry.after_attempt == last.id):
@@ -235,7 +243,7 @@ def _count_left(sup: Supervisor, r: _Rebuilt, found: Reattached) -> None:
                 r.d.partials.append(message.item)
 
 
-def _end_lost(sup: Supervisor, r: _Rebuilt, found: Reattached) -> None:
+def end_lost(sup: Supervisor, r: _Rebuilt, found: Reattached) -> None:
     """Every attempt that had not ended and was not reattached: confirmed gone (a
     survivor killed first), then ended `lost`; one that cannot be confirmed gone is kept
     open in `r.unconfirmed`."""
@@ -246,16 +254,27 @@ def _end_lost(sup: Supervisor, r: _Rebuilt, found: Reattached) -> None:
         if not _confirm_gone(sup, a, r.d.policy):
             r.unconfirmed = a.pid
             continue
+        error = LOST_ERROR
+        if not _started(a, r.d.policy):
+            r.unstarted |= {a.id}
+            error = LOST_UNSTARTED
         record = AttemptRecord(
             id=a.id, agent=a.agent, outcome=AttemptOutcome.lost,
             duration_s=round(max(0.0, sup.clock.wall() - a.started), 6),
-            error=LOST_ERROR, pid=a.pid,
+            error=error, pid=a.pid,
         )
         r.d.attempts.append(record)
         r.d.last_error = record.error
         sup.durable.attempt_ended(record)
         sup.events.emit("attempt.lost", delegation_id=r.d.id, attempt_id=a.id,
-                        parent_id=r.d.parent_id, agent=a.agent, pid=a.pid, reason=LOST_ERROR)
+                        parent_id=r.d.parent_id, agent=a.agent, pid=a.pid, reason=error)
+
+
+def _started(a: StoredAttempt, policy: AgentPolicy) -> bool:
+    """Whether the open attempt's child had started the work when its host died. A
+    thread starts as its attempt is committed; a process, a program or a Ray task had
+    not, while the store has no pid for it (recovery looked for its worker first)."""
+    return a.pid is not None or (policy.isolation == "thread" and not policy.runs_program)
 
 
 def _confirm_gone(sup: Supervisor, a: StoredAttempt, policy: AgentPolicy) -> bool:
@@ -332,18 +351,22 @@ def _carry_out(sup: Supervisor, r: _Rebuilt) -> Status | Literal["rerun"]:
     deadline = open_attempt.deadline if open_attempt is not None else stored.delegation.deadline
     partial_ok = d.brief.partial_ok if d.brief.partial_ok is not None else d.policy.partial_ok
     plan = recover(
-        [AttemptFacts(a.id, a.open, True, None if a.open else _outcome(a.outcome))
+        [AttemptFacts(a.id, a.open, True, None if a.open else _outcome(a.outcome),
+                      started=a.id not in r.unstarted and a.error != LOST_UNSTARTED)
          for a in stored.attempts],
         d.policy, deadline=deadline, now=sup.clock.wall(), spent=d.usage,
         has_partials=bool(d.partials), partial_ok=partial_ok, retries_used=d.retries_used,
         visited=d.visited, retry_pending=stored.retry is not None,
+        max_recoveries=sup.registry.routing.supervisor.max_recoveries,
     )
     step = plan.step
     if isinstance(step, Settle):
         return _settle(sup, d, step)
     if isinstance(step, Wait):  # (children were confirmed gone above: not reached)
         return _settle(sup, d, Settle(Status.blocked, reason=UNCONFIRMED.format(pid="?")))
-    if isinstance(step, Retry):
+    if isinstance(step, Rerun):
+        pass  # a host's crash is not the agent's failure: no retry used up
+    elif isinstance(step, Retry):
         d.retries_used += 1
     elif isinstance(step, Fallback):
         d.agent = step.agent
@@ -364,6 +387,10 @@ def _carry_out(sup: Supervisor, r: _Rebuilt) -> Status | Literal["rerun"]:
 
 
 def _settle(sup: Supervisor, d: Delegation, step: Settle) -> Status:
+    if step.status is Status.blocked and sup.durable is not None:
+        # what a person does next: the verbs (docs/design.md, "The store")
+        step = Settle(step.status, step.timeout_kind,
+                      f"{step.reason}; {verbs_hint(sup.durable.store.path, d.id)}")
     sup.settle(d, step)
     return Status.cancelled if d.cancel_requested else step.status
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pykka
 
-from actors import Brief, Summary
+from actors import Brief, Status, Summary
 from actors.backends import Backend, ProcessBackend, ThreadBackend
 from actors.clock import Clock, SystemClock
 from actors.mail import Mail
@@ -34,6 +34,8 @@ from supervisor.core.messages import (
     OwnerMessage,
     Ping,
     Recover,
+    Resolve,
+    Resume,
     RetryStore,
     Snapshot,
     StopAll,
@@ -49,6 +51,7 @@ from supervisor.core.startup import (
     ray_backends,
     ready_after_recovery,
 )
+from supervisor.core.verbs import operator
 from supervisor.errors import (
     DelegationRefused,
     StoreError,
@@ -62,6 +65,7 @@ from supervisor.routing import AgentPolicy, Routing
 from supervisor.routing.ray_policy import wants_ray
 from supervisor.rules.delegation import writer_partial_refusal
 from supervisor.rules.groups import STRATEGIES, Group, Strategy
+from supervisor.rules.recovery import verbs_hint
 from supervisor.store import Recovery, StoredDelegation
 
 __all__ = ["Zeus"]
@@ -217,10 +221,52 @@ class Zeus:
         with self._keys.lock:  # one dispatch per key, whichever thread asks first
             found = self._keys.find(key, checked)
             if found is not None:
-                return self.handle(found)
+                return self._blocked_says_verbs(self.handle(found))
             handle = self._dispatch(checked, None, watch=watch, key=key)
             self._keys.add(key, handle.id, checked)
             return handle
+
+    def _blocked_says_verbs(self, handle: Handle) -> Handle:
+        """A key's delegation that settled blocked, with a store: its summary's reason says
+        which verb a person uses (`zeus resume`, `zeus resolve`)."""
+        if self._store is None or not handle.done():
+            return handle
+        summary = handle.result()
+        if summary.status is not Status.blocked or "zeus resume" in (summary.error or ""):
+            return handle
+        hint = verbs_hint(self._store.path, handle.id)
+        said = f"{summary.error}; check it, {hint}" if summary.error else f"check it, {hint}"
+        return self._settled_handle(handle.id, summary.model_copy(update={"error": said}))
+
+    def resume(self, delegation_id: str, *, note: str | None = None) -> Handle:
+        """Run a `blocked` delegation of the store again, as a new attempt, once a person
+        has checked its changes: the same id and key, its attempts and spend kept
+        (`delegation.resumed`, with who and `note`). `NotBlocked` when it does not wait
+        for a person (it runs, or settled otherwise), `UnknownDelegation` when the store
+        has no such delegation, `StoreError` without a store."""
+        if self._stopped.is_set():
+            raise ZeusStopped("Zeus is stopped; start a new one on the store to resume")
+        why = note or "its changes were checked"
+        handle: Handle = self._ask(Resume(delegation_id, operator(), why, self._kept_handle))
+        return handle
+
+    def resolve(self, delegation_id: str, status: Status | str, note: str) -> Summary:
+        """Settle a `blocked` delegation of the store by hand: `status` (a `Status` or its
+        word) and `note` (what the person found, kept in the summary's risks and, unless
+        it completed, its error; `delegation.resolved`, with who). `zeus.handle(id)` gives
+        the new summary. `NotBlocked` as for `resume`; `ValueError` for an unknown status."""
+        try:
+            status = Status(status)
+        except ValueError:
+            raise ValueError(f"unknown status {status!r}; use one of "
+                             f"{', '.join(s.value for s in Status)}") from None
+        if self._stopped.is_set():
+            raise ZeusStopped("Zeus is stopped; start a new one on the store to resolve")
+        summary: Summary = self._ask(Resolve(delegation_id, status, operator(), note))
+        settled = DelegationFuture()
+        self._book.add(Handle(delegation_id, self, settled), settled)
+        settled.set(summary)  # kept in the book as settled: zeus.handle(id) gives it
+        return summary
 
     def _stored_key(self, key: str) -> tuple[str, Brief] | None:
         """(id, brief) of the stored delegation of `key` (asked of Zeus's thread)."""

@@ -242,6 +242,11 @@ class SupervisorPolicy(Frozen):
     orphan_grace_s: Seconds | None = Field(
         default=None, ge=0, description="Seconds an orphaned child waits to be picked up."
     )
+    # With a store: how many host crashes one delegation may be lost in and still run
+    # again (a lost attempt never uses up `retry.max_retries`); docs/design.md, "The store".
+    max_recoveries: int = Field(
+        default=10, ge=0, description="Host crashes a delegation may be lost in and rerun."
+    )
 
     def orphan_grace(self, stored: bool) -> float:
         """The orphan grace in force: as set, else 30 s with a store and 0 without."""

@@ -4,14 +4,19 @@ replay of an orchestrator's `ctx.delegate` calls. Pure; tested by tables.
 `recover` decides one open delegation, first that applies wins:
 1. an open attempt whose child is not confirmed gone: wait (nothing may overlap it);
 2. every open attempt ends `lost` (their children are gone), then:
-3. the delegation's deadline passed while no Zeus ran: it settles timed out (partial
+3. a lost attempt of a stateful performer, or of a writer (neither `read_only` nor
+   `idempotent`): it settles blocked, saying why, even when its deadline passed or its
+   budget ran out while no Zeus ran (something may have been written: a person checks);
+4. the delegation's deadline passed while no Zeus ran: it settles timed out (partial
    when partial results are OK and it has some);
-4. its spend is over its budget: it settles budget_exceeded;
-5. nothing was lost: a scheduled retry or fallback is resumed; a delegation with no
+5. its spend is over its budget: it settles budget_exceeded;
+6. nothing was lost: a scheduled retry or fallback is resumed; a delegation with no
    attempt starts its first; one whose last attempt ended decides as after it;
-6. a lost attempt of a stateful performer, or of a writer (neither `read_only` nor
-   `idempotent`): it settles blocked, saying why;
-7. otherwise it is retried per its policy (`lost` counts as an attempt's outcome).
+7. otherwise it was lost in a host crash, which is not the agent's failure: it runs
+   again (`Rerun`) without using up `retry.max_retries`, while `lost` is in `retry.on`
+   and it has been lost in no more than `supervisor.max_recoveries` host crashes; past
+   that it settles failed, "lost in N host crashes". An attempt whose child never
+   started the work (`AttemptFacts.started` False) is not counted: nothing ran.
 
 `Replay` matches an orchestrator's calls after a restart to its stored
 sub-delegations: the k-th call gets the k-th stored one when the brief is the same;
@@ -20,11 +25,13 @@ the first that differs ends the matching, and the stored ones left are cancelled
 
 from __future__ import annotations
 
+import itertools
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from actors import AttemptOutcome, Brief, Status, Usage
-from supervisor.routing import AgentPolicy
+from supervisor.routing import AgentPolicy, RetryOn
 from supervisor.rules.budget import budget_overrun
 from supervisor.rules.settle import Fallback, Retry, Settle, decide_next
 
@@ -36,21 +43,25 @@ __all__ = [
     "Plan",
     "Replay",
     "ReplayAnswer",
+    "Rerun",
     "Resume",
     "ResumedCalls",
     "Start",
     "Wait",
     "brief_differences",
+    "losses",
     "recover",
+    "retries_made",
+    "verbs_hint",
 ]
 
 BLOCKED_REASON = (
     "its outcome is unknown: its supervisor stopped while it ran, and its child is "
-    "confirmed stopped; check its changes and dispatch it again"
+    "confirmed stopped; check its changes"
 )
 STATEFUL_REASON = (
     "a stateful performer whose supervisor stopped while it ran cannot be replaced; "
-    "its child is confirmed stopped: check its changes and dispatch it again"
+    "its child is confirmed stopped: check its changes"
 )
 NOT_ASKED_AGAIN = "not asked again after the restart"
 
@@ -63,6 +74,9 @@ class AttemptFacts:
     open: bool
     gone: bool = True
     outcome: AttemptOutcome | None = None  # how it ended, when it did
+    # Whether its child had started the work when its host died (an open attempt, or
+    # one that ended `lost`): one whose process was never spawned had not.
+    started: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +96,15 @@ class Start:
     """Recorded, never started: start its first attempt."""
 
 
-Step = Wait | Resume | Start | Settle | Retry | Fallback
+@dataclass(frozen=True, slots=True)
+class Rerun:
+    """Lost in a host crash: run it again as a new attempt on the same agent, at once,
+    using up none of its retries. `losses`: the host crashes it has been lost in."""
+
+    losses: int
+
+
+Step = Wait | Resume | Start | Rerun | Settle | Retry | Fallback
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,44 +127,80 @@ def recover(
     retries_used: int,
     visited: Sequence[str],
     retry_pending: bool,
+    max_recoveries: int = 10,
 ) -> Plan:
     """What to do with one open delegation a dead Zeus left (the order is the module's).
 
     `deadline` and `now` are wall-clock times; `spent` is what its attempts charged;
-    `retries_used` the retries already made on its current agent (a lost attempt not
-    counted); `retry_pending` a retry or fallback was scheduled after its last attempt.
+    `retries_used` the retries already made on its current agent (attempts run again
+    after a loss not counted, `retries_made`); `retry_pending` a retry or fallback was
+    scheduled after its last attempt; `max_recoveries` the routing's
+    `supervisor.max_recoveries`.
     """
     waiting = tuple(a.id for a in attempts if a.open and not a.gone)
     if waiting:
         return Plan((), Wait(waiting))
     lost = tuple(a.id for a in attempts if a.open)
     writer = not (policy.read_only or policy.idempotent)
-    if deadline is not None and now >= deadline:
-        reason = "the deadline passed while no supervisor ran"
-        if lost and writer:
-            reason += "; the last attempt's outcome is unknown: check its changes"
-        status = Status.partial if partial_ok and has_partials else Status.timed_out
-        return Plan(lost, Settle(status, "deadline", reason))
+    expired = deadline is not None and now >= deadline
     overrun = budget_overrun(spent, policy.budget)
+    if lost and (policy.stateful or writer):
+        reason = STATEFUL_REASON if policy.stateful else BLOCKED_REASON
+        if expired:
+            reason += " (its deadline passed while no supervisor ran)"
+        elif overrun is not None:
+            reason += f" (spent before the restart: {overrun})"
+        return Plan(lost, Settle(Status.blocked, None, reason))
+    if expired:
+        status = Status.partial if partial_ok and has_partials else Status.timed_out
+        return Plan(lost, Settle(status, "deadline",
+                                 "the deadline passed while no supervisor ran"))
     if overrun is not None:
         return Plan(lost, Settle(Status.budget_exceeded, None, f"spent before the restart: "
                                                                 f"{overrun}"))
-    if not lost:
+    last = attempts[-1].outcome if attempts and not lost else None
+    if not lost and (retry_pending or not attempts or last is not AttemptOutcome.lost):
         if retry_pending:
             return Plan((), Resume())
         if not attempts:
             return Plan((), Start())
-        last = attempts[-1].outcome or AttemptOutcome.crash
+        last = last or AttemptOutcome.crash
         if last is AttemptOutcome.completed:
             return Plan((), Settle(Status.failed, None, "its last attempt completed but its "
                                    "result was not stored before the supervisor stopped"))
         return Plan((), _next(last, policy, retries_used, has_partials, partial_ok, visited))
-    if policy.stateful:
-        return Plan(lost, Settle(Status.blocked, None, STATEFUL_REASON))
-    if writer:
-        return Plan(lost, Settle(Status.blocked, None, BLOCKED_REASON))
-    return Plan(lost, _next(AttemptOutcome.lost, policy, retries_used, has_partials,
-                            partial_ok, visited))
+    # Lost in a host crash (now, or in one before whose rerun had not started).
+    n = losses(attempts)
+    if RetryOn.lost not in policy.retry.on:
+        return Plan(lost, _next(AttemptOutcome.lost, policy, retries_used, has_partials,
+                                partial_ok, visited))
+    if n > max_recoveries:
+        return Plan(lost, Settle(Status.failed, None, (
+            f"lost in {n} host crashes (supervisor.max_recoveries: {max_recoveries}): "
+            "its supervisor stopped while it ran, each time; a brief that brings its host "
+            "down is not run again")))
+    return Plan(lost, Rerun(n))
+
+
+def losses(attempts: Sequence[AttemptFacts]) -> int:
+    """The host crashes a delegation was lost in: its attempts that ended `lost` or are
+    open now, each one whose child had started the work (nothing ran in the others)."""
+    return sum(1 for a in attempts if a.started and (a.open or a.outcome is AttemptOutcome.lost))
+
+
+def retries_made(attempts: Sequence[tuple[str, str | None]], agent: str) -> int:
+    """The retries made on `agent`, from the stored attempts' (agent, outcome) in order:
+    each attempt on it that followed one of its own that ended other than `lost` (one
+    that followed a loss ran again after a host crash, which is not a retry)."""
+    return sum(1 for (before, outcome), (now, _) in itertools.pairwise(attempts)
+               if before == now == agent and outcome != AttemptOutcome.lost.value)
+
+
+def verbs_hint(store: str, delegation_id: str) -> str:
+    """What a person does with a blocked delegation: the CLI's verbs, for its reason."""
+    where = f"{shlex.quote(store)} {shlex.quote(delegation_id)}"
+    return (f"then `zeus resume {where}` to run it again, or `zeus resolve {where} "
+            "--status completed --note ...` to settle it by hand")
 
 
 def _next(outcome: AttemptOutcome, policy: AgentPolicy, retries_used: int, has_partials: bool,

@@ -17,7 +17,12 @@ from supervisor.store.base import (
     StoredDelegation,
     StoredRetry,
 )
-from supervisor.store.journal import is_sqlite_file, store_events
+from supervisor.store.journal import (
+    blocked_delegations,
+    is_sqlite_file,
+    open_count,
+    store_events,
+)
 from supervisor.store.sqlite import CRASH_ENV, CRASH_EXIT, SqliteStore
 
 __all__ = [
@@ -33,6 +38,8 @@ __all__ = [
     "StoredAttempt",
     "StoredDelegation",
     "StoredRetry",
+    "blocked_delegations",
     "is_sqlite_file",
+    "open_count",
     "store_events",
 ]

@@ -215,6 +215,21 @@ class Store(abc.ABC):
         """Every open delegation, parents before their children, with what recovery needs."""
 
     @abc.abstractmethod
+    def delegation_as_open(self, delegation_id: str) -> OpenDelegation | None:
+        """One delegation (open or settled) with its attempts, spend and partials, as
+        `open_delegations` gives each: what a resumed delegation is rebuilt from."""
+
+    @abc.abstractmethod
+    def blocked(self) -> list[tuple[StoredDelegation, Summary]]:
+        """Every delegation settled `blocked`, oldest first, with its summary."""
+
+    @abc.abstractmethod
+    def reopen(self, delegation_id: str) -> None:
+        """Open a settled delegation again (a person resumed it), committed at once with
+        what is buffered: its status and summary go, its attempts and spend stay.
+        `StoreError` when it cannot be written."""
+
+    @abc.abstractmethod
     def children(self, parent_id: str) -> list[StoredDelegation]:
         """The delegations `parent_id` made, in the order of its `ctx.delegate` calls."""
 

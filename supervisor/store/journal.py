@@ -19,10 +19,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from actors import Summary
 from supervisor.errors import StoreError
+from supervisor.store import reads
+from supervisor.store.base import StoredDelegation
 from supervisor.store.schema import inspect, is_sqlite_file, readonly_uri
 
-__all__ = ["is_sqlite_file", "store_events"]
+__all__ = ["blocked_delegations", "is_sqlite_file", "open_count", "store_events"]
 
 Event = dict[str, Any]
 _STOPPED = {"timeout": "attempt.timed_out", "stale": "attempt.stale",
@@ -37,11 +40,40 @@ def _base(event: str, ts: float, delegation_id: str | None, attempt_id: str | No
 
 def store_events(path: str | Path) -> Iterator[Event]:
     """The store's events in write order. `StoreError` when it is not a Zeus store."""
-    if inspect(path) is None:
-        raise StoreError(f"{path}: no store there (no file, or an empty one)")
-    con = sqlite3.connect(readonly_uri(path), uri=True)
+    con = _read_only(path)
     try:
         yield from _events(con)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot read the store: {exc}") from None
+    finally:
+        con.close()
+
+
+def _read_only(path: str | Path) -> sqlite3.Connection:
+    if inspect(path) is None:
+        raise StoreError(f"{path}: no store there (no file, or an empty one)")
+    return sqlite3.connect(readonly_uri(path), uri=True)
+
+
+def blocked_delegations(path: str | Path) -> list[tuple[StoredDelegation, Summary]]:
+    """What waits for a person in the store: each delegation settled `blocked`, oldest
+    first, with its summary (its reason in `error`). Read-only: its owner may run."""
+    con = _read_only(path)
+    try:
+        return reads.blocked(con)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot read the store: {exc}") from None
+    finally:
+        con.close()
+
+
+def open_count(path: str | Path) -> int:
+    """How many delegations the store holds open (0 for no store). Read-only."""
+    if inspect(path) is None:
+        return 0
+    con = sqlite3.connect(readonly_uri(path), uri=True)
+    try:
+        return reads.counts(con).open
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: cannot read the store: {exc}") from None
     finally:

@@ -19,8 +19,8 @@ from supervisor.store.base import (
     StoredRetry,
 )
 
-__all__ = ["attempt", "children", "counts", "delegation", "issued", "one", "open_delegations",
-           "prune", "summary", "total_spent"]
+__all__ = ["attempt", "blocked", "children", "counts", "delegation", "issued", "one",
+           "open_delegations", "prune", "reopen", "summary", "total_spent"]
 
 DELEGATION_COLUMNS = ("d.id, d.key, d.parent_id, d.ordinal, d.agent, d.brief, d.policy,"
                       " d.deadline, d.created, d.status, d.settled")
@@ -134,23 +134,25 @@ def _grouped(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]
     return out
 
 
-def open_delegations(con: sqlite3.Connection) -> list[OpenDelegation]:
-    """Every open delegation in the order they were recorded (parents before children)."""
-    open_ids = "SELECT id FROM delegations WHERE status IS NULL"
-    rows = con.execute(f"SELECT {DELEGATION_COLUMNS} {FROM_DELEGATIONS} WHERE d.status IS NULL"
-                       " ORDER BY d.seq").fetchall()
+def open_delegations(con: sqlite3.Connection, only: str | None = None) -> list[OpenDelegation]:
+    """Every open delegation in the order they were recorded (parents before children);
+    with `only`, that one delegation, open or settled, as recovery would see it."""
+    where, args = ("status IS NULL", ()) if only is None else ("id = ?", (only,))
+    open_ids = f"SELECT id FROM delegations WHERE {where}"
+    rows = con.execute(f"SELECT {DELEGATION_COLUMNS} {FROM_DELEGATIONS} WHERE d.{where}"
+                       " ORDER BY d.seq", args).fetchall()
     if not rows:
         return []
     attempts = _grouped(
         (row[1], *row) for row in con.execute(
             f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE delegation_id IN ({open_ids})"
-            " ORDER BY delegation_id, number"))
+            " ORDER BY delegation_id, number", args))
     partials = _grouped(con.execute(
         f"SELECT delegation_id, item FROM partials WHERE delegation_id IN ({open_ids})"
-        " ORDER BY delegation_id, seq"))
+        " ORDER BY delegation_id, seq", args))
     retries = {row[0]: StoredRetry(*row[1:]) for row in con.execute(
         f"SELECT delegation_id, after_attempt, due, agent FROM retries WHERE delegation_id IN"
-        f" ({open_ids}) ORDER BY seq")}  # the last one of each wins
+        f" ({open_ids}) ORDER BY seq", args)}  # the last one of each wins
     found = []
     policies = Policies(con)
     for row in rows:
@@ -163,6 +165,23 @@ def open_delegations(con: sqlite3.Connection) -> list[OpenDelegation]:
             retry=retries.get(d.id),
         ))
     return found
+
+
+def blocked(con: sqlite3.Connection) -> list[tuple[StoredDelegation, Summary]]:
+    """Every delegation settled `blocked` (what waits for a person), oldest first, with
+    its summary (its reason in `error`)."""
+    rows = con.execute(f"SELECT {DELEGATION_COLUMNS}, d.summary {FROM_DELEGATIONS}"
+                       " WHERE d.status = 'blocked' ORDER BY d.settled_seq").fetchall()
+    policies = Policies(con)
+    return [(delegation(row[:-1], policies), Summary.model_validate_json(row[-1]))
+            for row in rows]
+
+
+def reopen(con: sqlite3.Connection, delegation_id: str) -> None:
+    """A settled delegation open again (a person resumed it): its status and summary go,
+    its attempts, spend and partial results stay. One transaction."""
+    con.execute("UPDATE delegations SET status = NULL, summary = NULL, settled = NULL,"
+                " settled_seq = NULL WHERE id = ?", (delegation_id,))
 
 
 def sum_usage(usages: Iterable[Usage]) -> Usage:

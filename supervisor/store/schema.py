@@ -12,6 +12,7 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
+from actors.backends.reattach import children_dir
 from supervisor.errors import StoreError
 
 __all__ = [
@@ -105,9 +106,22 @@ def _refuse(path: Path, what: str, fix: str) -> StoreError:
     return StoreError(f"{path}: {what}; {fix}. The file was left as it is.")
 
 
+def _refuse_emptied(path: Path) -> None:
+    """An empty file is a new store only when nothing of an earlier store lies beside it:
+    a store emptied in place (`: > zeus.db`) would run its keys again."""
+    left = [str(p) for p in (Path(f"{path}-wal"), children_dir(path)) if p.exists()]
+    if left:
+        raise _refuse(path, f"is empty, but {' and '.join(left)} of an earlier store "
+                      "lie beside it (a store emptied in place: its delegations would run "
+                      "again)", "restore the store from a backup; or, to start a new store "
+                      "on purpose, remove the file and what lies beside it, or give a new "
+                      "path")
+
+
 def inspect(path: str | Path) -> int | None:
     """The schema version of the Zeus store at `path`; None when there is no store yet
-    (no file, or an empty one). `StoreError` when the file is not one Zeus may open."""
+    (no file, or an empty one with nothing of an earlier store beside it). `StoreError`
+    when the file is not one Zeus may open."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
@@ -119,6 +133,7 @@ def inspect(path: str | Path) -> int | None:
     except OSError as exc:
         raise StoreError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     if not head:
+        _refuse_emptied(path)
         return None
     other = "give the path of a Zeus store, or a new path for a new one"
     if not head.startswith(SQLITE_HEADER):

@@ -289,6 +289,26 @@ class SqliteStore(Store):
     def open_delegations(self) -> list[OpenDelegation]:
         return self._read(reads.open_delegations)
 
+    def delegation_as_open(self, delegation_id: str) -> OpenDelegation | None:
+        found = self._read(reads.open_delegations, delegation_id)
+        return found[0] if found else None
+
+    def blocked(self) -> list[tuple[StoredDelegation, Summary]]:
+        return self._read(reads.blocked)
+
+    def reopen(self, delegation_id: str) -> None:
+        self.commit()  # what came before it, first
+        try:
+            self._con.execute("BEGIN")
+            reads.reopen(self._con, delegation_id)
+            self._con.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self._con.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._con.execute("ROLLBACK")
+            raise StoreError(f"{self.path}: cannot write the store ({exc}); free disk space "
+                             "or make the file writable, then try again") from None
+
     def children(self, parent_id: str) -> list[StoredDelegation]:
         return self._read(reads.children, parent_id)
 

@@ -45,12 +45,13 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shell tools end after Ctrl-C
 EXIT_CLOSED = 141  # 128 + SIGPIPE: the reader of the output left (`zeus schema | head`)
 
 EXIT_CODES = """exit codes:
-  0    commands that run delegations (demo, dispatch, run): every one completed
-       (the demo: every scenario settled as designed); commands that read (tree,
-       timeouts, validate, schema, sweep --dry-run) and init: they did their job;
-       ui: stopped with Ctrl-C
+  0    commands that run delegations (demo, dispatch, run, resume): every one
+       completed (the demo: every scenario settled as designed); commands that
+       read (tree, timeouts, validate, schema, blocked, sweep --dry-run), init and
+       resolve: they did their job; ui: stopped with Ctrl-C
   1    some delegation did not complete; sweep: a process is left running
-  2    bad input: a bad routing file, plan, journal, agent name or option
+  2    bad input: a bad routing file, plan, journal, agent name or option; a
+       store that is busy or bad, an id that is not blocked (resume, resolve)
   130  interrupted (Ctrl-C)
   141  the output was closed before the end (its reader left)"""
 

@@ -1,0 +1,114 @@
+"""The operator's verbs on a blocked delegation of the store (docs/design.md, "The
+store"): what recovery could not decide, a person does. `resume` runs it again as a new
+attempt (the same id and key, its attempts and spend kept); `resolve` settles it by hand
+with a status and a note. Each is journalled with who and why (`delegation.resumed`,
+`delegation.resolved`). Runs in Zeus's actor thread; it calls the supervisor, never the
+other way round.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from collections.abc import Callable
+
+from actors import Status, Summary
+from actors.osproc import child_gone
+from supervisor.core.future import DelegationFuture
+from supervisor.core.reattach import Reattached
+from supervisor.core.recovery import current_agent, end_lost, rebuild
+from supervisor.core.supervisor import Supervisor
+from supervisor.errors import NotBlocked, StoreError, UnknownDelegation
+from supervisor.store import StoredDelegation
+
+__all__ = ["operator", "resolve", "resume"]
+
+
+def operator() -> str:
+    """Who runs this process (the OS user), for the journal."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())  # a uid with no name
+
+
+def _blocked(sup: Supervisor, delegation_id: str, verb: str) -> StoredDelegation:
+    """The stored delegation, settled blocked; `NotBlocked` saying why not."""
+    if sup.durable is None:
+        raise StoreError(f"cannot {verb} {delegation_id}: this Zeus has no store, and only a "
+                         "store's blocked delegations wait for a person "
+                         "(Zeus.start(store=...))")
+    stored = sup.durable.store.delegation(delegation_id)
+    if stored is None:
+        raise UnknownDelegation(f"the store {sup.durable.store.path} holds no delegation "
+                                f"{delegation_id!r}; `zeus blocked STORE` lists the blocked ones")
+    if stored.status is None or sup.tree.get(delegation_id) is not None:
+        raise NotBlocked(f"cannot {verb} {delegation_id}: it is open (it runs, or waits its "
+                         "turn), not blocked; only a blocked delegation waits for a person "
+                         "(cancel it, or wait for its summary)")
+    if stored.status is not Status.blocked:
+        raise NotBlocked(f"cannot {verb} {delegation_id}: it settled {stored.status.value}, "
+                         "not blocked, and a settled result is never changed; dispatch new "
+                         "work with a new key")
+    return stored
+
+
+def resume(sup: Supervisor, delegation_id: str, *, who: str, why: str,
+           keep_handle: Callable[[str, DelegationFuture], object]) -> object:
+    """Run the blocked delegation again as a new attempt; what `keep_handle` gives back
+    (the host's handle) once it is under way (or queued for its turn)."""
+    stored = _blocked(sup, delegation_id, "resume")
+    assert sup.durable is not None
+    if stored.parent_id is not None:
+        raise NotBlocked(f"cannot resume {delegation_id}: it is a sub-delegation of "
+                         f"{stored.parent_id}, whose run was given its blocked summary; "
+                         f"resolve it, or run {stored.parent_id} again")
+    store = sup.durable.store
+    found = store.delegation_as_open(delegation_id)
+    assert found is not None
+    sup.registry.policy(current_agent(found))  # UnknownAgent: it could not run again
+    for a in found.attempts:  # one whose child recovery could not confirm stopped
+        if a.open and a.pid is not None and not child_gone(a.pid, a.pid_start_time, a.pgid):
+            raise NotBlocked(f"cannot resume {delegation_id}: the child of its attempt {a.id} "
+                             f"(pid {a.pid}) still runs, and nothing may overlap it; stop it "
+                             f"(`zeus sweep {store.path}`), then resume")
+    store.reopen(delegation_id)  # StoreError: nothing changed, nothing runs
+    rebuilt = rebuild(sup, found)
+    end_lost(sup, rebuilt, Reattached())  # those children are gone now: ended `lost`
+    d = rebuilt.d
+    sup.events.emit("delegation.resumed", delegation_id=d.id, parent_id=None, agent=d.agent,
+                    who=who, why=why, attempt=d.attempt_count + 1)
+    handle = keep_handle(d.id, d.settled)
+    sup.run_or_queue(d)
+    return handle
+
+
+def resolve(sup: Supervisor, delegation_id: str, status: Status, *, who: str,
+            note: str) -> Summary:
+    """Settle the blocked delegation by hand: its summary with `status`, the note in its
+    risks (and its error, unless it completed), committed at once."""
+    stored = _blocked(sup, delegation_id, "resolve")
+    if status is Status.blocked:
+        raise NotBlocked(f"cannot resolve {delegation_id} as blocked: it is blocked already; "
+                         "give the status it ends with (completed, failed, cancelled, ...)")
+    if not note.strip():
+        raise NotBlocked(f"cannot resolve {delegation_id} without a note: say what you found "
+                         "(it is kept in its summary)")
+    assert sup.durable is not None
+    store = sup.durable.store
+    old = store.summary(delegation_id)
+    assert old is not None  # a settled delegation has its summary
+    said = f"resolved by hand as {status.value} by {who}: {note}"
+    risks = [*old.risks, said]
+    if old.error:
+        risks.append(f"it had been blocked: {old.error}")
+    summary = old.model_copy(update={
+        "status": status, "risks": risks,
+        "error": None if status is Status.completed else said,
+    })
+    store.settled(delegation_id, status=status, summary=summary, at=sup.clock.wall())
+    store.commit()  # StoreError: kept, and written by the next commit that works
+    sup.events.emit("delegation.resolved", delegation_id=delegation_id,
+                    parent_id=stored.parent_id, agent=stored.agent, status=status.value,
+                    who=who, why=note)
+    return summary
