@@ -178,12 +178,16 @@ def test_a_child_that_starts_later_gets_its_whole_timeout_from_its_start(
     sync(zeus)
     clock.advance(7)  # a new worker and its imports: not the agent's time
     assert started(recorder) == []
+    [attempt] = zeus.tree()["delegations"][0]["attempts"]
+    assert (attempt["state"], attempt["deadline_in_s"]) == ("starting", 53.0)  # spawn bound
     child = backend.children[0]
     assert isinstance(child, StartingChild)
     child.run()
     sync(zeus)
     [event] = started(recorder)
     assert event["deadline_s"] == 10.0
+    [attempt] = zeus.tree()["delegations"][0]["attempts"]
+    assert (attempt["state"], attempt["timeout_s"], attempt["elapsed_s"]) == ("running", 10.0, 0)
     clock.advance(9.9)
     sync(zeus)
     assert not handle.done()
