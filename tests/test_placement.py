@@ -9,6 +9,8 @@ written then, with its node and pid; an attempt that never runs ends `crash` onc
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -208,3 +210,29 @@ def test_a_cancel_while_its_child_waits_to_start_settles_cancelled_at_once(
     summary = handle.result(timeout=5)  # no time moved: at once
     assert summary.status is Status.cancelled
     assert backend.children[0].killed
+
+
+def test_the_store_keeps_the_start_and_deadline_of_a_child_that_started_later(
+    make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder, tmp_path: Path
+) -> None:
+    backend = StartingBackend()
+    path = tmp_path / "zeus.db"
+    zeus = make_zeus({"worker": LATER}, works={"worker": print}, backends={"process": backend},
+                     store=path)
+    zeus.dispatch(Brief(agent="worker", scope="later"))
+    sync(zeus)
+
+    def stored() -> tuple[float, float]:
+        with sqlite3.connect(path) as con:
+            started, deadline = con.execute("SELECT started, deadline FROM attempts").fetchone()
+        return started, deadline
+
+    decided, first_deadline = stored()
+    assert first_deadline - decided == pytest.approx(10.0)
+    clock.advance(7)
+    child = backend.children[0]
+    assert isinstance(child, StartingChild)
+    child.run()
+    sync(zeus)
+    started, deadline = stored()  # a Zeus that reattaches it holds it to these
+    assert (started - decided, deadline - started) == pytest.approx((7.0, 10.0))

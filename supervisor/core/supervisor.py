@@ -349,6 +349,8 @@ class Supervisor:
         a.deadline = deadline if d.deadline_cap is None else min(deadline, d.deadline_cap)
         if a.watch.progress < 0:
             a.watch = a.watch.observe(0, start)  # its first sign of life
+        if self.durable is not None and a.child is not None:
+            self.durable.identity(a, a.pid, a.child.pid_start_time, a.child.node, running=True)
         if min(a.deadline, a.watch.stale_at(a.stale_after_s)) < a.due_at:
             try:
                 self.timers.arm(a)
