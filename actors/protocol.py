@@ -25,6 +25,7 @@ __all__ = [
     "Partial",
     "Placed",
     "Spawned",
+    "Started",
     "ToolCall",
 ]
 
@@ -129,6 +130,21 @@ class Spawned:
 
 
 @dataclass(slots=True)
+class Started:
+    """The attempt's code began to run: a worker took its job, a command's program was
+    started. Its deadline and stale clock start here (docs/design.md, "An attempt's
+    clock"), not when Zeus decided to start it. Sent by the backend of a child that
+    starts after `start()` returns (`ChildHandle.starts_later`), not by agent code.
+
+    `at`: when it began, on the host's monotonic clock (`time.monotonic()`; a worker
+    runs on the same host), so that the wait for the mailbox is the agent's time too;
+    None: as the message arrives."""
+
+    attempt_id: str
+    at: float | None = None
+
+
+@dataclass(slots=True)
 class Placed:
     """Where an attempt runs, once its backend knows (a Ray task is placed when a worker
     takes it, which may be long after `start()`): its node and the worker's pid."""
@@ -139,4 +155,4 @@ class Placed:
 
 
 ChildMessage = (Heartbeat | Partial | Charge | ToolCall | AgentSession | Finished
-                | DelegateRequest | Placed)
+                | DelegateRequest | Placed | Started)

@@ -1,7 +1,8 @@
 """Chaos: many mixed delegations at once, with cancels racing everything, judged exactly.
 
 Run: `python -m benchmarks chaos` (1,000 delegations on thread and process children;
-`--n`, `--seed`, `--isolation thread,process,ray`, `--storm`). The test suite runs a
+`--n`, `--seed`, `--isolation thread,process,ray`, `--storm`, `--timeout-s` for every
+attempt's deadline in place of the policy's 3 s). The test suite runs a
 smaller one (tests/test_chaos.py) on threads and processes; `--isolation ray` runs
 the same mix on a local Ray that Zeus starts (the `ray` extra).
 
@@ -175,11 +176,14 @@ def run_chaos(
     max_restarts: int = 100_000,
     scope: str = "agent",
     settle_within_s: float = 120.0,
+    timeout_s: float | None = None,
 ) -> ChaosReport:
     """Run `n` planned delegations (plus a storm agent's, with `storm`) and judge them.
 
     `max_restarts` (per agent, within 60 s) is raised by default: a storm is not what a
-    plain run tests."""
+    plain run tests. `timeout_s`: every attempt's deadline, in place of `POLICY`'s (an
+    attempt's clock starts when its child runs the work: docs/design.md, "An attempt's
+    clock")."""
     from supervisor import Routing, Zeus
 
     events: list[dict[str, Any]] = []
@@ -189,7 +193,8 @@ def run_chaos(
         with lock:
             events.append(event)
 
-    agents = {f"c_{mode}": {**POLICY, **ISOLATIONS[mode]} for mode in isolations}
+    timed = {} if timeout_s is None else {"timeout_s": timeout_s}
+    agents = {f"c_{mode}": {**POLICY, **ISOLATIONS[mode], **timed} for mode in isolations}
     supervisor: dict[str, Any] = {
         "max_concurrent": 64,
         "intensity": {"max_restarts": max_restarts, "within_s": 60, "scope": scope},
@@ -377,6 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--isolation", default="thread,process",
                         help=f"comma-separated, from: {', '.join(ISOLATIONS)}")
+    parser.add_argument("--timeout-s", type=float, default=None, metavar="S",
+                        help="every attempt's deadline (default: the policy's 3 s)")
     parser.add_argument("--storm", action="store_true",
                         help="also open one agent's circuit on purpose and compare")
     parser.add_argument("--host-crashes", type=int, default=0, metavar="N",
@@ -402,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("OK" if not crashed.violations else f"FAILED: {len(crashed.violations)} "
               "violation(s)")
         return 1 if crashed.violations else 0
-    report = run_chaos(args.n, seed=args.seed, isolations=isolations)
+    report = run_chaos(args.n, seed=args.seed, isolations=isolations, timeout_s=args.timeout_s)
     print(f"chaos: {report.delegations} delegations on {', '.join(isolations)} in "
           f"{report.seconds:.1f}s; {dict(report.by_status)}; cancels that won: "
           f"{report.cancels_won}")

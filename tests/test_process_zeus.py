@@ -6,6 +6,7 @@ These use the real clock and real processes, with loose bounds.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -234,3 +235,48 @@ def test_a_process_child_gets_previous_error_effort_and_its_budget(tmp_path: Pat
     assert seen["effort"] == "low" and "Reasoning effort: low." in seen["framing"]
     assert seen["raised"] == "Cancelled"
     assert (summary.attempts[-1].tool_calls, summary.attempts[-1].last_tool) == (1, "pytest")
+
+
+FRESH_HOST = '''
+import json
+import time
+
+from actors import Brief, Context
+from supervisor import Routing, Zeus
+
+
+def writes(brief: Brief, ctx: Context) -> str:
+    time.sleep(0.2)
+    return "written"
+
+
+def main() -> None:
+    routing = Routing.from_dict({"version": 1, "agents": {
+        "writer": {"isolation": "process", "timeout_s": 0.4}}})
+    events = []
+    with Zeus.start(routing, agents={"writer": writes}, log=events.append) as zeus:
+        # The moment it returns: its fork server is still being readied.
+        summary = zeus.dispatch(Brief(agent="writer", scope="now")).result(30)
+    started = [e for e in events if e["event"] == "attempt.started"]
+    print(json.dumps({"status": summary.status.value, "error": summary.error,
+                      "started": len(started), "spawned_first": [
+                          e["event"] for e in events if e["event"].startswith("attempt.")][:2]}))
+'''
+
+
+def test_a_brief_dispatched_as_zeus_starts_gets_its_whole_timeout_of_running_time(
+    tmp_path: Path,
+) -> None:
+    """docs/design.md, "An attempt's clock": the wait for the fork server, a new worker and
+    its imports is not the agent's time. A fresh host, so that no fork server is ready."""
+    (tmp_path / "fresh_host.py").write_text(FRESH_HOST)
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", "import fresh_host; fresh_host.main()"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (result["status"], result["error"]) == ("completed", None)
+    # `attempt.started` once, when its worker took the job: after its process was spawned.
+    assert result["started"] == 1
+    assert result["spawned_first"] == ["attempt.spawned", "attempt.started"]

@@ -129,6 +129,22 @@ def test_charges_partials_identity_and_retries_come_back_for_recovery(
     assert second.open and second.usage.cost == 0.5
 
 
+def test_an_attempt_whose_child_started_later_keeps_that_start_and_its_deadline(
+    store: SqliteStore,
+) -> None:
+    record(store, "d1")
+    a1 = start(store, "d1", at=11.0)  # decided at 11, its deadline 30 s on
+    store.attempt_identity(a1, pid=4242, pid_start_time=1.0, pgid=4242, node=None)
+    store.commit()
+    # its worker took the job at 13: its 30 s count from there (docs/design.md)
+    store.attempt_identity(a1, pid=4242, pid_start_time=1.0, pgid=4242, node=None,
+                           started=13.0, deadline=43.0)
+    store.commit()
+    [found] = store.open_delegations()
+    [attempt] = found.attempts
+    assert (attempt.started, attempt.deadline, attempt.pid) == (13.0, 43.0, 4242)
+
+
 def test_settled_summaries_are_found_by_id_and_key_and_leave_the_open_set(
     store: SqliteStore,
 ) -> None:

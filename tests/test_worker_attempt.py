@@ -72,9 +72,36 @@ def test_an_attempt_s_objects_are_freed_as_it_ends_not_left_to_the_collector(
     try:
         for n in range(3):
             worker._run(_job(n))
-            (data,) = reader.read() or []
-            finished = frames.read_report(data)
+            sent = [frames.read_report(data) for data in reader.read() or []]
+            while not isinstance(sent[-1], Finished):
+                sent += [frames.read_report(data) for data in reader.read() or []]
+            # First that it took the job (its clocks start there), last how it ended.
+            assert [type(m) for m in sent] == [frames.StartedAt, Finished]
+            finished = sent[-1]
             assert isinstance(finished, Finished) and finished.value == f"scope {n}"
             assert CONTEXTS[n]() is None  # no reference cycle kept it
     finally:
         gc.enable()
+
+
+def test_a_job_taken_late_keeps_its_running_time_up_to_its_cap() -> None:
+    """docs/design.md, "An attempt's clock": the worker moves the deadline and kill-by time
+    it was sent on by its wait, never past the delegation's whole deadline."""
+    clock = FakeClock()
+    spec = ChildSpec(agent="a", delegation_id="d", attempt=1, attempt_id="d-a1",
+                     brief=Brief(agent="a", scope="s"), deadline=clock.now() + 10, clock=clock,
+                     deadline_cap=clock.now() + 12)  # fmt: skip
+    data, _ = encode_job(spec)
+    job = frames.read_job(frames.run_frame("d-a1", frames.work_part(False, 0, b""), data))
+    assert isinstance(job, frames.Run)
+    from actors.backends.jobs import decode_job
+
+    sent = decode_job(job.job)._replace(hard_stop=None)
+    assert sent.reckoned_at is not None and sent.deadline - sent.reckoned_at == pytest.approx(10)
+    assert sent.cap - sent.reckoned_at == pytest.approx(12)
+    assert sent.started(sent.reckoned_at) == sent  # taken at once: as sent
+    late = sent.started(sent.reckoned_at + 1.5)
+    assert late.deadline - sent.reckoned_at == pytest.approx(11.5)  # its 10 s from its start
+    capped = sent._replace(hard_stop=sent.deadline + 3.5).started(sent.reckoned_at + 5)
+    assert capped.deadline == sent.cap  # no later than its delegation's deadline
+    assert capped.hard_stop == pytest.approx(sent.cap + 3.5)  # the same distance past it

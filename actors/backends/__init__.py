@@ -31,6 +31,7 @@ from actors.protocol import (
     Partial,
     Placed,
     Spawned,
+    Started,
     ToolCall,
 )
 from actors.run import classify_exception, run_work
@@ -56,6 +57,7 @@ __all__ = [
     "ReattachPlace",
     "Send",
     "Spawned",
+    "Started",
     "SystemClock",
     "ThreadBackend",
     "ThreadChild",

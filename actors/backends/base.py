@@ -37,7 +37,7 @@ class ChildSpec:
     attempt: int
     attempt_id: str
     brief: Brief
-    deadline: float  # clock time
+    deadline: float  # clock time, were it to start running now
     clock: Clock
     work: Callable[..., Any] | None = None
     command: tuple[str, ...] | None = None
@@ -66,6 +66,10 @@ class ChildSpec:
     invocation: Invocation | None = None
     pricing: Pricing | None = None  # prices a stream's tokens as they come
     exit_grace_s: float = 10.0  # alive this long after its terminal event: stopped
+    # The latest its deadline may be once it starts (its delegation's whole deadline: a
+    # nested one's parent's), clock time; None: no such bound. A child that starts
+    # later than `start()` returns keeps `deadline - now` of running time, up to this.
+    deadline_cap: float | None = None
 
 
 class ChildHandle(ABC):
@@ -115,6 +119,11 @@ class ChildHandle(ABC):
     #: Whether it still waits for a node: Zeus announces it once `Placed` comes.
     #: Default: placed as it starts.
     placing: bool = False
+    #: Whether its code begins to run after `start()` returns (a worker takes its job, a
+    #: command's program is started): it then says so with `Started` (or `Placed`), and
+    #: its deadline and stale clock start there (docs/design.md, "An attempt's clock").
+    #: Default: running as it starts.
+    starts_later: bool = False
     #: Fields `attempt.started` records so that `zeus sweep` can find it later
     #: (Ray's address and job). Default: none.
     journal_fields: Mapping[str, str] = MappingProxyType({})

@@ -56,7 +56,7 @@ from actors.backends.ladder import KillLadder
 from actors.mail import Mail
 from actors.models import AttemptOutcome
 from actors.osproc import process_start_time
-from actors.protocol import Finished, Heartbeat, Spawned
+from actors.protocol import Finished, Heartbeat, Spawned, Started
 from actors.speaks import StreamReader
 
 # The argv's names are also reached from here (`actors.backends.command_io` holds them).
@@ -77,6 +77,8 @@ _POLL_S = 0.02  # exit polling where there is no pidfd (not Linux)
 
 class CommandChild(ChildHandle):
     """A running command attempt. `cancel`/`kill` from Zeus's thread; the rest runs in the hub."""
+
+    starts_later = True  # once its program was started (`Started`), not as it is queued
 
     def __init__(
         self, spec: ChildSpec, send: Send, hub: Hub, on_end: Callable[[CommandChild], None]
@@ -128,6 +130,7 @@ class CommandChild(ChildHandle):
                 env = {**os.environ, INPUTS_FILE_ENV: self._inputs_file}
             argv = command_argv(self.spec, self._inputs_file)
             popen = start_program(argv, env)
+            started_at = time.monotonic()
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             self._remove_inputs_file()
             self.fail(start_error(self.spec, exc), type(exc).__name__)
@@ -162,6 +165,7 @@ class CommandChild(ChildHandle):
             self._hub.call_later(_POLL_S, self._poll_exit)
         self._hub.call_later(self.spec.heartbeat_interval_s, self._beat)
         self._emit(Spawned(self.attempt_id, popen.pid, self.pid_start_time))
+        self._emit(Started(self.attempt_id, started_at))  # its deadline counts from here
         with self._lock:
             killed, cancelled = self._kill_t is not None, self._cancel_t is not None
         if killed:  # asked while the program was starting

@@ -16,8 +16,10 @@ first item of the pickled tuple) says which frame it is:
     report pipe     the child's messages as tuples (kind, *fields): `Heartbeat`,
                     `Partial`, `Charge`, `ToolCall`, `AgentSession`, and last
                     `Finished` (`pack`);
-                    `Delegate` (DELEGATE, request id, brief, ordinal); on Ray also
-                    `PlacedAt` (PLACED, pid, node), which says where the attempt runs
+                    `Delegate` (DELEGATE, request id, brief, ordinal); first of all
+                    `StartedAt` (STARTED, when, kill-by time): the worker took the job;
+                    on Ray also `PlacedAt` (PLACED, pid, node), which says where the
+                    attempt runs
 
 A worker whose supervisor is gone waits to be picked up on a socket
 (`actors.backends.worker_wait`); once a connector has authenticated:
@@ -52,6 +54,7 @@ __all__ = [
     "CAUGHT_UP_FRAME",
     "DELEGATE",
     "PLACED",
+    "STARTED",
     "STOP",
     "STOP_FRAME",
     "WORK_HEADER",
@@ -63,6 +66,7 @@ __all__ = [
     "PlacedAt",
     "Reply",
     "Run",
+    "StartedAt",
     "Stop",
     "cancel_frame",
     "delegate_frame",
@@ -81,6 +85,7 @@ __all__ = [
     "reply_frame",
     "report_frame",
     "run_frame",
+    "started_frame",
     "unpack",
     "work_part",
 ]
@@ -213,6 +218,7 @@ _OUTCOMES = {outcome.value: outcome for outcome in AttemptOutcome}
 _FIELDS = {cls: operator.attrgetter(*cls.__slots__) for cls in _MESSAGES}
 DELEGATE = len(_MESSAGES)  # (DELEGATE, request id, brief): a `ctx.delegate()` request
 PLACED = "placed"  # (PLACED, pid, node): where a Ray attempt runs
+STARTED = "started"  # (STARTED, when, hard_stop): the worker took the job
 
 
 class Delegate(NamedTuple):
@@ -232,6 +238,14 @@ class PlacedAt(NamedTuple):
 
     pid: int
     node: str
+
+
+class StartedAt(NamedTuple):
+    """The worker took the attempt's job: when (its monotonic clock, the host's), and its
+    kill-by time from then (`actors.backends.backstop`; None: none)."""
+
+    at: float
+    hard_stop: float | None
 
 
 def pack(message: Message) -> tuple[Any, ...]:
@@ -278,12 +292,18 @@ def placed_frame(pid: int, node: str) -> bytes:
     return _wire.dumps((PLACED, pid, node))
 
 
-def read_report(data: bytes | memoryview) -> Message | Delegate | PlacedAt:
+def started_frame(at: float, hard_stop: float | None) -> bytes:
+    return _wire.dumps((STARTED, at, hard_stop))
+
+
+def read_report(data: bytes | memoryview) -> Message | Delegate | PlacedAt | StartedAt:
     """What the child reported (raises what unpickling raises: e.g. a class missing here)."""
     packed = _wire.loads(data)
     kind = packed[0]
     if kind == DELEGATE:
         return Delegate(packed[1], packed[2], packed[3])
+    if kind == STARTED:
+        return StartedAt(packed[1], packed[2])
     if kind == PLACED:
         return PlacedAt(packed[1], packed[2])
     return unpack(packed)

@@ -12,6 +12,7 @@ up if its supervisor dies during or after it (`actors.backends.worker_wait`).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -51,11 +52,28 @@ class Job(NamedTuple):
     budget_left: dict[str, float] | None
     hard_stop: float | None  # the worker's kill-by time (`_backstop`)
     orphan: Orphan | None
+    # When `deadline` and `hard_stop` were reckoned (worker's monotonic clock), and the
+    # latest the deadline may move to: a worker that takes the job later moves both on
+    # by its wait (`started`). None: they hold as they are (the thread backend).
+    reckoned_at: float | None = None
+    cap: float = math.inf
 
     @classmethod
     def from_spec(cls, spec: ChildSpec, *, deadline: float, hard_stop: float | None) -> Job:
         """The job of the attempt `spec`, with its deadline on the clock it will run on."""
         return cls._make(_fields(spec, spec.brief, deadline, hard_stop, None))
+
+    def started(self, now: float) -> Job:
+        """The job as it starts to run at `now` (monotonic): its deadline is the running
+        time it was given from now, no later than its cap; its kill-by time keeps its
+        distance from the deadline (docs/design.md, "An attempt's clock")."""
+        if self.reckoned_at is None or now <= self.reckoned_at:
+            return self
+        deadline = min(self.deadline + (now - self.reckoned_at), self.cap)
+        if deadline <= self.deadline:
+            return self
+        hard_stop = None if self.hard_stop is None else self.hard_stop + (deadline - self.deadline)
+        return self._replace(deadline=deadline, hard_stop=hard_stop, reckoned_at=now)
 
     def context(
         self,
@@ -91,21 +109,24 @@ class Job(NamedTuple):
 
 
 def _fields(
-    spec: ChildSpec, brief: Any, deadline: float, hard_stop: float | None, orphan: Orphan | None
+    spec: ChildSpec, brief: Any, deadline: float, hard_stop: float | None, orphan: Orphan | None,
+    reckoned_at: float | None = None, cap: float = math.inf,
 ) -> tuple[Any, ...]:
     """The fields of the job of `spec`, in `Job`'s order, with `brief` as given."""
     return (
         brief, spec.agent, spec.delegation_id, spec.attempt, deadline,
         spec.heartbeat_interval_s, list(spec.previous_partials), spec.depth, spec.framing,
         spec.session_key, spec.session, spec.previous_error, spec.reasoning_effort,
-        spec.budget_left, hard_stop, orphan,
+        spec.budget_left, hard_stop, orphan, reckoned_at, cap,
     )  # fmt: skip
 
 
-def real_deadline(spec: ChildSpec) -> tuple[float, float | None]:
-    """The attempt's deadline on the real monotonic clock, and the worker's kill-by time."""
+def real_deadline(spec: ChildSpec, now: float | None = None) -> tuple[float, float | None]:
+    """The attempt's deadline on the real monotonic clock, and the worker's kill-by time
+    (`now`: `time.monotonic()`, if the caller has just read it)."""
     # The spec's clock may be a fake one; the child lives on the real one.
-    now = time.monotonic()
+    if now is None:
+        now = time.monotonic()
     deadline = now + (spec.deadline - spec.clock.now())
     # The worker's own kill-by time (`_backstop`), on a real clock only: a fake
     # deadline says nothing about real time.
@@ -122,10 +143,13 @@ def encode_job(
     """The attempt but its work function, pickled, and the worker's kill-by time;
     `CrossingError` if it cannot cross. `reattach`: (grace_s, directory, key) of the
     backend's store, which the job's `orphan` carries with the spec's `term_s`."""
-    deadline, hard_stop = real_deadline(spec)
+    now = time.monotonic()
+    deadline, hard_stop = real_deadline(spec, now)
+    cap = math.inf if spec.deadline_cap is None else now + (spec.deadline_cap - spec.clock.now())
     orphan = None if reattach is None else (*reattach, spec.term_s)
     # The fields go as a plain tuple, the brief as its pickling state (no Job on the way).
-    fields = _fields(spec, _wire.brief_to_wire(spec.brief), deadline, hard_stop, orphan)
+    fields = _fields(spec, _wire.brief_to_wire(spec.brief), deadline, hard_stop, orphan,
+                     now, cap)  # fmt: skip
     what = "the attempt's brief, previous partial results or session"
     return _wire.dumps(fields, what), hard_stop
 

@@ -37,6 +37,8 @@ class AttemptStops(Protocol):
 class ProcessChild(ChildHandle):
     """Zeus's handle on one attempt in a worker process. `cancel`/`kill` return at once."""
 
+    starts_later = True  # when its worker takes the job (`Started`), not as it is sent
+
     def __init__(self, stops: AttemptStops, spec: ChildSpec, send: Send) -> None:
         self.spec = spec
         self.attempt_id = spec.attempt_id

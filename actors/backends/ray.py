@@ -292,8 +292,8 @@ class RayBackend:
                 if child.session is not None:
                     child.session.pid, child.session.node = child.pid, child.node
                 message: object = Placed(child.attempt_id, frame.pid, frame.node)
-            elif isinstance(frame, frames.Delegate):
-                raise TypeError("a delegation request in the reporter's messages")
+            elif isinstance(frame, frames.Delegate | frames.StartedAt):
+                raise TypeError(f"a {type(frame).__name__} frame in the reporter's messages")
             else:
                 message = frame
                 child.progress = max(child.progress, frame.progress)

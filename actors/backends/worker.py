@@ -159,6 +159,11 @@ class _Child:
                 ),
             )
             return
+        # It takes the job now: its deadline and kill-by time start from here, not from
+        # when Zeus sent it (a new worker's start, its imports), and Zeus is told first.
+        taken = time.monotonic()
+        job = job.started(taken)
+        self._post(att, frames.started_frame(taken, job.hard_stop))
         self._link.orphan, self._link.agent = job.orphan, job.agent
         if job.orphan is not None:  # found by its mark before its work runs
             leave_mark(job.orphan[1], attempt_id)

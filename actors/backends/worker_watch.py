@@ -23,7 +23,7 @@ from actors.backends.process_child import ProcessChild, report
 from actors.backends.worker_table import WorkerRecord, WorkerTable
 from actors.errors import describe_error
 from actors.models import AttemptOutcome
-from actors.protocol import DelegateRequest, Finished
+from actors.protocol import DelegateRequest, Finished, Started
 
 __all__ = ["WorkerWatch", "death_of"]
 
@@ -93,6 +93,10 @@ class WorkerWatch:
             self._on_finished(worker, child, message)
         elif isinstance(message, frames.Delegate):
             self._on_delegate(worker, child, message)
+        elif isinstance(message, frames.StartedAt):
+            child.hard_stop = message.hard_stop  # its kill-by time, counted from its start
+            if not child.finished:
+                report(child, Started(child.attempt_id, message.at))
         elif not isinstance(message, frames.PlacedAt):
             child.progress = max(child.progress, message.progress)
             if not child.finished:

@@ -67,9 +67,11 @@ class Durable:
         return self.commit_now()
 
     def identity(self, a: Attempt, pid: int | None, pid_start_time: float | None,
-                 node: str | None) -> None:
+                 node: str | None, *, running: bool = False) -> None:
         """Who the attempt's child is, committed at once: recovery needs it to confirm the
-        child gone before anything runs in its place."""
+        child gone before anything runs in its place. `running`: its child began to run
+        the work, so its start and deadline are stored too (docs/design.md, "An
+        attempt's clock"), with the turn's commit."""
         pgid = None
         if pid is not None:
             try:
@@ -78,6 +80,12 @@ class Durable:
                 pgid = pid if os.getpgid(pid) == pid else None
             except OSError:
                 pgid = None  # gone already: its pid and start time still tell
+        if running:
+            self.store.attempt_identity(a.id, pid=pid, pid_start_time=pid_start_time, pgid=pgid,
+                                        node=node, started=self.wall(a.started_at),
+                                        deadline=self.wall(a.deadline))
+            self._dirty = True
+            return
         self.store.attempt_identity(a.id, pid=pid, pid_start_time=pid_start_time, pgid=pgid,
                                     node=node)
         self._dirty = True

@@ -17,6 +17,7 @@ from actors.protocol import (
     Partial,
     Placed,
     Spawned,
+    Started,
     ToolCall,
 )
 from supervisor.core.future import DelegationFuture
@@ -51,6 +52,7 @@ class ChildReports:
             AgentSession: self.on_agent_session,
             Finished: self.on_finished,
             Spawned: self.on_spawned,
+            Started: self.on_started,
             DelegateRequest: self.on_delegate_request,
         }
 
@@ -62,6 +64,8 @@ class ChildReports:
             self.drop(message)
             return None
         d, a = owner
+        if a.start_by is not None:  # a report proves it runs, whatever said so first
+            self._sup.running(d, a)
         before, now = a.watch, self._clock.now()
         a.watch = before.observe(message.progress, now)
         if a.watch.progress > before.progress:
@@ -115,16 +119,22 @@ class ChildReports:
             return
         d, a = owner
         a.pid = msg.pid
-        # Its stale clock starts at its first sign of life, as for every child: a process
-        # still being started (Zeus's delay, not the child's) is never stale.
+        # Its clocks start once it runs the work (`Started`): a process still being started
+        # (Zeus's delay, not the child's) is neither stale nor late.
         self._sup.emit("attempt.spawned", d, a, pid=msg.pid, pid_start_time=msg.pid_start_time)
         if self._sup.durable is not None:
             self._sup.durable.identity(a, msg.pid, msg.pid_start_time, None)
 
+    def on_started(self, msg: Started) -> None:
+        """The attempt's child began to run the work (a worker took its job, a command's
+        program was started): its deadline and stale clock start there."""
+        owner = self._tree.owner(msg.attempt_id)
+        if owner is not None:
+            self._sup.running(*owner, msg.at)
+
     def on_placed(self, msg: Placed) -> None:
-        """A Ray attempt reached a node (waiting for one is not a hang: its stale clock
-        starts at its first sign of life, as for every child; the deadline counts from
-        the start)."""
+        """A Ray attempt reached a node (waiting for one is neither a hang nor the agent's
+        time: its deadline and stale clock start here)."""
         owner = self._tree.owner(msg.attempt_id)
         if owner is None:
             return
@@ -133,6 +143,7 @@ class ChildReports:
         assert a.child is not None  # a child that reports was started
         if self._sup.durable is not None:
             self._sup.durable.identity(a, msg.pid, a.child.pid_start_time, a.child.node)
+        self._sup.running(d, a)
         if not a.announced:
             self._sup.announce(d, a)
 

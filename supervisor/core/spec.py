@@ -69,6 +69,7 @@ def child_spec(
             update={"agent": d.agent}
         ),
         deadline=a.deadline,
+        deadline_cap=d.deadline_cap,
         clock=clock,
         work=work,
         command=None if invocation is not None else policy.command,

@@ -44,9 +44,14 @@ class Attempt:
     number: int  # 1-based within the delegation
     agent: str
     policy: AgentPolicy
-    started_at: float
-    deadline: float
+    started_at: float  # when its child began to run the work (till then: when Zeus decided)
+    deadline: float  # its timeout; until its child runs, the bound on that wait
     watch: ProgressWatch
+    run_s: float = float("inf")  # its timeout_s: the running time it gets once started
+    # Until its child runs the work (docs/design.md, "An attempt's clock"): when it must
+    # have started, else it ends `crash`; None once it runs (or for a child that runs as
+    # it starts).
+    start_by: float | None = None
     child: ChildHandle | None = None
     pid: int | None = None
     # Why Zeus asked the child to stop, in arrival order; the first starts the grace period.
@@ -172,6 +177,7 @@ def attempt_error(a: Attempt, outcome: AttemptOutcome, finished: Finished | None
         AttemptOutcome.stale: f"no progress for {a.stale_after_s:g} s (stale)"
         + (f" inside tool {a.in_tool}" if a.in_tool else ""),
         AttemptOutcome.budget_exceeded: "over budget",
+        AttemptOutcome.crash: f"its child did not start within {a.policy.spawn_timeout_s:g}s",
         AttemptOutcome.cancelled: "cancelled",
     }.get(outcome) if outcome in a.stop_causes else None
     if stopped and own:

@@ -20,7 +20,7 @@ from typing import Any
 
 from actors import AttemptOutcome, Brief, Status, Summary, Usage
 from actors.backends import Backend, ChildHandle, ChildSpec
-from actors.clock import Clock
+from actors.clock import Clock, SystemClock
 from actors.protocol import Finished
 from supervisor.core.durable import Durable
 from supervisor.core.future import DelegationFuture
@@ -266,7 +266,8 @@ class Supervisor:
     def start_attempt(self, d: Delegation) -> None:
         now = self.clock.now()
         d.attempt_count += 1
-        deadline = now + _timeout_s(d)
+        run_s = _timeout_s(d)
+        deadline = now + run_s
         if d.deadline_cap is not None:
             deadline = min(deadline, d.deadline_cap)
         a = Attempt(
@@ -277,6 +278,7 @@ class Supervisor:
             started_at=now,
             deadline=deadline,
             watch=ProgressWatch.start(now),
+            run_s=run_s,
         )
         d.current = a
         self.tree.live[a.id] = (d, a)
@@ -306,6 +308,9 @@ class Supervisor:
                                       a.child.node)
             if a.child.alive:  # alive as it starts: its first sign of life
                 a.watch = a.watch.observe(0, now)
+            starts_later = a.child.starts_later or a.child.placing
+            if starts_later:
+                self._wait_for_start(d, a, now)
         except Exception as exc:  # noqa: BLE001 - a child that cannot start is a failed attempt
             self.announce(d, a)
             self.end_attempt(d, a, Finished(a.id, AttemptOutcome.error,
@@ -314,7 +319,45 @@ class Supervisor:
             return
         self.tree.nudge_ancestors(d, now)  # an attempt starting is progress of its subtree
         self._mail.flush(d.id, a.child)
-        if not a.child.placing:  # a Ray task: once a node took it
+        if not starts_later:  # else once its child runs the work (`running`)
+            self.announce(d, a)
+
+    def _wait_for_start(self, d: Delegation, a: Attempt, now: float) -> None:
+        """`a`'s child runs the work later than it was started (a worker's job, a command's
+        program, a Ray task): until then its deadline is the bound on that wait,
+        `spawn_timeout_s` (and its delegation's whole deadline); its own runs from its
+        start (docs/design.md, "An attempt's clock")."""
+        a.start_by = now + a.policy.spawn_timeout_s
+        a.deadline = a.start_by if d.deadline_cap is None else min(a.start_by, d.deadline_cap)
+        if a.deadline < a.due_at:
+            self.timers.arm(a)  # (a later one: the timer armed comes first, and re-arms)
+
+    def running(self, d: Delegation, a: Attempt, at: float | None = None) -> None:
+        """`a`'s child began to run the work (`Started`, `Placed`, or any report first): its
+        deadline, `run_s` from then (no later than its delegation's), and its stale clock
+        start there, and `attempt.started` says so. `at`: when, on the host's monotonic
+        clock (a worker's, before the mailbox), read only when Zeus runs on that clock."""
+        if a.start_by is None:
+            return  # running already: a reattached child's held `Started`, a late `Placed`
+        now = self.clock.now()
+        start = now
+        if at is not None and isinstance(self.clock, SystemClock):
+            start = min(now, max(a.started_at, at))
+        a.start_by = None
+        a.started_at = start
+        deadline = start + a.run_s
+        a.deadline = deadline if d.deadline_cap is None else min(deadline, d.deadline_cap)
+        if a.watch.progress < 0:
+            a.watch = a.watch.observe(0, start)  # its first sign of life
+        if self.durable is not None and a.child is not None:
+            self.durable.identity(a, a.pid, a.child.pid_start_time, a.child.node, running=True)
+        if min(a.deadline, a.watch.stale_at(a.stale_after_s)) < a.due_at:
+            try:
+                self.timers.arm(a)
+            except Exception as exc:  # noqa: BLE001 - no timer: stop it rather than lose it
+                self.timers.refused(exc, "AttemptDue")
+                self.request_stop(d, a, AttemptOutcome.timeout)
+        if not a.announced:
             self.announce(d, a)
 
     def announce(self, d: Delegation, a: Attempt) -> None:
@@ -451,8 +494,12 @@ class Supervisor:
         d, a = owner
         now = self.clock.now()
         if now >= a.deadline:
-            if AttemptOutcome.timeout not in a.stop_causes:
-                self.request_stop(d, a, AttemptOutcome.timeout)  # a losing cause if late
+            # Still not running at its bound on that wait: a crash (its child did not
+            # start); else its own deadline, or its delegation's, passed.
+            cause = (AttemptOutcome.crash if a.start_by is not None and a.start_by <= a.deadline
+                     else AttemptOutcome.timeout)
+            if cause not in a.stop_causes:
+                self.request_stop(d, a, cause)  # a losing cause if late
         elif a.stopping_since is not None:
             return
         elif not a.watch.is_stale(now, a.stale_after_s) or self.tree.waiting_on_children(d):

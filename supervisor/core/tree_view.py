@@ -48,7 +48,10 @@ def snapshot_node(d: Delegation, now: float) -> dict[str, Any]:
         attempts.append({
             "id": a.id,
             "agent": a.agent,
-            "state": "stopping" if a.stopping_since is not None else "running",
+            # starting: its child does not run the work yet (its deadline is the bound on
+            # that wait, spawn_timeout_s; docs/design.md, "An attempt's clock")
+            "state": "stopping" if a.stopping_since is not None
+            else "starting" if a.start_by is not None else "running",
             "pid": a.pid,
             "node": a.child.node if a.child else None,
             "elapsed_s": round(now - a.started_at, 3),

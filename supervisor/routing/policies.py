@@ -130,6 +130,11 @@ class AgentPolicy(Frozen):
         default="leaf", description="Only orchestrators may delegate (ctx.delegate)."
     )
     timeout_s: Seconds = Field(default=120.0, gt=0, description="Each attempt's deadline.")
+    spawn_timeout_s: Seconds = Field(
+        default=60.0, gt=0,
+        description="How long an attempt's child may take to start running the work (a "
+        "slot, the fork server, a node, its imports); past it the attempt is a crash.",
+    )
     retry: RetryPolicy = RetryPolicy()
     fallback: str | None = Field(
         default=None, description="An agent to try when retries are spent, or 'zeus' (the owner)."

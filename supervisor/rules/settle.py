@@ -41,6 +41,7 @@ _RANK = {
     AttemptOutcome.budget_exceeded: 2,
     AttemptOutcome.timeout: 1,
     AttemptOutcome.stale: 1,
+    AttemptOutcome.crash: 1,  # its child did not start within spawn_timeout_s
 }
 
 

@@ -180,8 +180,11 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def attempt_identity(
         self, attempt_id: str, *, pid: int | None, pid_start_time: float | None,
-        pgid: int | None, node: str | None,
-    ) -> None: ...
+        pgid: int | None, node: str | None, started: float | None = None,
+        deadline: float | None = None,
+    ) -> None:
+        """Who the attempt's child is; with `started` (and its `deadline`), when it began
+        to run the work, which replaces the start recorded as Zeus decided it."""
 
     @abc.abstractmethod
     def charge(self, delegation_id: str, attempt_id: str, usage: Usage) -> None: ...

@@ -65,7 +65,8 @@ _SQL: dict[str, str] = {
     "attempt_started": "INSERT INTO attempts (id, delegation_id, number, agent, started,"
                        " deadline, seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
     "attempt_identity": "UPDATE attempts SET pid = ?, pid_start_time = ?, pgid = ?, node = ?,"
-                        " identity_seq = ? WHERE id = ?",
+                        " identity_seq = ?, started = COALESCE(?, started),"
+                        " deadline = COALESCE(?, deadline) WHERE id = ?",
     "charge": "UPDATE attempts SET calls = calls + ?, input_tokens = input_tokens + ?,"
               " output_tokens = output_tokens + ?, cost = cost + ? WHERE id = ?",
     "partial": "INSERT INTO partials (delegation_id, attempt_id, seq, item) VALUES (?, ?, ?, ?)",
@@ -201,10 +202,11 @@ class SqliteStore(Store):
 
     def attempt_identity(
         self, attempt_id: str, *, pid: int | None, pid_start_time: float | None,
-        pgid: int | None, node: str | None,
+        pgid: int | None, node: str | None, started: float | None = None,
+        deadline: float | None = None,
     ) -> None:
         self._buffer["attempt_identity"].append(
-            (pid, pid_start_time, pgid, node, self._next(), attempt_id))
+            (pid, pid_start_time, pgid, node, self._next(), started, deadline, attempt_id))
 
     def charge(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
         total = self._charges.get(attempt_id)
