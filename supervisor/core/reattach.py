@@ -9,6 +9,7 @@ other way round.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import time
@@ -16,16 +17,19 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from actors.backends import ChildHandle, ChildSpec, ProcessBackend
-from actors.backends.left_behind import Held, LeftChild
+from actors.backends.left_behind import Held, LeftChild, read_marks
 from actors.backends.reattach import ReattachPlace, Waiting, find_waiting, wait_for_listener
 from actors.osproc import process_running
+from actors.protocol import Charge, Partial
 from supervisor.core.state import Delegation
 from supervisor.core.supervisor import Supervisor
 from supervisor.errors import SupervisorError
+from supervisor.rules.budget import priced
 from supervisor.rules.recovery import ResumedCalls
-from supervisor.store import StoredAttempt
+from supervisor.store import OpenDelegation, StoredAttempt
 
-__all__ = ["LISTEN_WAIT_S", "STOP_WAIT_S", "UNNAMED_WAIT_S", "Reattached", "reattach_children"]
+__all__ = ["LISTEN_WAIT_S", "STOP_WAIT_S", "UNNAMED_WAIT_S", "Reattached", "count_left",
+           "named_by_marks", "reattach_children"]
 
 # A child that still runs but whose socket is not there yet has just seen its Zeus go
 # (the last one died a moment ago): how long recovery waits for it to listen.
@@ -158,3 +162,36 @@ def _known_process_agent(sup: Supervisor, agent: str) -> bool:
         return sup.registry.policy(agent).isolation == "process"
     except SupervisorError:
         return False
+
+
+def named_by_marks(stored: OpenDelegation, place: ReattachPlace) -> OpenDelegation:
+    """`stored` with each open attempt whose pid the store never got (its Zeus died as the
+    worker took the job) named by the mark its worker left before the job ran
+    (`actors.backends.left_behind`): from here on it is found, reattached, or confirmed
+    gone by that pid like any other."""
+    if not any(a.open and a.pid is None for a in stored.attempts):
+        return stored
+    marks = read_marks(place.directory)
+    return dataclasses.replace(stored, attempts=tuple(
+        dataclasses.replace(a, pid=marks[a.id].pid, pid_start_time=marks[a.id].start_time,
+                            pgid=marks[a.id].pgid)
+        if a.open and a.pid is None and a.id in marks else a
+        for a in stored.attempts))
+
+
+def count_left(sup: Supervisor, d: Delegation, stored: OpenDelegation,
+               found: Reattached) -> None:
+    """What a worker whose grace ran out left for an attempt that then ends lost: its
+    charges count (against the delegation, its ancestors and the tree, as spend made while
+    no Zeus ran does) and its partial results are kept (it takes nothing with it)."""
+    assert sup.durable is not None
+    for a in stored.attempts:
+        left = found.left.get(a.id)
+        if left is None or not a.open or a.id in found:
+            continue
+        for message in left.messages():
+            if isinstance(message, Charge):
+                sup.spend(d, None, priced(message.usage, d.policy.pricing), a.id)
+            elif isinstance(message, Partial):
+                sup.durable.store.partial(d.id, a.id, message.item)
+                d.partials.append(message.item)

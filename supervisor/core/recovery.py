@@ -15,7 +15,6 @@ orchestrator run again replays its stored sub-delegations (`Supervisor.dispatch_
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import signal
 import time
@@ -25,16 +24,15 @@ from typing import Literal
 
 from actors import AttemptOutcome, AttemptRecord, Status
 from actors.backends import ProcessBackend
-from actors.backends.left_behind import read_held, read_marks
+from actors.backends.left_behind import read_held
+from actors.backends.reattach import ReattachPlace
 from actors.osproc import child_gone, process_running
-from actors.protocol import Charge, Partial
 from supervisor.core.future import DelegationFuture
-from supervisor.core.reattach import Reattached, reattach_children
+from supervisor.core.reattach import Reattached, count_left, named_by_marks, reattach_children
 from supervisor.core.state import Delegation
 from supervisor.core.supervisor import Supervisor
 from supervisor.errors import SupervisorError
 from supervisor.routing import AgentPolicy
-from supervisor.rules.budget import priced
 from supervisor.rules.recovery import (
     AttemptFacts,
     Replay,
@@ -85,10 +83,13 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
         if r.d.parent_id is None:
             keep_handle(r.d.id, r.d.settled)
     _carry_spend(sup, store, rebuilt)
-    _name_unnamed(sup, rebuilt)
+    place = _place(sup)
+    if place is not None:
+        for r in rebuilt:
+            r.stored = named_by_marks(r.stored, place)
     found = _reattach(sup, store, rebuilt)
     for r in rebuilt:
-        _count_left(sup, r, found)
+        count_left(sup, r.d, r.stored, found)
         end_lost(sup, r, found)
     rerun: list[str] = []
     blocked: list[str] = []
@@ -174,25 +175,9 @@ def _carry_spend(sup: Supervisor, store: Store, rebuilt: list[_Rebuilt]) -> None
             parent.usage = parent.usage + r.d.usage
 
 
-def _name_unnamed(sup: Supervisor, rebuilt: list[_Rebuilt]) -> None:
-    """An open attempt whose pid the store never got (its Zeus died as the worker took the
-    job) is named by the mark its worker left before the job ran
-    (`actors.backends.left_behind`): from here on it is found, reattached, or confirmed
-    gone by that pid like any other."""
+def _place(sup: Supervisor) -> ReattachPlace | None:
     backend = sup.backend_named("process")
-    place = backend.reattach_place if isinstance(backend, ProcessBackend) else None
-    if place is None or not any(a.open and a.pid is None
-                                for r in rebuilt for a in r.stored.attempts):
-        return
-    marks = read_marks(place.directory)
-    for r in rebuilt:
-        if any(a.open and a.pid is None and a.id in marks for a in r.stored.attempts):
-            r.stored = dataclasses.replace(r.stored, attempts=tuple(
-                dataclasses.replace(a, pid=marks[a.id].pid,
-                                    pid_start_time=marks[a.id].start_time,
-                                    pgid=marks[a.id].pgid)
-                if a.open and a.pid is None and a.id in marks else a
-                for a in r.stored.attempts))
+    return backend.reattach_place if isinstance(backend, ProcessBackend) else None
 
 
 def _reattach(sup: Supervisor, store: Store, rebuilt: list[_Rebuilt]) -> Reattached:
@@ -224,23 +209,6 @@ def _policy_or_none(sup: Supervisor, agent: str) -> AgentPolicy | None:
         return sup.registry.policy(agent)
     except SupervisorError:
         return None
-
-
-def _count_left(sup: Supervisor, r: _Rebuilt, found: Reattached) -> None:
-    """What a worker whose grace ran out left for an attempt that then ends lost: its
-    charges count (against the delegation, its ancestors and the tree, as spend made while
-    no Zeus ran does) and its partial results are kept (§17: it takes nothing with it)."""
-    assert sup.durable is not None
-    for a in r.stored.attempts:
-        left = found.left.get(a.id)
-        if left is None or not a.open or a.id in found:
-            continue
-        for message in left.messages():
-            if isinstance(message, Charge):
-                sup.spend(r.d, None, priced(message.usage, r.d.policy.pricing), a.id)
-            elif isinstance(message, Partial):
-                sup.durable.store.partial(r.d.id, a.id, message.item)
-                r.d.partials.append(message.item)
 
 
 def end_lost(sup: Supervisor, r: _Rebuilt, found: Reattached) -> None:
