@@ -63,6 +63,18 @@ class Command(Protocol):
     def run(self, args: argparse.Namespace) -> int: ...
 
 
+class _Console(Console):
+    """A rich console that lets a closed pipe surface as `BrokenPipeError`.
+
+    rich's own answer to a closed pipe is `SystemExit(1)`, raised in whichever thread
+    wrote; `zeus` ends with 141 instead and cancels what it started (`supervisor.cli`).
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # nothing more is written, so the error is raised once
+        raise BrokenPipeError("the output's reader left")
+
+
 def console(*, stderr: bool = False) -> Console:
     """A console on stdout (or stderr), plain when that stream is not a terminal.
 
@@ -70,7 +82,7 @@ def console(*, stderr: bool = False) -> Console:
     """
     stream = sys.stderr if stderr else sys.stdout
     terminal = stream.isatty()
-    return Console(
+    return _Console(
         file=stream,
         highlight=False,
         emoji=False,

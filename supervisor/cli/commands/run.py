@@ -47,6 +47,7 @@ from supervisor.cli.commands import (
 )
 from supervisor.cli.commands.dispatch import agent_problem, brief_problem, load_routing
 from supervisor.cli.live import LiveTree, open_journal
+from supervisor.cli.reader import watch_reader
 from supervisor.core.handle import Handle
 from supervisor.core.zeus import Zeus
 from supervisor.errors import SupervisorError
@@ -294,7 +295,8 @@ def _run(
         live = LiveTree(out, journal=journal, transient=True)
     handles: list[Handle] = []
     interrupted: list[Summary] | None = None
-    with Zeus.start(routing, log=live, store=store) as zeus, live.show(zeus):
+    with (Zeus.start(routing, log=live, store=store) as zeus, live.show(zeus),
+          watch_reader(live.output_gone)):
         try:
             for n, entry in enumerate(plan.entries, 1):
                 if entry.strategy is None:
@@ -305,7 +307,7 @@ def _run(
                 for handle in added:
                     handle.add_done_callback(live.add_summary)
                 handles += added
-            summaries = [handle.result() for handle in handles]
+            summaries = live.results(handles)
         except KeyboardInterrupt:  # what settled before Zeus stops (and cancels) the rest
             interrupted = live.summaries()
     if live.write_error:
