@@ -21,7 +21,13 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from actors import Brief, Summary
-from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console
+from supervisor.cli.commands import (
+    EXIT_BAD_INPUT,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    console,
+    import_beside,
+)
 from supervisor.cli.live import LiveTree, open_journal
 from supervisor.cli.reader import watch_reader
 from supervisor.core.zeus import Zeus
@@ -79,8 +85,10 @@ def default_routing() -> Path:
 
 def load_routing(path: Path | None, command: str) -> Routing | None:
     """The routing at `path` (default: `default_routing()`), or None after saying why not."""
+    path = path if path is not None else default_routing()
+    import_beside(path)
     try:
-        return Routing.load(path if path is not None else default_routing())
+        return Routing.load(path)
     except RoutingError as exc:
         print(f"zeus {command}: {exc}", file=sys.stderr)
         return None
