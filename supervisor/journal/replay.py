@@ -62,6 +62,10 @@ class Journal:
             run.zeus_pid = _int(event.get("pid"))
             run.started_ts = ts
             run.routing = _str(event.get("routing"))
+            run.store = event.get("store") is True
+            alive = event.get("owner_alive")
+            run.owner_alive = alive if isinstance(alive, bool) else None
+            run.owner_heartbeat_ts = num(event.get("heartbeat"))
             return
         if name == "zeus.stopped":
             run.stopped_ts = ts
