@@ -162,9 +162,9 @@ class TrackingRow:
 
 
 def tracking_rows(run: Run, now: float | None = None) -> list[TrackingRow]:
-    """A row per delegation, in dispatch order; `now` (default: the run's last event)
-    measures the ones still open."""
-    now = now if now is not None else run.last_ts
+    """A row per delegation, in dispatch order; `now` (default: where the run's time
+    stands, `Run.open_until`) measures the ones still open."""
+    now = now if now is not None else run.open_until(time.time())
     open_status = "unsettled" if run.stopped else "in progress"
     rows = []
     for d in run.delegations.values():

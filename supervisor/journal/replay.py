@@ -145,6 +145,14 @@ def _started(
     a.started_ts = ts
 
 
+def _reattached(
+    run: Run, d: ReplayedDelegation, a: ReplayedAttempt | None, e: Event, ts: float | None
+) -> None:
+    _started(run, d, a, e, ts)
+    if a is not None:
+        a.reattached = True
+
+
 def _spawned(
     run: Run, d: ReplayedDelegation, a: ReplayedAttempt | None, e: Event, ts: float | None
 ) -> None:
@@ -281,7 +289,7 @@ _HANDLERS: dict[str, _Handler] = {
     "attempt.started": _started,
     "attempt.spawned": _spawned,
     "attempt.session": _session,
-    "attempt.reattached": _started,  # the same attempt, supervised on by a later run
+    "attempt.reattached": _reattached,  # the same attempt, supervised on by a later run
     "attempt.heartbeat": _heartbeat,
     "attempt.timed_out": _timed_out,
     "attempt.stale": _timed_out,

@@ -60,6 +60,7 @@ class ReplayedAttempt:
     session_id: str | None = None
     last_ts: float | None = None
     then: str | None = None  # what Zeus did next: "retry in 1.20s", "fallback apollo -> athena"
+    reattached: bool = False  # a later run picked its process up again (`attempt.reattached`)
 
     @property
     def ended(self) -> bool:
