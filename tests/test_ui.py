@@ -293,6 +293,30 @@ def test_a_missing_journal_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "does not exist" in capsys.readouterr().err
 
 
+@pytest.mark.process
+def test_a_file_that_is_no_journal_exits_2_with_zeus_trees_words(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.txt"
+    junk.write_text("hello\nnot a journal\n", encoding="utf-8")
+    said = {}
+    for command in ("ui", "tree"):
+        done = subprocess.run([sys.executable, "-m", "supervisor.cli", command, str(junk)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        said[command] = done.stderr.removeprefix(f"zeus {command}: ")
+    assert said["ui"] == said["tree"]
+    assert "holds no Zeus events (2 line(s) skipped)" in said["ui"]
+
+
+def test_an_empty_journal_or_one_whose_first_line_is_being_written_is_served(
+    tmp_path: Path,
+) -> None:
+    empty, partial = tmp_path / "empty.jsonl", tmp_path / "partial.jsonl"
+    empty.write_text("", encoding="utf-8")
+    partial.write_text('{"ts": 1.0, "event": "zeus.sta', encoding="utf-8")
+    for path in (empty, partial):
+        assert isinstance(open_source(path), JournalFile)
+
+
 def test_without_the_ui_extra_zeus_ui_names_it_and_exits_2(demo_journal: Path) -> None:
     code = (
         "import sys; sys.modules['starlette'] = None\n"

@@ -33,7 +33,15 @@ from pathlib import Path
 from supervisor.journal.replay import Journal
 from supervisor.journal.runs import Event, Run
 
-__all__ = ["TrackingRow", "follow", "load", "parse_line", "read_events", "tracking_rows"]
+__all__ = [
+    "TrackingRow",
+    "follow",
+    "load",
+    "no_events",
+    "parse_line",
+    "read_events",
+    "tracking_rows",
+]
 
 
 # -- reading -----------------------------------------------------------------------------
@@ -87,6 +95,14 @@ def load(path: str | Path) -> Journal:
     for number, event in numbered:
         journal.apply(event, line=number)
     return journal
+
+
+def no_events(path: str | Path, journal: Journal) -> str | None:
+    """Why `journal` (read from `path`) is no journal: it holds no Zeus event; else None."""
+    if journal.events:
+        return None
+    what = f"{len(journal.notes)} line(s) skipped" if journal.notes else "it is empty"
+    return f"{path} holds no Zeus events ({what}); is it the file given as log= ?"
 
 
 def follow(
