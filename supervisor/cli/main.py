@@ -46,13 +46,18 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
+# Written as it prints (the formatter keeps the epilog's layout, so it wraps nothing).
+DESCRIPTION = """\
+Zeus: an Erlang/OTP-style supervision tree for AI-agent delegations.
+New here? `zeus init` writes a routing.yml, agents and a host of your own;
+`zeus demo` shows the pantheon at work."""
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     """The `zeus` parser, and which module runs each command name (aliases included)."""
     parser = argparse.ArgumentParser(
         prog="zeus",
-        description="Zeus: an Erlang/OTP-style supervision tree for AI-agent delegations. "
-        "New here? `zeus init` writes a routing.yml, agents and a host of your own; "
-        "`zeus demo` shows the pantheon at work.",
+        description=DESCRIPTION,
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
