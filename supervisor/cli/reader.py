@@ -1,7 +1,7 @@
 """Whether the reader of standard output is still there (`zeus run plan.yml | head -1`).
 
 A command that runs delegations may write nothing for minutes; the moment its reader
-leaves it must stop (docs/design.md §8: exit 141, what it started cancelled).
+leaves it stops (the README's exit status 141: what it started is cancelled).
 `watch_reader(on_gone)` watches standard output when it is a pipe or a socket: a
 thread polls its file descriptor, which reports an error or a hang-up as soon as
 the other end is closed, without writing a byte. On a terminal or a file nothing
