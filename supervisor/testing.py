@@ -50,6 +50,7 @@ __all__ = [
     "event_costs",
     "held",
     "kept",
+    "mailbox",
     "queued",
     "store_full",
     "sync",
@@ -96,10 +97,15 @@ def tell(zeus: Zeus, message: object) -> None:
     zeus._tell(message)
 
 
+def mailbox(zeus: Zeus) -> Any:
+    """Zeus's mailbox itself: the queue its actor was made with (a `queue.SimpleQueue`,
+    through the hook pykka calls to make an actor's inbox)."""
+    return zeus._ref.actor_inbox
+
+
 def queued(zeus: Zeus) -> int:
     """How many messages wait in Zeus's mailbox now (any thread; exact while `held`)."""
-    inbox: Any = zeus._ref.actor_inbox  # Zeus's actor makes it a `queue.SimpleQueue`
-    return int(inbox.qsize())
+    return int(mailbox(zeus).qsize())
 
 
 def wait_queued(zeus: Zeus, count: int = 1, timeout: float = 10.0) -> None:

@@ -4,7 +4,10 @@ routing the demo runs; and the README's first screen points a newcomer at the gu
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,3 +70,13 @@ def test_the_readme_first_screen_points_at_the_guide_and_zeus_init() -> None:
     assert "[`docs/guide.md`](docs/guide.md)" in first_screen
     assert "zeus init" in first_screen
     assert (ROOT / "docs" / "guide.md").is_file()
+
+
+@pytest.mark.process
+def test_no_line_of_zeus_help_is_wider_than_100_characters() -> None:
+    done = subprocess.run([sys.executable, "-m", "supervisor.cli", "--help"],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "COLUMNS": "200"})  # a wide terminal wraps nothing
+    assert done.returncode == 0, done.stderr
+    wide = [line for line in done.stdout.splitlines() if len(line) > 100]
+    assert not wide, wide

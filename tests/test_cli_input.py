@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from actors import Brief, Context, Status, Summary
 from supervisor import Routing, SupervisorError, UnknownAgent, Zeus
 from supervisor import journal as jr
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK
+from supervisor.cli.live import LiveTree
 from supervisor.cli.main import main
 from supervisor.core.handle import Handle
 
@@ -153,16 +155,12 @@ def test_ctrl_c_during_zeus_run_prints_what_settled_the_tree_and_the_journal(
         "  - {agent: spender, scope: slow, inputs: {interval_s: 5}}\n"
     )
     log = tmp_path / "run.jsonl"
-    real_result = Handle.result
-    calls: list[str] = []
 
-    def result(self: Handle, timeout: float | None = None) -> Summary:
-        calls.append(self.id)
-        if len(calls) == 2:  # the user presses Ctrl-C while waiting for the slow one
-            raise KeyboardInterrupt
-        return real_result(self, timeout)
+    def results(self: LiveTree, handles: Sequence[Handle]) -> list[Summary]:
+        handles[0].result()  # the quick one settles
+        raise KeyboardInterrupt  # the user presses Ctrl-C while waiting for the slow one
 
-    monkeypatch.setattr(Handle, "result", result)
+    monkeypatch.setattr(LiveTree, "results", results)
 
     code = main(["run", str(plan), "--log", str(log)])
 

@@ -330,7 +330,8 @@ BAD_PLANS: list[tuple[str, str, list[str]]] = [
     ("", "{agent: scout}", ["a plan is a list of briefs"]),
     ("", "[]", ["has no briefs"]),
     ("", "- just a string\n", ["entry 1", "a brief is a mapping", "a str"]),
-    ("", "- {agent: scout, scope: x, colour: red}\n", ["entry 1", "colour", "extra"]),
+    ("", "- {agent: scout, scope: x, colour: red}\n",
+     ["entry 1", "colour", "unknown key 'colour'; allowed: "]),
     ("", "- {agent: scout}\n", ["entry 1", "scope", "field required"]),
     (
         "",
@@ -522,6 +523,30 @@ def test_run_lists_every_problem_of_a_plan_at_once_each_on_its_line(
     assert "agent: agent 'idle' has no work function" in err[3]
     assert "scope: field required" in err[4]
     assert not (tmp_path / "e.jsonl").exists()  # nothing ran
+
+
+def test_a_misspelt_brief_key_is_named_with_the_key_it_is_closest_to_at_its_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    plan = write(
+        tmp_path / "plan.yml",
+        "- agent: apollo\n"            # 1
+        "  scop: Scan for TODO\n"      # 2: scope misspelt (so no "scope: field required")
+        "- group:\n"                   # 3
+        "    - agent: apollo\n"        # 4
+        "      scope: z\n"             # 5
+        "      timout_s: 3\n",         # 6
+    )
+    assert main(["run", str(plan)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.splitlines()
+    fields = ("agent, constraints, expected_output, inputs, key, mode, partial_ok, scope, "
+              "session, timeout_s")
+    assert err[1:] == [
+        f"{plan}:2: entry 1: scop: unknown key 'scop' (did you mean 'scope'?); "
+        f"allowed: {fields}",
+        f"{plan}:6: entry 2 (a group), brief 1: timout_s: unknown key 'timout_s' "
+        f"(did you mean 'timeout_s'?); allowed: {fields.replace(' key,', '')}",
+    ]
 
 
 def test_dispatch_of_an_agent_with_no_work_function_is_bad_input_not_a_failed_run(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -131,6 +132,43 @@ def test_validate_imports_entrypoints_from_the_current_directory(
     assert main(["validate"]) == EXIT_OK
     assert str(tmp_path) not in sys.path
     assert "no entrypoint or command" not in capsys.readouterr().out
+
+
+def test_validate_imports_entrypoints_from_the_routing_files_directory_after_all_else(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mine, elsewhere = tmp_path / "mine", tmp_path / "elsewhere"
+    mine.mkdir()
+    elsewhere.mkdir()
+    (mine / "zeus_cli_beside_agents.py").write_text(
+        "import sys\nPATH = list(sys.path)\ndef run(brief, ctx):\n    return 1\n")
+    (mine / "routing.yml").write_text(
+        "agents:\n  probe: {entrypoint: 'zeus_cli_beside_agents:run'}\n", "utf-8")
+    monkeypatch.chdir(elsewhere)
+    before = [p for p in sys.path if p not in ("", str(mine), str(elsewhere))]
+    monkeypatch.setattr(sys, "path", list(before))
+    monkeypatch.delitem(sys.modules, "zeus_cli_beside_agents", raising=False)
+    assert main(["validate", "../mine/routing.yml"]) == EXIT_OK, capsys.readouterr().err
+    assert sys.path == before  # taken off again when the command ended
+    seen = sys.modules.pop("zeus_cli_beside_agents").PATH
+    assert seen == [*before, str(elsewhere), str(mine)]  # the installed packages come first
+
+
+@pytest.mark.process
+def test_zeus_validate_of_a_routing_file_in_another_directory_imports_its_agents(
+    tmp_path: Path,
+) -> None:
+    mine, elsewhere = tmp_path / "mine", tmp_path / "elsewhere"
+    mine.mkdir()
+    elsewhere.mkdir()
+    (mine / "zeus_cli_beside_agents.py").write_text("def run(brief, ctx):\n    return 1\n")
+    (mine / "routing.yml").write_text(
+        "agents:\n  probe: {entrypoint: 'zeus_cli_beside_agents:run'}\n", "utf-8")
+    done = subprocess.run([sys.executable, "-m", "supervisor.cli", "validate",
+                           "../mine/routing.yml"], cwd=elsewhere, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == EXIT_OK, done.stderr
+    assert "does not import" not in done.stderr
 
 
 def test_schema_prints_a_json_schema_of_the_native_dialect(

@@ -133,7 +133,7 @@ def test_inside_a_long_tool_call_staleness_uses_stale_in_tool_s(
     summary = handle.result(WAIT)
     assert (summary.status, summary.timeout_kind) == (Status.timed_out, "stale")
     assert (summary.attempts[0].error or "").startswith(
-        "no progress for 30 s (stale) inside tool pytest")
+        "no progress for 30 s (stale; heartbeat.stale_in_tool_s) inside tool pytest")
 
 
 def test_after_a_long_tool_call_the_usual_stale_threshold_applies_again(
@@ -159,6 +159,8 @@ def test_after_a_long_tool_call_the_usual_stale_threshold_applies_again(
     summary = handle.result(WAIT)
     assert (summary.status, summary.timeout_kind) == (Status.timed_out, "stale")
     assert summary.attempts[0].tool_calls == 1
+    assert (summary.attempts[0].error or "").startswith(  # the key that set the threshold
+        "no progress for 10 s (stale; heartbeat.stale_after_s)")
 
 
 def test_a_long_tool_call_with_side_effects_blocks_a_blind_retry(

@@ -4,6 +4,7 @@ partials, budgets, cancellation, fencing, queueing, and the events that tell it.
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from actors import Brief, Context, Report, Status, TransientError
 from actors.clock import FakeClock
 from supervisor import UnknownAgent
-from supervisor.testing import held, sync
+from supervisor.testing import held, mailbox, sync
 from tests._support import wait_cancelled
 from tests.conftest import Recorder, ZeusFactory
 
@@ -40,6 +41,16 @@ def test_a_delegation_completes_with_its_output_partials_and_usage(
     assert [a.id for a in summary.attempts] == ["echo-1-a1"]
     assert handle.result() is summary  # the same summary every time
     assert handle.done()
+
+
+def test_zeus_mailbox_is_the_simple_queue_its_actor_asks_pykka_for(
+    make_zeus: ZeusFactory,
+) -> None:
+    # The actor fills pykka's private `_create_actor_inbox` hook (pyproject pins pykka 4):
+    # a pykka that stopped calling it would hand Zeus its own `queue.Queue` instead.
+    zeus = make_zeus({"a": {}}, works={"a": ok})
+    assert type(mailbox(zeus)) is queue.SimpleQueue
+    assert zeus.dispatch(Brief(agent="a", scope="s")).result(10).status is Status.completed
 
 
 def test_ids_count_per_agent_and_never_shift(make_zeus: ZeusFactory) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 
+from actors.osproc import process_start_time
 from supervisor.cli.main import main
 from supervisor.store import SqliteStore
 from tests.test_store import end, record, settle, start
@@ -36,6 +39,51 @@ def crashed_store(tmp_path: Path) -> Path:
     con.commit()
     con.close()
     return path
+
+
+def open_writer(tmp_path: Path, *, ran_s: float, owner_pid: int | None) -> Path:
+    """A store whose delegation w1 was dispatched `ran_s` ago and is still open, its
+    attempt started at once; the owner is `owner_pid` (None: dead), its last heartbeat
+    `ran_s` after the dispatch when dead, now when alive."""
+    path = tmp_path / "zeus.db"
+    store = SqliteStore.open(path)
+    t = time.time() - ran_s
+    record(store, "w1", created=t)
+    start(store, "w1", at=t + 0.01)
+    store.commit()
+    store.close()
+    con = sqlite3.connect(path)  # as if the owner were still there, or had died
+    if owner_pid is None:
+        con.execute("UPDATE owner SET released = NULL, pid = 999999998, heartbeat = ?",
+                    (t + ran_s,))
+    else:
+        con.execute("UPDATE owner SET released = NULL, pid = ?, pid_start_time = ?",
+                    (owner_pid, process_start_time(owner_pid)))
+    con.commit()
+    con.close()
+    return path
+
+
+def so_far(out: str) -> float:
+    found = re.search(r"w1 apollo: in progress ([0-9.]+)s so far", out)
+    assert found, out
+    return float(found.group(1))
+
+
+def test_zeus_tree_of_a_crashed_store_counts_an_open_delegation_to_the_owners_last_heartbeat(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = open_writer(tmp_path, ran_s=2.0, owner_pid=None)
+    assert main(["tree", str(path)]) == 0
+    assert so_far(capsys.readouterr().out) == pytest.approx(2.0, abs=0.01)
+
+
+def test_zeus_tree_of_a_store_whose_owner_runs_counts_an_open_delegation_to_now(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = open_writer(tmp_path, ran_s=100.0, owner_pid=os.getpid())
+    assert main(["tree", str(path)]) == 0
+    assert 100.0 <= so_far(capsys.readouterr().out) < 160.0  # loose: the real clock
 
 
 def test_zeus_tree_reads_a_store(crashed_store: Path, capsys: pytest.CaptureFixture[str]) -> None:

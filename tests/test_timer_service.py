@@ -6,7 +6,9 @@ Zeus; if it died, no delegation of that Zeus would ever time out again.
 
 from __future__ import annotations
 
+import os
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -193,3 +195,40 @@ def test_a_grace_no_timer_can_keep_ends_at_once_with_an_error_event(
     assert summary.attempts[0].fenced
     errors = recorder.named("zeus.internal_error")
     assert errors and "a timer could not be set" in errors[0]["error"]
+
+
+def test_a_handler_that_unwatches_and_closes_another_ready_fd_is_not_followed_by_its_handler(
+) -> None:
+    # Two pipes ready in one wake-up; whichever handler runs first unwatches and closes the
+    # other's fd (a command's exit handler closing its pipes): the other must not run.
+    hub = Hub(name="test-hub")
+    gate, checked = threading.Event(), threading.Event()
+    ran: list[int] = []
+    (r1, w1), (r2, w2) = os.pipe(), os.pipe()
+
+    def closing(own: int, other: int) -> Callable[[], None]:
+        def handler() -> None:
+            ran.append(own)
+            os.read(own, 1)
+            hub.unwatch(other)
+            os.close(other)
+            hub.call_later(0.0, checked.set)  # runs after the rest of this wake-up
+
+        return handler
+
+    def hold() -> None:  # the hub waits here while both pipes become ready
+        gate.wait(10)
+
+    try:
+        hub.call_later(0.0, hold)
+        hub.watch(r1, closing(r1, r2))
+        hub.watch(r2, closing(r2, r1))
+        os.write(w1, b"x")
+        os.write(w2, b"x")
+        gate.set()
+        assert checked.wait(10)
+        assert len(ran) == 1, ran
+    finally:
+        hub.close()
+        for fd in [w1, w2, *(ran if len(ran) == 1 else [])]:  # the read end left open
+            os.close(fd)

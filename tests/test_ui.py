@@ -18,6 +18,7 @@ from supervisor.cli.main import main
 from supervisor.errors import SupervisorError
 from supervisor.ui import JournalFile, View, open_source
 from tests._ui import needs_ui_extra, withhold_settlement
+from tests.test_store_cli import open_writer
 
 needs_ui_extra()
 
@@ -145,6 +146,61 @@ def test_an_open_delegation_shows_its_open_state(demo_journal: Path, tmp_path: P
     assert body["summary"] is None and body["open"]["attempt"] == "athena-1-a1"
 
 
+def test_a_run_whose_zeus_stopped_is_over_and_one_still_open_is_not(
+    demo_journal: Path, tmp_path: Path
+) -> None:
+    cut = tmp_path / "cut.jsonl"
+    withhold_settlement(demo_journal, cut, "athena-1")
+    with client(demo_journal) as c:
+        stopped = c.get("/api/tree").json()["run"]
+    with client(cut) as c:
+        running = c.get("/api/tree").json()["run"]
+    assert stopped["owner_gone"] is True and stopped["ended_ts"] == stopped["last_ts"]
+    assert running["owner_gone"] is False and running["ended_ts"] is None
+
+
+def test_a_store_whose_owner_died_is_over_its_time_stopping_at_the_last_heartbeat(
+    tmp_path: Path,
+) -> None:
+    path = open_writer(tmp_path, ran_s=2.0, owner_pid=None)
+    with client(path) as c:
+        run = c.get("/api/tree").json()["run"]
+    assert run["stopped_ts"] is None  # it crashed: no zeus.stopped
+    assert run["owner_gone"] is True
+    assert run["ended_ts"] - run["started_ts"] == pytest.approx(2.0, abs=0.01)
+
+
+def test_an_attempt_picked_up_again_after_a_restart_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    base = {"parent_id": None, "agent": "apollo"}
+    events = [
+        {"ts": 1.0, "event": "zeus.started", "delegation_id": None, "attempt_id": None, **base},
+        {"ts": 1.0, "event": "delegation.dispatched", "delegation_id": "d1", "attempt_id": None,
+         "scope": "s", **base},
+        {"ts": 1.0, "event": "attempt.started", "delegation_id": "d1", "attempt_id": "d1-a1",
+         "attempt": 1, **base},
+        {"ts": 5.0, "event": "zeus.started", "delegation_id": None, "attempt_id": None, **base},
+        {"ts": 5.0, "event": "attempt.reattached", "delegation_id": "d1",
+         "attempt_id": "d1-a1", "attempt": 1, "pid": 4242, **base},
+        {"ts": 6.0, "event": "attempt.started", "delegation_id": "d2", "attempt_id": "d2-a1",
+         "attempt": 1, **base},
+    ]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    with client(path) as c:
+        reattached = c.get("/api/delegations/d1").json()["attempts"]
+        fresh = c.get("/api/delegations/d2").json()["attempts"]
+    assert [(a["id"], a.get("reattached")) for a in reattached] == [("d1-a1", True)]
+    assert [(a["id"], a.get("reattached")) for a in fresh] == [("d2-a1", None)]
+
+
+def test_the_page_shows_live_only_while_the_run_can_change_and_says_a_reattach() -> None:
+    js = (Path(create_app.__code__.co_filename).parent / "assets" / "app.js").read_text("utf-8")
+    badge = js.split("function badge()", 1)[1].split("function follow()", 1)[0]
+    assert js.count('textContent = "live"') == 1 and 'textContent = "live"' in badge
+    assert badge.index("run.owner_gone") < badge.index('"live"')  # asked before "live"
+    assert js.count("picked up again after a restart") == 2  # the attempts table, the timeline
+
+
 def test_an_unknown_delegation_or_run_is_a_404_with_a_json_error(demo_journal: Path) -> None:
     with client(demo_journal) as c:
         response = c.get("/api/delegations/zeus-999")
@@ -235,6 +291,30 @@ def test_another_address_without_a_token_exits_2_saying_why(
 def test_a_missing_journal_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ui", str(tmp_path / "nope.jsonl")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.process
+def test_a_file_that_is_no_journal_exits_2_with_zeus_trees_words(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.txt"
+    junk.write_text("hello\nnot a journal\n", encoding="utf-8")
+    said = {}
+    for command in ("ui", "tree"):
+        done = subprocess.run([sys.executable, "-m", "supervisor.cli", command, str(junk)],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        said[command] = done.stderr.removeprefix(f"zeus {command}: ")
+    assert said["ui"] == said["tree"]
+    assert "holds no Zeus events (2 line(s) skipped)" in said["ui"]
+
+
+def test_an_empty_journal_or_one_whose_first_line_is_being_written_is_served(
+    tmp_path: Path,
+) -> None:
+    empty, partial = tmp_path / "empty.jsonl", tmp_path / "partial.jsonl"
+    empty.write_text("", encoding="utf-8")
+    partial.write_text('{"ts": 1.0, "event": "zeus.sta', encoding="utf-8")
+    for path in (empty, partial):
+        assert isinstance(open_source(path), JournalFile)
 
 
 def test_without_the_ui_extra_zeus_ui_names_it_and_exits_2(demo_journal: Path) -> None:

@@ -62,6 +62,7 @@ def test_the_page_shows_the_demo_live_and_a_settlement_changes_its_row_without_a
         assert shown["rows"] == _tree_order(run)
         assert sorted(shown["bars"]) == _attempts(run)
         assert shown["status"] == "in progress"
+        assert driver.find_element(By.ID, "live").text == "live"  # the run goes on
         driver.execute_script("window.notReloaded = true")
         append(cut, rest)
         wait(driver, """return document.querySelector('.row[data-id="apollo-7"]')
@@ -70,6 +71,9 @@ def test_the_page_shows_the_demo_live_and_a_settlement_changes_its_row_without_a
         shown = driver.execute_script(SHOWN)
         assert shown["rows"] == _tree_order(full) and sorted(shown["bars"]) == _attempts(full)
         assert driver.find_element(By.ID, "runinfo").text.endswith("stopped")
+        # Its Zeus stopped: never "live" beside "stopped" again.
+        wait(driver, "return document.getElementById('live').textContent === 'stopped'")
+        assert "on" not in driver.find_element(By.ID, "live").get_attribute("class").split()
         shot = tmp_path / "zeus-ui.png"
         driver.save_screenshot(str(shot))
         print(f"screenshot: {shot}")

@@ -14,7 +14,10 @@ builds a new one and registers every object on each call, which costs about
 Kept, it costs one `epoll_wait` per wake-up, whatever the number of children.
 
 Rule for handlers: the hub thread is the only one that closes a watched fd,
-and only after `unwatch()`; a handler is told "maybe ready" and checks.
+and only after `unwatch()`; a handler is told "maybe ready" and checks. One
+wake-up can report several fds ready; a handler that unwatches another of them
+(a command's exit handler closing its pipes) is never followed by that fd's
+handler in the same wake-up, so no handler reads an fd closed under it.
 """
 
 from __future__ import annotations
@@ -138,10 +141,18 @@ class Hub:
         for key, _ in self._selector.select(timeout):
             if key.data is None:
                 self._drain_wake()
-            else:
+            elif self._still_watched(key):  # not unwatched by a handler before it
                 self._call(key.data)
         self._run_due_timers()
         return False
+
+    def _still_watched(self, key: selectors.SelectorKey) -> bool:
+        """Whether `key` is still the registration of its fd (not unwatched, not replaced)."""
+        with self._lock:
+            try:
+                return self._selector.get_key(key.fileobj) is key
+            except (KeyError, ValueError, OSError):  # unwatched, or a closed Connection
+                return False
 
     def _run_due_timers(self) -> None:
         now = time.monotonic()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -52,6 +52,7 @@ from supervisor.journal.events import JournalFile
 from supervisor.journal.private_files import append_private
 
 if TYPE_CHECKING:
+    from supervisor.core.handle import Handle
     from supervisor.core.zeus import Zeus
 
 __all__ = ["LiveTree", "bar", "open_journal"]
@@ -111,6 +112,8 @@ class LiveTree:
         self._counts: dict[str, Any] = {}
         self._summaries: dict[str, Summary] = {}
         self.write_error: str | None = None
+        self._wake = threading.Event()  # a delegation settled or the reader left: look again
+        self._gone = False  # the output's reader left (a closed pipe): never cleared
 
     @property
     def live(self) -> bool:
@@ -139,6 +142,22 @@ class LiveTree:
         """Keep a settled delegation's summary (its partial results and usage show in the tree)."""
         with self._lock:
             self._summaries[summary.id] = summary
+        self._wake.set()
+
+    def output_gone(self) -> None:
+        """The output's reader left (any thread): `results` raises `BrokenPipeError` at once."""
+        self._gone = True
+        self._wake.set()
+
+    def results(self, handles: Sequence[Handle]) -> list[Summary]:
+        """Each handle's summary once all settled (each `add_summary`d); `BrokenPipeError` as
+        soon as the reader leaves, so the caller's `with Zeus.start()` cancels what is open."""
+        while not self._gone and not all(handle.done() for handle in handles):
+            self._wake.wait()
+            self._wake.clear()  # looked at again before the next wait
+        if self._gone:
+            raise BrokenPipeError("the output's reader left")
+        return [handle.result() for handle in handles]
 
     def _write(self, event: dict[str, Any]) -> None:
         if self._file is None or self.write_error is not None:
@@ -153,8 +172,12 @@ class LiveTree:
         line = plain_event(event, self._t0)
         if line is None:
             return
-        with contextlib.suppress(OSError, ValueError):  # the reader left; Zeus goes on
+        try:  # a closed output ends the command; a full disk stops the view, not the run
             self._console.print(Text(line), soft_wrap=True)
+        except (BrokenPipeError, ValueError):
+            self.output_gone()
+        except OSError:
+            pass
 
     # -- live display -------------------------------------------------------------------
 
@@ -303,8 +326,7 @@ class LiveTree:
     def _label(self, d: jr.ReplayedDelegation, run: jr.Run, plain: bool) -> Text:
         if not d.settled:
             return self._open_label(d, plain)
-        text = settled_label(d, run, self._extras(d))
-        return text
+        return settled_label(d, run, self._extras(d))
 
     def _rows(self, run: jr.Run, height: int | None, plain: bool) -> list[Row]:
         """The rows of `run` at the richest detail that fits `height` rows (None: all)."""

@@ -5,9 +5,9 @@ To add a command, write a module with `add_parser(subparsers)` and
 Exit codes: `EXIT_CODES` (`zeus --help` prints it).
 
 Entrypoints (`pkg.module:fn`) import from the installed packages first, then
-from the current directory: the CLI appends the current directory to the END of
-`sys.path` while a command runs, so a stray `yaml.py` or `json.py` in it can never
-shadow a module Zeus or an installed package imports.
+from the current directory, then from the routing file's directory: the CLI
+appends those to the END of `sys.path` while a command runs, so a stray `yaml.py`
+or `json.py` in them can never shadow a module Zeus or an installed package imports.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import suppress
 
 from supervisor import __version__
 from supervisor.cli.commands import (
@@ -28,6 +28,7 @@ from supervisor.cli.commands import (
     blocked,
     demo,
     dispatch,
+    importable,
     init,
     mcp,
     resolve,
@@ -49,13 +50,18 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
+# Written as it prints (the formatter keeps the epilog's layout, so it wraps nothing).
+DESCRIPTION = """\
+Zeus: an Erlang/OTP-style supervision tree for AI-agent delegations.
+New here? `zeus init` writes a routing.yml, agents and a host of your own;
+`zeus demo` shows the pantheon at work."""
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
     """The `zeus` parser, and which module runs each command name (aliases included)."""
     parser = argparse.ArgumentParser(
         prog="zeus",
-        description="Zeus: an Erlang/OTP-style supervision tree for AI-agent delegations. "
-        "New here? `zeus init` writes a routing.yml, agents and a host of your own; "
-        "`zeus demo` shows the pantheon at work.",
+        description=DESCRIPTION,
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -80,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return exc.code or 0
         return EXIT_BAD_INPUT
     try:
-        with _cwd_importable():
+        with importable(os.getcwd()):
             return by_name[args.command].run(args)
     except KeyboardInterrupt:
         print("zeus: interrupted", file=sys.stderr)
@@ -89,24 +95,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         with suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_CLOSED
-
-
-@contextmanager
-def _cwd_importable() -> Iterator[None]:
-    """Let `entrypoint: pkg.module:fn` import from the current directory, after all else.
-
-    A console script's `sys.path` starts with its own bin directory, not the cwd.
-    Unlike `python -m`, the cwd goes last: it adds modules, it never replaces one.
-    """
-    cwd = os.getcwd()
-    added = "" not in sys.path and cwd not in sys.path
-    if added:
-        sys.path.append(cwd)
-    try:
-        yield
-    finally:
-        if added and cwd in sys.path:
-            sys.path.remove(cwd)
 
 
 if __name__ == "__main__":

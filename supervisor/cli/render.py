@@ -9,6 +9,7 @@ run laid out as rows is `supervisor.cli.rows`.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -149,7 +150,7 @@ def delegation_label(
     """
     status = delegation_status(d, run)
     agents = " -> ".join(d.agents) or "?"
-    elapsed = d.elapsed(run.last_ts)
+    elapsed = d.elapsed(run.open_until(time.time()))
     when = "" if elapsed is None else f" {elapsed:.2f}s" + ("" if d.settled else " so far")
     text = f"{d.id} {agents}: {status}{when}, {len(d.attempts)} attempt(s)"
     said = [status]

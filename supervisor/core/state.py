@@ -174,8 +174,9 @@ def attempt_error(a: Attempt, outcome: AttemptOutcome, finished: Finished | None
     own = finished.error if finished is not None else None
     stopped = {
         AttemptOutcome.timeout: f"deadline of {a.deadline - a.started_at:g} s passed",
-        AttemptOutcome.stale: f"no progress for {a.stale_after_s:g} s (stale)"
-        + (f" inside tool {a.in_tool}" if a.in_tool else ""),
+        AttemptOutcome.stale: f"no progress for {a.stale_after_s:g} s "
+        + (f"(stale; heartbeat.stale_in_tool_s) inside tool {a.in_tool}" if a.in_tool
+           else "(stale; heartbeat.stale_after_s)"),
         AttemptOutcome.budget_exceeded: "over budget",
         AttemptOutcome.crash: f"its child did not start within {a.policy.spawn_timeout_s:g}s",
         AttemptOutcome.cancelled: "cancelled",

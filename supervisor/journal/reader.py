@@ -33,7 +33,15 @@ from pathlib import Path
 from supervisor.journal.replay import Journal
 from supervisor.journal.runs import Event, Run
 
-__all__ = ["TrackingRow", "follow", "load", "parse_line", "read_events", "tracking_rows"]
+__all__ = [
+    "TrackingRow",
+    "follow",
+    "load",
+    "no_events",
+    "parse_line",
+    "read_events",
+    "tracking_rows",
+]
 
 
 # -- reading -----------------------------------------------------------------------------
@@ -87,6 +95,14 @@ def load(path: str | Path) -> Journal:
     for number, event in numbered:
         journal.apply(event, line=number)
     return journal
+
+
+def no_events(path: str | Path, journal: Journal) -> str | None:
+    """Why `journal` (read from `path`) is no journal: it holds no Zeus event; else None."""
+    if journal.events:
+        return None
+    what = f"{len(journal.notes)} line(s) skipped" if journal.notes else "it is empty"
+    return f"{path} holds no Zeus events ({what}); is it the file given as log= ?"
 
 
 def follow(
@@ -162,9 +178,9 @@ class TrackingRow:
 
 
 def tracking_rows(run: Run, now: float | None = None) -> list[TrackingRow]:
-    """A row per delegation, in dispatch order; `now` (default: the run's last event)
-    measures the ones still open."""
-    now = now if now is not None else run.last_ts
+    """A row per delegation, in dispatch order; `now` (default: where the run's time
+    stands, `Run.open_until`) measures the ones still open."""
+    now = now if now is not None else run.open_until(time.time())
     open_status = "unsettled" if run.stopped else "in progress"
     rows = []
     for d in run.delegations.values():

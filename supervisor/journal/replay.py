@@ -62,6 +62,10 @@ class Journal:
             run.zeus_pid = _int(event.get("pid"))
             run.started_ts = ts
             run.routing = _str(event.get("routing"))
+            run.store = event.get("store") is True
+            alive = event.get("owner_alive")
+            run.owner_alive = alive if isinstance(alive, bool) else None
+            run.owner_heartbeat_ts = num(event.get("heartbeat"))
             return
         if name == "zeus.stopped":
             run.stopped_ts = ts
@@ -139,6 +143,14 @@ def _started(
     a.ray_job = job if isinstance(job, str) else None
     a.deadline_s = num(e.get("deadline_s"))
     a.started_ts = ts
+
+
+def _reattached(
+    run: Run, d: ReplayedDelegation, a: ReplayedAttempt | None, e: Event, ts: float | None
+) -> None:
+    _started(run, d, a, e, ts)
+    if a is not None:
+        a.reattached = True
 
 
 def _spawned(
@@ -277,7 +289,7 @@ _HANDLERS: dict[str, _Handler] = {
     "attempt.started": _started,
     "attempt.spawned": _spawned,
     "attempt.session": _session,
-    "attempt.reattached": _started,  # the same attempt, supervised on by a later run
+    "attempt.reattached": _reattached,  # the same attempt, supervised on by a later run
     "attempt.heartbeat": _heartbeat,
     "attempt.timed_out": _timed_out,
     "attempt.stale": _timed_out,

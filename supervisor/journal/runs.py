@@ -60,6 +60,7 @@ class ReplayedAttempt:
     session_id: str | None = None
     last_ts: float | None = None
     then: str | None = None  # what Zeus did next: "retry in 1.20s", "fallback apollo -> athena"
+    reattached: bool = False  # a later run picked its process up again (`attempt.reattached`)
 
     @property
     def ended(self) -> bool:
@@ -169,10 +170,32 @@ class Run:
     intensity: list[Event] = field(default_factory=list)
     events: int = 0
     last_ts: float | None = None
+    # Read from a durable store (its `zeus.started` says so): no heartbeat events there,
+    # so an open delegation runs until now while the store's owner lives, and until the
+    # owner's last heartbeat once it is dead (`owner_alive` False).
+    store: bool = False
+    owner_alive: bool | None = None
+    owner_heartbeat_ts: float | None = None
 
     @property
     def stopped(self) -> bool:
         return self.stopped_ts is not None
+
+    @property
+    def owner_gone(self) -> bool:
+        """The Zeus that wrote this run is no more: it stopped, or its store's owner died."""
+        return self.stopped or self.owner_alive is False
+
+    def open_until(self, now: float) -> float | None:
+        """Where an open delegation's time stops, given `now` (the wall clock): the last
+        event of a journal (its heartbeats keep it fresh); for a store, `now` while its
+        owner lives, its last sign of life once dead (None: no time known)."""
+        if not self.store or self.stopped:
+            return self.last_ts
+        if self.owner_alive is False:
+            known = [t for t in (self.last_ts, self.owner_heartbeat_ts) if t is not None]
+            return max(known) if known else None
+        return now
 
     def incomplete(self) -> list[ReplayedDelegation]:
         """The delegations that did not settle `completed` (open ones included)."""

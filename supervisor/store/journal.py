@@ -2,10 +2,10 @@
 
 `store_events(path)` opens the store read-only (its owner may be running) and
 yields the same dicts a JSONL journal holds (docs/formats.md), rebuilt from the
-rows: `zeus.started` (the owner), `delegation.dispatched`, `attempt.started`,
-`attempt.spawned` (the child's pid), `attempt.timed_out` / `attempt.stale` /
-`attempt.budget_exceeded` (for an attempt that ended so), `attempt.completed` /
-`attempt.failed`,
+rows: `zeus.started` (the owner; while it holds the store, `owner_alive` and its
+last `heartbeat`), `delegation.dispatched`, `attempt.started`, `attempt.spawned`
+(the child's pid), `attempt.timed_out` / `attempt.stale` / `attempt.budget_exceeded`
+(for an attempt that ended so), `attempt.completed` / `attempt.failed`,
 `retry.scheduled`, `delegation.settled`, and `zeus.stopped` when the owner gave
 the store up. Heartbeats and charges are not events here. Called from the
 CLI's main thread (`zeus tree|timeouts|sweep STORE`).
@@ -22,7 +22,8 @@ from typing import Any
 from actors import Summary
 from supervisor.errors import StoreError
 from supervisor.store import reads
-from supervisor.store.base import StoredDelegation
+from supervisor.store.base import Owner, StoredDelegation
+from supervisor.store.owner import owner_alive
 from supervisor.store.schema import inspect, is_sqlite_file, readonly_uri
 
 __all__ = ["blocked_delegations", "is_sqlite_file", "open_count", "store_events"]
@@ -36,6 +37,18 @@ def _base(event: str, ts: float, delegation_id: str | None, attempt_id: str | No
           parent_id: str | None, agent: str | None, **fields: Any) -> tuple[float, Event]:
     return ts, {"ts": ts, "event": event, "delegation_id": delegation_id,
                 "attempt_id": attempt_id, "parent_id": parent_id, "agent": agent, **fields}
+
+
+def _owner_state(owner: tuple[Any, ...] | None) -> Event:
+    """Whether the store's owner lives and its last heartbeat (wall clock), for
+    `zeus.started`: a store holds no heartbeat events, so a reader needs them to say how
+    long an open delegation has run (to now, or to the dead owner's last heartbeat)."""
+    if owner is None or owner[2] is not None:  # none yet, or released: `zeus.stopped` says it
+        return {}
+    pid, since, _, pid_start, host, heartbeat = owner
+    alive = owner_alive(Owner(pid=pid, pid_start_time=pid_start, host=host, since=since,
+                              heartbeat=heartbeat))
+    return {"owner_alive": alive, "heartbeat": heartbeat}
 
 
 def store_events(path: str | Path) -> Iterator[Event]:
@@ -81,13 +94,14 @@ def open_count(path: str | Path) -> int:
 
 
 def _events(con: sqlite3.Connection) -> Iterator[Event]:
-    owner = con.execute("SELECT pid, since, released FROM owner").fetchone()
+    owner = con.execute("SELECT pid, since, released, pid_start_time, host, heartbeat"
+                        " FROM owner").fetchone()
     first = con.execute("SELECT min(created) FROM delegations").fetchone()[0]
     known = [x for x in (owner[1] if owner else None, first) if x is not None]
     started = min(known) if known else 0.0
     yield {"ts": started, "event": "zeus.started", "delegation_id": None, "attempt_id": None,
            "parent_id": None, "agent": None, "pid": owner[0] if owner else None,
-           "routing": None, "store": True}
+           "routing": None, "store": True, **_owner_state(owner)}
     depth: dict[str, int] = {}
     parents: dict[str, str | None] = {}
     rows: list[tuple[int, tuple[float, Event]]] = []

@@ -12,6 +12,7 @@ Statuses are the tracking table's: a settled status, `in progress`, or
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from supervisor.journal import (
@@ -57,6 +58,7 @@ def _attempt(a: ReplayedAttempt) -> dict[str, Any]:
         "session_id": a.session_id,
         "error": a.error,
         "then": a.then,
+        "reattached": a.reattached,
     }
     return {k: v for k, v in fields.items() if v is not None and v is not False}
 
@@ -150,6 +152,10 @@ def _run(view: View, run: Run) -> dict[str, Any]:
         "started_ts": run.started_ts,
         "stopped_ts": run.stopped_ts,
         "last_ts": run.last_ts,
+        # Nothing more will come: its Zeus stopped, or its store's owner is dead; then
+        # `ended_ts` is where open delegations' time stops.
+        "owner_gone": run.owner_gone,
+        "ended_ts": run.open_until(time.time()) if run.owner_gone else None,
         "events": run.events,
         "intensity_exceeded": run.intensity,
     }
@@ -179,7 +185,8 @@ class TreeCache:
         if stale:  # the tracking table's rows of just these, as `zeus timeouts` makes them
             parents = _parents(run)
             only = Run(index=run.index, stopped_ts=run.stopped_ts, last_ts=run.last_ts,
-                       delegations=stale)
+                       store=run.store, owner_alive=run.owner_alive,
+                       owner_heartbeat_ts=run.owner_heartbeat_ts, delegations=stale)
             for d, row in zip(stale.values(), tracking_rows(only), strict=True):
                 events = view.events_of(run, d.id)
                 self._parts[(run.index, d.id)] = (

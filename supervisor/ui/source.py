@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO
 
 from supervisor.errors import SupervisorError
-from supervisor.journal import Event, parse_line
+from supervisor.journal import Event, load, no_events, parse_line
 
 __all__ = ["Batch", "JournalFile", "Source", "StoreFile", "open_source"]
 
@@ -157,4 +157,29 @@ def open_source(path: Path) -> Source:
 
         inspect(path)  # StoreError (a SupervisorError) for an SQLite file that is no store
         return StoreFile(path)
+    _check_journal(path)
     return JournalFile(path)
+
+
+_PREFIX = 64 * 1024  # a journal says so in its first line; junk is read whole to say how much
+
+
+def _check_journal(path: Path) -> None:
+    """`SupervisorError`, as `zeus tree` words it, for a file whose lines are no Zeus events.
+
+    An empty file, or one whose first line is still being written, is a journal to come
+    (`zeus run --ui` starts the page before the first event)."""
+    with path.open("rb") as stream:
+        *complete, _ = stream.read(_PREFIX).split(b"\n")
+    lines = [raw.decode("utf-8", errors="replace").strip().lstrip("\ufeff") for raw in complete]
+    lines = [line for line in lines if line]
+    for line in lines:
+        try:
+            parse_line(line)
+        except ValueError:
+            continue
+        return
+    if lines:
+        problem = no_events(path, load(path))
+        if problem is not None:
+            raise SupervisorError(problem)

@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Protocol
 
 from rich.console import Console
@@ -33,6 +35,8 @@ __all__ = [
     "Command",
     "console",
     "fitted",
+    "import_beside",
+    "importable",
     "print_fitted",
     "print_table",
     "table_lines",
@@ -56,12 +60,56 @@ EXIT_CODES = """exit codes:
   141  the output was closed before the end (its reader left)"""
 
 
+# Folders a command put at the end of `sys.path`, taken off again when it ends (`importable`).
+_ADDED: list[str] = []
+
+
+def import_beside(path: Path) -> None:
+    """Let entrypoints import from the folder of `path` (a routing file) too, for the rest of
+    the command: it goes last on `sys.path`, so it adds modules and never replaces one."""
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
+        _ADDED.append(folder)
+
+
+@contextmanager
+def importable(folder: str) -> Iterator[None]:
+    """While the block runs, `folder` (and what `import_beside` adds) at the end of `sys.path`.
+
+    A console script's `sys.path` starts with its own bin directory, not the cwd.
+    Unlike `python -m`, the folder goes last: it adds modules, it never replaces one.
+    """
+    if "" not in sys.path and folder not in sys.path:
+        sys.path.append(folder)
+        _ADDED.append(folder)
+    try:
+        yield
+    finally:
+        while _ADDED:
+            added = _ADDED.pop()
+            if added in sys.path:
+                sys.path.remove(added)
+
+
 class Command(Protocol):
     """What `supervisor.cli` needs of a command module."""
 
     def add_parser(self, subparsers: Any) -> None: ...
 
     def run(self, args: argparse.Namespace) -> int: ...
+
+
+class _Console(Console):
+    """A rich console that lets a closed pipe surface as `BrokenPipeError`.
+
+    rich's own answer to a closed pipe is `SystemExit(1)`, raised in whichever thread
+    wrote; `zeus` ends with 141 instead and cancels what it started (`supervisor.cli`).
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # nothing more is written, so the error is raised once
+        raise BrokenPipeError("the output's reader left")
 
 
 def console(*, stderr: bool = False) -> Console:
@@ -71,7 +119,7 @@ def console(*, stderr: bool = False) -> Console:
     """
     stream = sys.stderr if stderr else sys.stdout
     terminal = stream.isatty()
-    return Console(
+    return _Console(
         file=stream,
         highlight=False,
         emoji=False,

@@ -53,6 +53,7 @@ from supervisor.cli.commands.run import (
     screen_lines,
 )
 from supervisor.cli.live import LiveTree, open_journal
+from supervisor.cli.reader import watch_reader
 from supervisor.core.handle import Handle
 from supervisor.core.zeus import Zeus
 from supervisor.errors import SupervisorError
@@ -345,13 +346,13 @@ def _demo(
     interrupted: list[Summary] | None = None
     with Zeus.start(routing, log=owner) as zeus:
         owner.zeus = zeus
-        with live.show(zeus):
+        with live.show(zeus), watch_reader(live.output_gone):
             try:
                 for s in plan:
                     handle = zeus.dispatch(s.brief)
                     handle.add_done_callback(live.add_summary)
                     handles.append(handle)
-                summaries = [h.result() for h in handles]
+                summaries = live.results(handles)
             except KeyboardInterrupt:  # what settled before Zeus stops (and cancels) the rest
                 interrupted = live.summaries()
     if interrupted is not None:

@@ -21,8 +21,15 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from actors import Brief, Summary
-from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console
+from supervisor.cli.commands import (
+    EXIT_BAD_INPUT,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    console,
+    import_beside,
+)
 from supervisor.cli.live import LiveTree, open_journal
+from supervisor.cli.reader import watch_reader
 from supervisor.core.zeus import Zeus
 from supervisor.errors import RoutingError, SupervisorError, did_you_mean
 from supervisor.routing import DEFAULT_ROUTING, Routing
@@ -78,8 +85,10 @@ def default_routing() -> Path:
 
 def load_routing(path: Path | None, command: str) -> Routing | None:
     """The routing at `path` (default: `default_routing()`), or None after saying why not."""
+    path = path if path is not None else default_routing()
+    import_beside(path)
     try:
-        return Routing.load(path if path is not None else default_routing())
+        return Routing.load(path)
     except RoutingError as exc:
         print(f"zeus {command}: {exc}", file=sys.stderr)
         return None
@@ -191,8 +200,8 @@ def _supervise(routing: Routing, brief: Brief, journal: IO[str] | None) -> Summa
     with Zeus.start(routing, log=live) as zeus:
         handle = zeus.dispatch(brief)
         handle.add_done_callback(live.add_summary)
-        with live.show(zeus):
-            summary = handle.result()
+        with live.show(zeus), watch_reader(live.output_gone):
+            (summary,) = live.results([handle])
     if live.write_error:
         print(f"zeus dispatch: {live.write_error}", file=sys.stderr)
     return summary

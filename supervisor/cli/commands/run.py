@@ -27,6 +27,7 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from difflib import get_close_matches
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,13 +48,14 @@ from supervisor.cli.commands import (
 )
 from supervisor.cli.commands.dispatch import agent_problem, brief_problem, load_routing
 from supervisor.cli.live import LiveTree, open_journal
+from supervisor.cli.reader import watch_reader
 from supervisor.core.handle import Handle
 from supervisor.core.zeus import Zeus
 from supervisor.errors import SupervisorError
 from supervisor.routing import Routing
 from supervisor.routing.bounded import BoundExceeded, load_bounded, read_bounded
 from supervisor.routing.lines import KeyPath, Lines, Loader
-from supervisor.routing.problems import Problems
+from supervisor.routing.problems import Problems, unknown_key
 from supervisor.rules.groups import STRATEGIES, Strategy
 
 __all__ = [
@@ -193,7 +195,8 @@ def _entry(problems: Problems, at: KeyPath, n: int, raw: Any) -> Entry | None:
         if key is not None and not (isinstance(key, str) and key):
             _add(problems, (*at, "key"), f"{where}: key: give a non-empty string, found "
                          f"{_kind(key)}")
-        brief = _brief(problems, at, where, {k: v for k, v in raw.items() if k != "key"})
+        brief = _brief(problems, at, where, {k: v for k, v in raw.items() if k != "key"},
+                       also=("key",))
         return None if brief is None else Entry((brief,), None, ((at, where),),
                                                 key if isinstance(key, str) else None)
     where += " (a group)"
@@ -222,15 +225,32 @@ def _entry(problems: Problems, at: KeyPath, n: int, raw: Any) -> Entry | None:
     return Entry(tuple(briefs), strategy or "one_for_one", tuple(places)) if briefs else None
 
 
-def _brief(problems: Problems, at: KeyPath, where: str, raw: dict[str, Any]) -> Brief | None:
-    """The brief, or None after adding each of its problems at its field's line."""
+def _brief(
+    problems: Problems, at: KeyPath, where: str, raw: dict[str, Any], *,
+    also: tuple[str, ...] = (),
+) -> Brief | None:
+    """The brief, or None after adding each of its problems at its field's line.
+
+    A key that is no field is named with the field it is closest to, as routing.yml's
+    are (`unknown key 'scop' (did you mean 'scope'?); allowed: ...`); the field it meant
+    is then not also said to be missing. `also`: the entry's other keys (`key:`).
+    """
+    allowed = [*Brief.model_fields, *also]
+    unknown = [key for key in raw if key not in allowed]
+    meant = set()
+    for key in unknown:
+        _add(problems, (*at, key), f"{where}: {key}: {unknown_key(str(key), allowed)}")
+        meant.update(get_close_matches(str(key), allowed, n=1))
     try:
-        return Brief.model_validate(raw)
+        brief = Brief.model_validate({k: v for k, v in raw.items() if k not in unknown})
     except ValidationError as exc:
         for err in exc.errors():
             fields = [str(part) for part in err["loc"]][:1]
+            if err["type"] == "missing" and fields and fields[0] in meant:
+                continue
             _add(problems, (*at, *fields), f"{where}: {brief_problem(err)}")
         return None
+    return None if unknown else brief
 
 
 def _kind(value: Any) -> str:
@@ -294,7 +314,8 @@ def _run(
         live = LiveTree(out, journal=journal, transient=True)
     handles: list[Handle] = []
     interrupted: list[Summary] | None = None
-    with Zeus.start(routing, log=live, store=store) as zeus, live.show(zeus):
+    with (Zeus.start(routing, log=live, store=store) as zeus, live.show(zeus),
+          watch_reader(live.output_gone)):
         try:
             for n, entry in enumerate(plan.entries, 1):
                 if entry.strategy is None:
@@ -305,7 +326,7 @@ def _run(
                 for handle in added:
                     handle.add_done_callback(live.add_summary)
                 handles += added
-            summaries = [handle.result() for handle in handles]
+            summaries = live.results(handles)
         except KeyboardInterrupt:  # what settled before Zeus stops (and cancels) the rest
             interrupted = live.summaries()
     if live.write_error:

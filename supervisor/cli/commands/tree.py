@@ -76,13 +76,9 @@ def load_or_fail(path: Path, command: str) -> jr.Journal | None:
     except OSError as exc:
         print(f"zeus {command}: cannot read {path}: {exc.strerror}", file=sys.stderr)
         return None
-    if journal.events == 0:  # not a journal: one line, not one per line skipped
-        what = f"{len(journal.notes)} line(s) skipped" if journal.notes else "it is empty"
-        print(
-            f"zeus {command}: {path} holds no Zeus events ({what}); "
-            "is it the file given as log= ?",
-            file=sys.stderr,
-        )
+    problem = jr.no_events(path, journal)
+    if problem is not None:  # not a journal: one line, not one per line skipped
+        print(f"zeus {command}: {problem}", file=sys.stderr)
         return None
     for note in journal.notes:
         print(f"zeus {command}: {path}: {note}", file=sys.stderr)

@@ -36,7 +36,14 @@ from typing import Any
 from rich.text import Text
 
 from actors.speaks import CLI_PROGRAMS, Invocation, cli_argv
-from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK, console, print_fitted, print_table
+from supervisor.cli.commands import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    console,
+    import_beside,
+    print_fitted,
+    print_table,
+)
 from supervisor.cli.commands.dispatch import default_routing, unknown_agent
 from supervisor.errors import RoutingError
 from supervisor.routing import OWNER, AgentPolicy, Routing
@@ -117,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         args.path, args.explain = args.explain, ALL  # `--explain routing.yml`: the file
     path = Path(args.path) if args.path is not None else default_routing()
     registered = {name for given in args.registered for name in given.split(",") if name}
+    import_beside(path)
     try:
         routing = Routing.load(path, import_entrypoints=not args.no_import,
                                registered=registered)

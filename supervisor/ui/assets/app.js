@@ -21,7 +21,7 @@
   const clock = (ts) => (ts == null ? "-" : new Date(ts * 1000).toISOString().slice(11, 23));
   const now = () => {
     const run = state.tree && state.tree.run;
-    if (run && run.stopped_ts != null) return run.last_ts;
+    if (run && run.owner_gone) return run.ended_ts ?? run.last_ts; // nothing moves any more
     return Date.now() / 1000 + state.skew;
   };
 
@@ -159,6 +159,7 @@
         const outcome = a.outcome || "open";
         const how = [a.id, outcome, secs(stop - a.started_ts)];
         if (a.killed) how.push("killed: " + a.killed + (a.kill_latency_s != null ? " in " + secs(a.kill_latency_s) : ""));
+        if (a.reattached) how.push("picked up again after a restart");
         if (a.then) how.push("then " + a.then);
         let marks = "";
         const hit = a.timed_out_after_s ?? a.stale_after_s;
@@ -221,7 +222,7 @@
     $("source").textContent = t.source;
     const r = t.run;
     $("runinfo").textContent = `run ${r.index} of ${r.of} · ${r.events} events · ` +
-      (r.stopped_ts != null ? "stopped" : "running") +
+      (r.stopped_ts != null ? "stopped" : r.owner_gone ? "its Zeus is gone (the store's owner died)" : "running") +
       (r.intensity_exceeded.length ? " · restart intensity exceeded" : "");
     $("notes-box").hidden = !t.notes.length;
     $("notes").innerHTML = t.notes.map((n) => `<li>${esc(n)}</li>`).join("");
@@ -240,6 +241,7 @@
 
   function stopped(a) {
     const how = [];
+    if (a.reattached) how.push("picked up again after a restart");
     if (a.timed_out_after_s != null) how.push(`deadline after ${secs(a.timed_out_after_s)}`);
     if (a.stale_after_s != null) how.push(`stale after ${secs(a.stale_after_s)}`);
     if (a.budget_exceeded) how.push("over budget");
@@ -309,6 +311,7 @@
         const t = await getJson("/api/tree");
         state.skew = t.now - Date.now() / 1000;
         state.tree = t;
+        badge();
         const id = route();
         if (id) {
           try { state.detail = await getJson("/api/delegations/" + encodeURIComponent(id)); } catch (err) { state.detail = { error_text: String(err.message || err) }; }
@@ -330,12 +333,24 @@
     if (id) renderDetail(); else renderOverview();
   }
 
+  // The badge: "live" only while what the page shows can still change, never once the
+  // source's Zeus has stopped or its store's owner is dead.
+  function badge() {
+    const run = state.tree && state.tree.run;
+    if (run && run.owner_gone) {
+      $("live").textContent = run.stopped_ts != null ? "stopped" : "its Zeus is gone";
+      $("live").className = "live ended";
+    } else if (state.connected) {
+      $("live").textContent = "live";
+      $("live").className = "live on";
+    }
+  }
+
   function follow() {
     const source = new EventSource("/api/events" + (token ? "?token=" + encodeURIComponent(token) : ""));
     source.addEventListener("ready", () => {
       state.connected = true;
-      $("live").textContent = "live";
-      $("live").className = "live on";
+      badge();
       refresh();
     });
     source.onmessage = (m) => {
@@ -347,6 +362,7 @@
     source.addEventListener("reset", () => { source.close(); refresh(); follow(); });
     source.onerror = () => {
       state.connected = false;
+      if (state.tree && state.tree.run.owner_gone) return; // nothing more would come anyway
       $("live").textContent = "reconnecting";
       $("live").className = "live off";
     };
@@ -385,7 +401,7 @@
   // Open attempts' deadline bars move with the clock while the run goes on.
   setInterval(() => {
     const t = state.tree;
-    if (t && t.run.stopped_ts == null && t.delegations.length <= 2000 && !route()) renderOverview();
+    if (t && !t.run.owner_gone && t.delegations.length <= 2000 && !route()) renderOverview();
   }, 1000);
   follow();
   refresh();
