@@ -158,8 +158,9 @@ def test_a_deadline_that_passed_while_the_host_was_down_settles_timed_out(tmp_pa
     while time.time() <= deadline:  # the host stays down past the attempt's deadline
         time.sleep(0.05)
     (tmp_path / "release").write_text("")
-    _, summaries = Host(tmp_path, store, plan).results()
+    recovered, summaries = Host(tmp_path, store, plan).results()
 
+    assert recovered["ended"] == ["r-1"]  # said, though neither run again nor blocked
     late = summaries["late"]
     assert late["status"] == "timed_out"
     assert "deadline passed while no supervisor ran" in late["error"]

@@ -311,7 +311,7 @@ def describe(event: dict[str, Any]) -> str | None:
                 else f"replayed: its stored summary ({e['status']}), not run again")
     if name == "zeus.recovered":
         counts = [f"{len(v)} {k}" if isinstance(v, list) else f"{v} {k}"
-                  for k in ("settled", "rerun", "blocked", "reattached", "adopted")
+                  for k in ("settled", "rerun", "blocked", "ended", "reattached", "adopted")
                   if (v := event.get(k))]
         return "recovered the store" + (f": {', '.join(counts)}" if counts else ": nothing open")
     if name == "zeus.started":

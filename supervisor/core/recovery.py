@@ -93,6 +93,7 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
         end_lost(sup, r, found)
     rerun: list[str] = []
     blocked: list[str] = []
+    ended: list[str] = []
     for r in rebuilt:
         if r.d.state == "settled" or r.d.current is not None:
             continue  # its parent settled first, and cancelled it; or it was reattached
@@ -101,9 +102,11 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
             rerun.append(r.d.id)
         elif done is Status.blocked:
             blocked.append(r.d.id)
+        else:
+            ended.append(r.d.id)  # settled here: a deadline passed, a bound was reached
     recovery = Recovery(rerun=tuple(rerun), blocked=tuple(blocked),
                         reattached=tuple(found.reattached), adopted=tuple(found.adopted),
-                        settled=store.counts().settled)
+                        settled=store.counts().settled, ended=tuple(ended))
     sup.durable.commit_now()
     for left in found.left.values():  # adopted and committed: the files have done their job
         with contextlib.suppress(OSError):

@@ -46,9 +46,11 @@ CRASH_KINDS: tuple[WriteKind, ...] = (
 class Recovery(BaseModel):
     """What a start on a store found and did (`zeus.recovered`).
 
-    `rerun` and `blocked` are delegation ids; `reattached` and `adopted` attempt ids;
-    `settled` how many settled summaries the store holds. Empty on a new store and
-    without one.
+    `rerun` and `blocked` are delegation ids; `ended`, the delegations recovery itself
+    settled otherwise (a reader whose deadline passed while no Zeus ran: `timed_out`; one
+    lost in more host crashes than `supervisor.max_recoveries`: `failed`); `reattached`
+    and `adopted` attempt ids; `settled` how many settled summaries the store holds.
+    Empty on a new store and without one.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -58,6 +60,7 @@ class Recovery(BaseModel):
     reattached: tuple[str, ...] = ()
     adopted: tuple[str, ...] = ()
     settled: int = 0
+    ended: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
