@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from supervisor import Routing, RoutingError
-from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK
-from supervisor.cli.main import _cwd_importable, main
+from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK, importable
+from supervisor.cli.main import main
 
 TRAP = (
     "import pathlib\npathlib.Path({marker!r}).write_text('ran')\n"
@@ -84,7 +84,7 @@ def test_the_current_directory_goes_last_on_sys_path_and_cannot_shadow_a_module(
     monkeypatch.setattr(sys, "path", [str(installed), *(p for p in sys.path if p != "")])
     for name in ("zeus_shadow_probe", "zeus_cwd_only_probe"):
         monkeypatch.delitem(sys.modules, name, raising=False)
-    with _cwd_importable():
+    with importable(str(cwd)):
         assert sys.path[-1] == str(cwd)
         import zeus_cwd_only_probe  # type: ignore[import-not-found]
         import zeus_shadow_probe  # type: ignore[import-not-found]
