@@ -333,15 +333,19 @@ def test_a_result_or_partial_that_cannot_be_serialized_fails_the_attempt(
     assert run(zeus, on_ray(zeus, thread_leaf)).status is Status.completed  # Zeus is unaffected
 
 
-def test_resources_no_node_can_grant_time_out_at_the_deadline_saying_so(
+def test_resources_no_node_can_grant_end_at_the_start_bound_saying_so(
     zeus: Zeus, log: Recorder
 ) -> None:
-    agent = on_ray(zeus, thread_leaf, timeout_s=1.0, resources={"num_cpus": 64},
+    # Waiting for a node is not the agent's time: the wait is bounded by spawn_timeout_s
+    # (docs/design.md, "An attempt's clock"), and past it the attempt is a crash.
+    agent = on_ray(zeus, thread_leaf, timeout_s=1.0, spawn_timeout_s=1.0,
+                   resources={"num_cpus": 64},
                    heartbeat={"interval_s": 0.1, "stale_after_s": 0.3},
                    shutdown={"grace_s": 0}, retry={"max_retries": 0})
     summary = run(zeus, agent)
-    assert summary.status is Status.timed_out
-    assert summary.timeout_kind == "deadline"  # waiting for a node is not a hang
+    assert summary.status is Status.failed
+    assert summary.attempts[0].outcome.value == "crash"  # not stale: waiting is no hang
+    assert "its child did not start within 1s" in (summary.error or "")
     assert "resources it asks for (num_cpus=64) were never granted" in (summary.error or "")
     assert "no node of the cluster has them" in (summary.error or "")
     started = [e for e in log.named("attempt.started") if e["agent"] == agent]
