@@ -201,11 +201,13 @@ def bench_find_and_attach(rows: list[Row], n: int) -> None:
                     "the backend's share of 'Zeus.start to all reattached'"))  # fmt: skip
 
 
-def warm_p50(backend: ProcessBackend, n: int) -> float:
+def warm_p50(backend: ProcessBackend, n: int, **fields: Any) -> float:
+    """Start to Finished, p50 of `n` after one; `session_max=0` in `fields`: cold starts
+    (a new worker each attempt)."""
     def one() -> float:
         done = threading.Event()
         t0 = time.perf_counter()
-        backend.start(spec(f"warm-{time.perf_counter_ns()}-a1", at_once),
+        backend.start(spec(f"warm-{time.perf_counter_ns()}-a1", at_once, **fields),
                       lambda m: done.set() if isinstance(m, Finished) else None)  # fmt: skip
         done.wait(30)
         return time.perf_counter() - t0
@@ -233,20 +235,6 @@ def bench_normal_path(rows: list[Row], rounds: int) -> None:
                      "none_ms": [t * 1e3 for t in times["none"]]}))  # fmt: skip
 
 
-def cold_p50(backend: ProcessBackend, n: int) -> float:
-    """A cold start (a new worker each attempt: session_max 0) to its Finished, p50."""
-    def one() -> float:
-        done = threading.Event()
-        t0 = time.perf_counter()
-        backend.start(spec(f"cold-{time.perf_counter_ns()}-a1", at_once, session_max=0),
-                      lambda m: done.set() if isinstance(m, Finished) else None)  # fmt: skip
-        done.wait(30)
-        return time.perf_counter() - t0
-
-    one()
-    return statistics.median(one() for _ in range(n))
-
-
 def bench_cold_mark(rows: list[Row], rounds: int) -> None:
     """What the job mark costs a cold start (a worker with a place leaves `<pid>.job`
     before its job runs: docs/design.md, "Reattach"), against a cold start without a place
@@ -258,7 +246,7 @@ def bench_cold_mark(rows: list[Row], rounds: int) -> None:
         for _ in range(rounds):
             for name, reattach in sides:
                 backend = ProcessBackend(reattach=reattach, session_max=0)
-                times[name].append(cold_p50(backend, 20))
+                times[name].append(warm_p50(backend, 20, session_max=0))
                 backend.close()
             sides.reverse()
         marks = []

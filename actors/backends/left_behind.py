@@ -55,15 +55,7 @@ def leave_mark(directory: str, attempt_id: str) -> None:
     pid = os.getpid()
     body = json.dumps({"attempt_id": attempt_id, "pid": pid,
                        "start_time": process_start_time(pid), "pgid": os.getpgrp()})
-    path = os.path.join(directory, f"{pid}{_SUFFIX}")
-    temporary = f"{path}.{os.getpid()}.tmp"
-    with contextlib.suppress(OSError):
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.write(fd, body.encode())
-        finally:
-            os.close(fd)
-        os.replace(temporary, path)
+    _write_whole(os.path.join(directory, f"{pid}{_SUFFIX}"), body.encode())
 
 
 def read_marks(directory: str) -> dict[str, JobMark]:
@@ -98,15 +90,24 @@ def keep_held(directory: str, attempt_id: str, held: list[bytes]) -> None:
     if not held:
         return
     pid = os.getpid()
-    path = os.path.join(directory, f"{pid}{_HELD}")
-    temporary = f"{path}.tmp"
     header = json.dumps({"attempt_id": attempt_id, "pid": pid}).encode()
+    _write_whole(os.path.join(directory, f"{pid}{_HELD}"),
+                 b"".join(_LENGTH.pack(len(part)) + part for part in (header, *held)),
+                 sync=True)
+
+
+def _write_whole(path: str, data: bytes, *, sync: bool = False) -> None:
+    """`data` at `path`, owner-only, whole or not at all (a temporary file renamed over
+    it); a directory that cannot be written is passed over."""
+    temporary = f"{path}.tmp"
     with contextlib.suppress(OSError):
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            for part in (header, *held):
-                os.write(fd, _LENGTH.pack(len(part)) + part)
-            os.fsync(fd)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temporary, path)
