@@ -43,6 +43,9 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
         # Zeus's own note of the settlement (its handle book), called with the summary right
         # after the done-callbacks: cheaper than one more of them, and never the host's code.
         self.on_settled: Callable[[Summary], None] | None = None
+        # Called before a wait on an open future blocks: Zeus sends the dispatches its
+        # outbox still holds, so that a host blocking right after dispatching is answered.
+        self.before_wait: Callable[[], None] | None = None
 
     @property
     def _condition(self) -> threading.Condition:  # type: ignore[override]
@@ -73,8 +76,20 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
         """Run `callback(summary)` once settled (at once, in this thread, if already)."""
         self.add_done_callback(lambda future: _call(callback, future.result()))
 
+    def result(self, timeout: float | None = None) -> Summary:
+        if self._state == _PENDING and self.before_wait is not None:
+            self.before_wait()
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if self._state == _PENDING and self.before_wait is not None:
+            self.before_wait()
+        return super().exception(timeout)
+
     def wait_done(self, timeout: float | None) -> bool:
         """Wait up to `timeout` seconds; True once settled."""
+        if self._state == _PENDING and self.before_wait is not None:
+            self.before_wait()
         done, _ = concurrent.futures.wait([self], timeout)
         return bool(done)
 
