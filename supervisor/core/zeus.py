@@ -142,6 +142,8 @@ class Zeus:
             durable=durable,
         )
         self._outbox = Outbox(self._put)
+        self._flush = self._outbox.flush  # bound once: every loop dispatch's `before_wait`
+        self._on_cancel = self._awaiter_cancelled  # bound once: every handle's `on_cancel`
         self._events.emit("zeus.started", pid=os.getpid(), routing=routing.source,
                           store=None if self._store is None else self._store.path)
 
@@ -321,7 +323,7 @@ class Zeus:
         if loop is None:
             self._tell(message)
         else:  # Zeus's thread takes the loop's whole step of dispatches in one turn
-            settled.before_wait = self._outbox.flush
+            settled.before_wait = self._flush
             self._outbox.post(message, loop)
         return handle
 
@@ -331,10 +333,14 @@ class Zeus:
         """The host's handle on a delegation of its own, kept in the handle book; a task
         cancelled while it awaits cancels the delegation. Made as the host dispatches, or
         in Zeus's thread for a delegation recovered from the store."""
-        settled.on_cancel = lambda: self.cancel(delegation_id, AWAITER_CANCELLED)
+        settled.on_cancel = self._on_cancel
         handle = Handle(delegation_id, self, settled, first_stream=first)
         self._book.add(handle, settled)
         return handle
+
+    def _awaiter_cancelled(self, delegation_id: str) -> None:
+        """A handle's future was cancelled (a task awaiting it, say): cancel the delegation."""
+        self.cancel(delegation_id, AWAITER_CANCELLED)
 
     def _settled_handle(self, delegation_id: str, summary: Summary) -> Handle:
         """A new handle on a settled delegation whose first handle the host let go."""
