@@ -18,7 +18,7 @@ __all__ = ["DelegationFuture"]
 
 _log = logging.getLogger("supervisor")
 _PENDING = "PENDING"  # the state name concurrent.futures gives a new future
-_MAKING_CONDITION = threading.Lock()  # taken only while a future's condition is first made
+_MAKING_CONDITION = threading.Lock()  # taken only while a future's condition or wakes are made
 
 
 class DelegationFuture(concurrent.futures.Future[Summary]):
@@ -65,6 +65,10 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
             self.set_result(summary)
         except concurrent.futures.InvalidStateError:
             return False
+        wakes: list[Callable[[], None]] | None = self.__dict__.get("_wakes")
+        if wakes is not None:
+            for wake in list(wakes):  # a copy: a task's thread may append meanwhile
+                _call_wake(wake)
         if self.on_settled is not None and self.delegation_id is not None:
             self.on_settled(self.delegation_id, summary)
         return True
@@ -74,6 +78,23 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
         if self.on_cancel is not None and self.delegation_id is not None and not self.done():
             self.on_cancel(self.delegation_id)
         return False
+
+    def add_wake(self, wake: Callable[[], None]) -> None:
+        """Call `wake()` once settled, in Zeus's thread (or at once, in this one, if it has):
+        an awaiting task's way, without the future's condition (an RLock that the host's
+        thread would otherwise build for every awaited handle). `wake` may be called twice
+        if the future settles as it is added: it must not mind.
+
+        No lock: the append and the copy are atomic under the GIL, and `set` copies the
+        list after the state is finished, so a wake added too late for the copy sees the
+        state finished here."""
+        wakes: list[Callable[[], None]] | None = self.__dict__.get("_wakes")
+        if wakes is None:
+            with _MAKING_CONDITION:  # one list, whichever thread makes it first
+                wakes = self.__dict__.setdefault("_wakes", [])
+        wakes.append(wake)
+        if self._state != _PENDING:
+            wake()
 
     def add_callback(self, callback: Callable[[Summary], object]) -> None:
         """Run `callback(summary)` once settled (at once, in this thread, if already)."""
@@ -99,6 +120,13 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
     @property
     def summary(self) -> Summary | None:
         return self.result() if self.done() else None
+
+
+def _call_wake(wake: Callable[[], None]) -> None:
+    try:
+        wake()
+    except Exception:  # noqa: BLE001 - a loop's wake never stops a settlement
+        _log.exception("waking an awaiting task failed; Zeus goes on")
 
 
 def _call(callback: Callable[[Summary], object], summary: Summary) -> None:
