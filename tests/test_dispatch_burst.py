@@ -148,6 +148,36 @@ def test_a_dispatch_racing_stop_from_a_loop_is_settled_or_refused(
     assert all(h.future.wait_done(WAIT_S) for h in handles)  # type: ignore[attr-defined]
 
 
+def test_a_group_dispatched_on_a_loop_restarts_as_its_strategy_says(
+    make_zeus: ZeusFactory,
+) -> None:
+    zeus = make_zeus(works={"noop": noop})
+
+    async def main() -> list[str | None]:
+        group = zeus.dispatch_group([Brief(agent="noop", scope=str(i)) for i in range(4)],
+                                    "one_for_all")
+        return [s.output for s in await group]
+
+    assert asyncio.run(main()) == ["0", "1", "2", "3"]
+
+
+def test_a_loop_closed_before_its_step_ended_is_not_held(make_zeus: ZeusFactory) -> None:
+    """Its flush never runs: the backstop sends the burst and forgets the loop."""
+    zeus = make_zeus(works={"noop": noop})
+    loop = asyncio.new_event_loop()
+    asyncio.events._set_running_loop(loop)  # as if in a step of it, which never ends
+    try:
+        handle = zeus.dispatch(Brief(agent="noop", scope="orphan"))
+    finally:
+        asyncio.events._set_running_loop(None)
+    loop.close()  # its flush never ran
+    deadline = time.monotonic() + WAIT_S
+    while zeus._outbox._loops and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not zeus._outbox._loops
+    assert handle.result(WAIT_S).output == "orphan"
+
+
 def test_refusals_are_still_raised_by_dispatch_on_a_loop(make_zeus: ZeusFactory) -> None:
     zeus = make_zeus({"writer": {}}, works={"noop": noop})
 

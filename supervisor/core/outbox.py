@@ -47,7 +47,7 @@ class Outbox:
         self._loops: set[asyncio.AbstractEventLoop] = set()  # with a flush scheduled
         self._closed = False
         self._count = 0  # dispatches posted so far: the backstop waits while it grows
-        self._backstop = _Backstop(self.flush, lambda: self._count)
+        self._backstop = _Backstop(self._unstick, lambda: self._count)
 
     def post(self, message: object, loop: asyncio.AbstractEventLoop) -> None:
         """`loop`'s thread: queue `message` for the end of the loop's current step.
@@ -80,6 +80,14 @@ class Outbox:
             self._loops.clear()
         self._backstop.close()
         self.flush()  # queued between the first flush and the lock
+
+    def _unstick(self) -> None:
+        """The backstop's flush. It forgets which loops have a flush scheduled: one closed
+        before its step ended would be held here for good (a loop whose flush is still to
+        come schedules another on its next dispatch, and flushes twice, harmlessly)."""
+        with self._lock:
+            self._loops.clear()
+        self.flush()
 
     def _end_of_step(self, loop: asyncio.AbstractEventLoop) -> None:
         """`loop`'s thread, once the step that queued the burst is done."""
