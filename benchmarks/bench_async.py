@@ -9,7 +9,12 @@
   (the SIGTERM path, `grace_s: 0`);
 - `await handle` of a no-op delegation, against `await loop.run_in_executor(None, fn)`.
 
-Run: `python -m benchmarks.bench_async` (writes benchmarks/results/async.json).
+- a burst (`bench_burst`): 1,000 `dispatch()` calls in a row on the loop's thread,
+  the ticker's gap while they are gathered, and Zeus's thread's CPU per delegation,
+  each in 5 alternating rounds with its baseline (median and spread).
+
+Run: `python -m benchmarks.bench_async` (writes benchmarks/results/async.json);
+`--targets` runs only the burst's rows (benchmarks/results/async_burst.json).
 """
 
 from __future__ import annotations
@@ -246,12 +251,101 @@ def bench_round_trip(rows: list[Row], zeus: Zeus) -> None:
                     note="Zeus also supervises: deadline, cancel, summary"))
 
 
+def spread(values: list[float], scale: float = 1.0, digits: int = 1) -> str:
+    """`min-max` of `values` (times `scale`), for a row's note."""
+    return f"{min(values) * scale:.{digits}f}-{max(values) * scale:.{digits}f}"
+
+
+def bench_burst(rows: list[Row], zeus: Zeus, rounds: int = 5) -> None:
+    """The host's side of a burst, each target against its bare baseline in the same run,
+    in rounds that alternate which side goes first (the machine's load varies):
+
+    - 1,000 `dispatch()` calls in a row in one step of the loop (per call), against
+      1,000 `ThreadPoolExecutor(8).submit()` calls in a row there;
+    - the ticker's longest gap while 1,000 delegations are gathered, against 1,000
+      `asyncio.sleep(0)` tasks gathered;
+    - Zeus's thread's CPU per no-op delegation over those bursts (`tree()["actor_cpu_s"]`).
+    """
+    import concurrent.futures
+
+    n = 1000
+    brief = Brief(agent="noop", scope="nothing")
+    pool = concurrent.futures.ThreadPoolExecutor(8)
+
+    async def zeus_calls() -> float:
+        t0 = time.perf_counter()
+        handles = [zeus.dispatch(brief) for _ in range(n)]
+        took = time.perf_counter() - t0
+        await asyncio.gather(*handles)
+        return took / n
+
+    async def pool_calls() -> float:
+        t0 = time.perf_counter()
+        futures = [pool.submit(noop, brief, None) for _ in range(n)]  # type: ignore[arg-type]
+        took = time.perf_counter() - t0
+        await asyncio.gather(*(asyncio.wrap_future(f) for f in futures))
+        return took / n
+
+    async def delegations() -> None:
+        await asyncio.gather(*(zeus.dispatch(brief) for _ in range(n)))
+
+    async def sleeps() -> None:
+        await asyncio.gather(*(asyncio.sleep(0) for _ in range(n)))
+
+    async def main() -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {"calls": [], "pool": [], "gap": [], "sleeps": [],
+                                       "cpu": []}
+        for i in range(rounds):
+            zeus._sync()
+            order = [("calls", zeus_calls), ("pool", pool_calls)]
+            for name, run in order if i % 2 == 0 else order[::-1]:
+                gc.collect()
+                out[name].append(await run())
+            zeus._sync()
+            gaps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+                ("gap", delegations), ("sleeps", sleeps)]
+            for name, load in gaps if i % 2 == 0 else gaps[::-1]:
+                gc.collect()
+                before = zeus.tree()["actor_cpu_s"] if name == "gap" else 0.0
+                out[name].append(await longest_gap(load))
+                if name == "gap":
+                    out["cpu"].append((zeus.tree()["actor_cpu_s"] - before) / n)
+        return out
+
+    out = asyncio.run(main())
+    pool.shutdown()
+    med = statistics.median
+    note = f"median of {rounds} alternating rounds; spread"
+    rows.append(Row("1,000 dispatch() calls in a row on the loop's thread, per call",
+                    med(out["calls"]) * 1e6, med(out["pool"]) * 1e6, "us",
+                    "1,000 ThreadPoolExecutor(8).submit() calls there", target="value<=10",
+                    note=f"{note} {spread(out['calls'], 1e6)} us against "
+                         f"{spread(out['pool'], 1e6)} us", extra=out))
+    rows.append(Row("ticker longest gap, 1,000 delegations gathered (5 rounds)",
+                    med(out["gap"]) * 1e3, med(out["sleeps"]) * 1e3, "ms",
+                    "1,000 asyncio.sleep(0) tasks gathered", target="ratio<=1.5",
+                    note=f"{note} {spread(out['gap'], 1e3, 2)} ms against "
+                         f"{spread(out['sleeps'], 1e3, 2)} ms"))
+    rows.append(Row("Zeus's thread CPU per no-op delegation, 1,000 gathered on a loop",
+                    med(out["cpu"]) * 1e6, None, "us", target="value<=60",
+                    note=f"{note} {spread(out['cpu'], 1e6)} us; tree()['actor_cpu_s'] "
+                         "over each gathered burst"))
+
+
 def main() -> None:
+    import sys
+
     rows: list[Row] = []
+    if "--targets" in sys.argv[1:]:  # only the rows of the burst's targets
+        with Zeus.start(routing(), agents=WORKS) as zeus:
+            bench_burst(rows, zeus)
+        report("async_burst", rows)
+        return
     with Zeus.start(routing(), agents=WORKS) as zeus:
         # Zeus.start readies the fork server on a thread of its own: one process delegation
         # first, so that no figure below measures the fork server starting beside it.
         zeus.dispatch(Brief(agent="noop_process", scope="warm-up")).result(60)
+        bench_burst(rows, zeus)
         bench_ticker(rows, zeus)
         bench_cancel(rows, zeus)
         bench_round_trip(rows, zeus)

@@ -20,6 +20,7 @@ from supervisor.core.durable import Durable
 from supervisor.core.messages import (
     AttemptDue,
     BackoffOver,
+    Burst,
     Cancel,
     Dispatch,
     ForceSettle,
@@ -117,7 +118,21 @@ class ZeusActor(pykka.ThreadingActor):
         return inbox.qsize()
 
     def on_receive(self, message: Any) -> Any:
-        """Runs in the actor thread. Nothing may escape: pykka would stop every actor."""
+        """Runs in the actor thread. Nothing may escape: pykka would stop every actor.
+
+        A `Burst` (the host's dispatches of one step of its event loop) is one turn: its
+        messages are handled in order, each as if it came alone, and one commit follows."""
+        try:
+            if type(message) is Burst:
+                for each in message.messages:
+                    self._handle(each)
+                return None
+            return self._handle(message)
+        finally:
+            if self._durable is not None:
+                self._durable.end_turn(self.queued())  # one commit for what the turn wrote
+
+    def _handle(self, message: Any) -> Any:
         handler = self._handlers.get(type(message))
         if handler is None:
             self._events.emit("zeus.unknown_message", type=type(message).__name__)
@@ -132,9 +147,6 @@ class ZeusActor(pykka.ThreadingActor):
                 traceback=traceback.format_exc(),
             )
             return exc if isinstance(exc, Exception) else None
-        finally:
-            if self._durable is not None:
-                self._durable.end_turn(self.queued())  # one commit for what the turn wrote
 
     def _on_recover(self, msg: Recover) -> Recovery:
         return recover_store(self.supervisor, msg.keep_handle)

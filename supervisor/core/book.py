@@ -11,7 +11,6 @@ callbacks) would cost every later delegation: about 30 objects each, against 15.
 from __future__ import annotations
 
 import difflib
-import functools
 import threading
 import weakref
 from collections import OrderedDict
@@ -37,14 +36,16 @@ class HandleBook:
         self._lock = threading.Lock()
         self._open: dict[str, Handle] = {}
         self._settled: OrderedDict[str, tuple[weakref.ref[Handle], Summary]] = OrderedDict()
+        self._hook = self._on_settled  # bound once: each future gets the same one
 
     def add(self, handle: Handle, settled: DelegationFuture) -> None:
         """Before Zeus hears of the delegation (`settled` is the handle's future)."""
         delegation_id = handle.id
         with self._lock:
             self._open[delegation_id] = handle
-        # The hook holds the id, not the handle: no cycle through the handle's future.
-        settled.on_settled = functools.partial(self._on_settled, delegation_id)
+        # The future holds the id, not the handle: no cycle through the handle's future.
+        settled.delegation_id = delegation_id
+        settled.on_settled = self._hook
 
     def _on_settled(self, delegation_id: str, summary: Summary) -> None:
         """Runs in Zeus's actor thread as the delegation settles (or at once if it had)."""

@@ -18,7 +18,7 @@ __all__ = ["DelegationFuture"]
 
 _log = logging.getLogger("supervisor")
 _PENDING = "PENDING"  # the state name concurrent.futures gives a new future
-_MAKING_CONDITION = threading.Lock()  # taken only while a future's condition is first made
+_MAKING_CONDITION = threading.Lock()  # taken only while a future's condition or wakes are made
 
 
 class DelegationFuture(concurrent.futures.Future[Summary]):
@@ -39,10 +39,16 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
         self._exception = None
         self._waiters: list[Any] = []
         self._done_callbacks: list[Callable[[concurrent.futures.Future[Summary]], object]] = []
-        self.on_cancel: Callable[[], None] | None = None  # set by Zeus for the host's handles
-        # Zeus's own note of the settlement (its handle book), called with the summary right
-        # after the done-callbacks: cheaper than one more of them, and never the host's code.
-        self.on_settled: Callable[[Summary], None] | None = None
+        # Set by Zeus for the host's handles. The hooks are shared, bound once, and take the
+        # delegation's id: a dispatch builds no closure for them (fewer objects for the GC).
+        self.delegation_id: str | None = None
+        self.on_cancel: Callable[[str], None] | None = None  # `cancel()`: cancel the delegation
+        # Zeus's own note of the settlement (its handle book), called with the id and summary
+        # right after the done-callbacks: cheaper than one more of them, never the host's code.
+        self.on_settled: Callable[[str, Summary], None] | None = None
+        # Called before a wait on an open future blocks: Zeus sends the dispatches its
+        # outbox still holds, so that a host blocking right after dispatching is answered.
+        self.before_wait: Callable[[], None] | None = None
 
     @property
     def _condition(self) -> threading.Condition:  # type: ignore[override]
@@ -59,28 +65,68 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
             self.set_result(summary)
         except concurrent.futures.InvalidStateError:
             return False
-        if self.on_settled is not None:
-            self.on_settled(summary)
+        wakes: list[Callable[[], None]] | None = self.__dict__.get("_wakes")
+        if wakes is not None:
+            for wake in list(wakes):  # a copy: a task's thread may append meanwhile
+                _call_wake(wake)
+        if self.on_settled is not None and self.delegation_id is not None:
+            self.on_settled(self.delegation_id, summary)
         return True
 
     def cancel(self) -> bool:
         """Ask Zeus to cancel the delegation; returns False: the future settles with its summary."""
-        if self.on_cancel is not None and not self.done():
-            self.on_cancel()
+        if self.on_cancel is not None and self.delegation_id is not None and not self.done():
+            self.on_cancel(self.delegation_id)
         return False
+
+    def add_wake(self, wake: Callable[[], None]) -> None:
+        """Call `wake()` once settled, in Zeus's thread (or at once, in this one, if it has):
+        an awaiting task's way, without the future's condition (an RLock that the host's
+        thread would otherwise build for every awaited handle). `wake` may be called twice
+        if the future settles as it is added: it must not mind.
+
+        No lock: the append and the copy are atomic under the GIL, and `set` copies the
+        list after the state is finished, so a wake added too late for the copy sees the
+        state finished here."""
+        wakes: list[Callable[[], None]] | None = self.__dict__.get("_wakes")
+        if wakes is None:
+            with _MAKING_CONDITION:  # one list, whichever thread makes it first
+                wakes = self.__dict__.setdefault("_wakes", [])
+        wakes.append(wake)
+        if self._state != _PENDING:
+            wake()
 
     def add_callback(self, callback: Callable[[Summary], object]) -> None:
         """Run `callback(summary)` once settled (at once, in this thread, if already)."""
         self.add_done_callback(lambda future: _call(callback, future.result()))
 
+    def result(self, timeout: float | None = None) -> Summary:
+        if self._state == _PENDING and self.before_wait is not None:
+            self.before_wait()
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        if self._state == _PENDING and self.before_wait is not None:
+            self.before_wait()
+        return super().exception(timeout)
+
     def wait_done(self, timeout: float | None) -> bool:
         """Wait up to `timeout` seconds; True once settled."""
+        if self._state == _PENDING and self.before_wait is not None:
+            self.before_wait()
         done, _ = concurrent.futures.wait([self], timeout)
         return bool(done)
 
     @property
     def summary(self) -> Summary | None:
         return self.result() if self.done() else None
+
+
+def _call_wake(wake: Callable[[], None]) -> None:
+    try:
+        wake()
+    except Exception:  # noqa: BLE001 - a loop's wake never stops a settlement
+        _log.exception("waking an awaiting task failed; Zeus goes on")
 
 
 def _call(callback: Callable[[Summary], object], summary: Summary) -> None:

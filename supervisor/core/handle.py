@@ -174,7 +174,7 @@ async def _settlements(handles: Sequence[Handle]) -> list[Summary]:
         waiter: asyncio.Future[None] = loop.create_future()
         wake = waker(loop).wake
         if len(futures) == 1:
-            futures[0].add_done_callback(lambda _future: wake(waiter))
+            futures[0].add_wake(lambda: wake(waiter))
         else:
             open_count = [len(futures)]
             lock = threading.Lock()
@@ -186,7 +186,7 @@ async def _settlements(handles: Sequence[Handle]) -> list[Summary]:
                         return
                 wake(waiter)
 
-            for future in futures:
+            for future in futures:  # called once per future: each counts once
                 future.add_done_callback(settled_one)
         try:
             await waiter

@@ -20,6 +20,7 @@ from supervisor.rules.groups import Group
 __all__ = [
     "AttemptDue",
     "BackoffOver",
+    "Burst",
     "Cancel",
     "Dispatch",
     "ForceSettle",
@@ -47,6 +48,14 @@ class Dispatch:
     parent_id: str | None = None
     group: Group | None = None
     key: str | None = None  # the host's idempotency key (`dispatch(brief, key=...)`)
+
+
+@dataclass(slots=True)
+class Burst:
+    """The host's dispatches of one step of its event loop, taken in one turn, in order
+    (`core/outbox.py`)."""
+
+    messages: list[object]
 
 
 @dataclass(slots=True)

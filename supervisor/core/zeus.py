@@ -42,6 +42,7 @@ from supervisor.core.messages import (
     StoredLookup,
     StoredSummary,
 )
+from supervisor.core.outbox import Outbox, running_loop
 from supervisor.core.registry import Registry
 from supervisor.core.startup import (
     open_store,
@@ -140,6 +141,9 @@ class Zeus:
             rng=rng if rng is not None else random.Random(),
             durable=durable,
         )
+        self._outbox = Outbox(self._put)
+        self._flush = self._outbox.flush  # bound once: every loop dispatch's `before_wait`
+        self._on_cancel = self._awaiter_cancelled  # bound once: every handle's `on_cancel`
         self._events.emit("zeus.started", pid=os.getpid(), routing=routing.source,
                           store=None if self._store is None else self._store.path)
 
@@ -314,7 +318,13 @@ class Zeus:
         first = self._events.subscriptions.subscribe(delegation_id) if watch else None
         handle = self._kept_handle(delegation_id, settled, first)
         self._events.dispatching(delegation_id)
-        self._tell(Dispatch(delegation_id, brief, settled, group=group, key=key))
+        message = Dispatch(delegation_id, brief, settled, group=group, key=key)
+        loop = running_loop()
+        if loop is None:
+            self._tell(message)
+        else:  # Zeus's thread takes the loop's whole step of dispatches in one turn
+            settled.before_wait = self._flush
+            self._outbox.post(message, loop)
         return handle
 
     def _kept_handle(
@@ -323,10 +333,14 @@ class Zeus:
         """The host's handle on a delegation of its own, kept in the handle book; a task
         cancelled while it awaits cancels the delegation. Made as the host dispatches, or
         in Zeus's thread for a delegation recovered from the store."""
-        settled.on_cancel = lambda: self.cancel(delegation_id, AWAITER_CANCELLED)
+        settled.on_cancel = self._on_cancel
         handle = Handle(delegation_id, self, settled, first_stream=first)
         self._book.add(handle, settled)
         return handle
+
+    def _awaiter_cancelled(self, delegation_id: str) -> None:
+        """A handle's future was cancelled (a task awaiting it, say): cancel the delegation."""
+        self.cancel(delegation_id, AWAITER_CANCELLED)
 
     def _settled_handle(self, delegation_id: str, summary: Summary) -> Handle:
         """A new handle on a settled delegation whose first handle the host let go."""
@@ -447,6 +461,7 @@ class Zeus:
                 if remaining <= 0 or not settled.wait_done(remaining):
                     break
             self._ask(ForceSettle("zeus stopped before it settled"))
+            self._outbox.close()  # what a loop dispatched meanwhile: settled as it stops
             self._stopped.set()
             for backend in self._backends.values():
                 backend.close()
@@ -505,13 +520,19 @@ class Zeus:
                           error=f"{type(exc).__name__}: {exc}")
 
     def _ask(self, message: object) -> Any:
-        """Ask the actor; what its handler raised is raised here (it comes back as a value)."""
+        """Ask the actor; what its handler raised is raised here (it comes back as a value).
+        What the outbox holds goes first: Zeus hears of every dispatch made before."""
+        self._outbox.flush()
         answer = self._ref.ask(message)
         if isinstance(answer, BaseException):
             raise answer
         return answer
 
     def _tell(self, message: object) -> None:
+        self._outbox.flush()  # the dispatches made before, first
+        self._put(message)
+
+    def _put(self, message: object) -> None:
         try:
             self._ref.tell(message)
         except pykka.ActorDeadError:
