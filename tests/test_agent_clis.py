@@ -311,3 +311,19 @@ def test_a_lines_command_stopped_keeps_its_last_lines_as_partial_results(
 def _transcript(cli_name: str, scenario: str) -> list[dict[str, Any]]:
     path = Path(__file__).parent / "fixtures" / "agent_clis" / cli_name / f"{scenario}.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+
+
+def test_a_cli_session_is_resumed_by_a_follow_up_after_a_restart(
+        tmp_path: Path, fake_clis: FakeClis) -> None:
+    """The CLI's session id is stored with its attempt: the next Zeus on the store resumes
+    it for a follow-up in the same session (it lives in the CLI, not in a worker: the
+    follow-up is not blocked as a lost session)."""
+    routing = Routing.from_dict({"version": 1, "supervisor": {"orphan_grace_s": 5},
+                                 "agents": {"hermes": cli("claude")}})
+    store = str(tmp_path / "zeus.db")
+    with Zeus.start(routing, store=store) as zeus:
+        first = run(zeus, "hermes", "completed", session="fix-auth")
+    with Zeus.start(routing, store=store) as zeus:
+        follow_up = run(zeus, "hermes", "resume", session="fix-auth")
+    assert follow_up.status is Status.completed, follow_up.error
+    assert fake_clis.calls()[1]["resume"] == first.attempts[0].session_id

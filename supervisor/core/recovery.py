@@ -83,6 +83,8 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
         if r.d.parent_id is None:
             keep_handle(r.d.id, r.d.settled)
     _carry_spend(sup, store, rebuilt)
+    for agent, session, session_id in store.agent_sessions():  # a CLI's, resumed by id
+        sup.agent_sessions.bind(agent, session, session_id)
     place = _place(sup)
     if place is not None:
         for r in rebuilt:
@@ -199,12 +201,18 @@ def _reattach(sup: Supervisor, store: Store, rebuilt: list[_Rebuilt]) -> Reattac
     found = reattach_children(sup, candidates, backend, place, read_held(place.directory))
     sup.lost_sessions = {
         (agent, key) for agent, key in store.sessions()
-        if _runs_in_a_worker(_policy_or_none(sup, agent))} - found.sessions
+        if _holds_its_session(_policy_or_none(sup, agent))} - found.sessions
     return found
 
 
 def _runs_in_a_worker(policy: AgentPolicy | None) -> bool:
     return policy is not None and (policy.isolation == "process" or policy.runs_program)
+
+
+def _holds_its_session(policy: AgentPolicy | None) -> bool:
+    """Whether the agent's session lives in its worker (lost with it), not in an agent CLI
+    that resumes it by its id."""
+    return _runs_in_a_worker(policy) and policy is not None and not policy.speaks_cli
 
 
 def _policy_or_none(sup: Supervisor, agent: str) -> AgentPolicy | None:

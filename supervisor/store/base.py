@@ -264,6 +264,13 @@ class Store(abc.ABC):
         """(agent, session key) for every session an attempt of a stored delegation ran in:
         after a restart, the sessions whose workers may have to be found again."""
 
+    def agent_sessions(self) -> list[tuple[str, str, str]]:
+        """(agent, session key, the agent program's own session id) of each ended attempt
+        whose brief named a session and whose program said its session id (an agent CLI's),
+        oldest first: after a restart, a follow-up in that session resumes it. Default: none
+        kept."""
+        return []
+
     @abc.abstractmethod
     def issued(self) -> dict[str, int]:
         """For each agent, the highest n of the `<agent>-<n>` ids stored: a Zeus that

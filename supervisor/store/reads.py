@@ -108,6 +108,18 @@ def total_spent(con: sqlite3.Connection) -> Usage:
     return Usage(calls=row[0], input_tokens=row[1], output_tokens=row[2], cost=row[3])
 
 
+def agent_sessions(con: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    """(agent, session key, agent session id) of each ended attempt that has all three,
+    in write order."""
+    rows = con.execute(
+        "SELECT a.agent, json_extract(d.brief, '$.session'),"
+        " json_extract(a.record, '$.session_id') FROM attempts a"
+        " JOIN delegations d ON d.id = a.delegation_id"
+        " WHERE json_extract(d.brief, '$.session') IS NOT NULL"
+        " AND json_extract(a.record, '$.session_id') IS NOT NULL ORDER BY a.end_seq")
+    return [(agent, str(key), str(sid)) for agent, key, sid in rows]
+
+
 def sessions(con: sqlite3.Connection) -> set[tuple[str, str]]:
     """(agent, session key) of every stored attempt whose brief names a session."""
     rows = con.execute(

@@ -335,6 +335,9 @@ class SqliteStore(Store):
     def sessions(self) -> set[tuple[str, str]]:
         return reads.sessions(self._con)
 
+    def agent_sessions(self) -> list[tuple[str, str, str]]:
+        return reads.agent_sessions(self._con)
+
     def issued(self) -> dict[str, int]:
         return reads.issued(self._con)
 
