@@ -216,17 +216,26 @@ def warm_p50(backend: ProcessBackend, n: int, **fields: Any) -> float:
     return statistics.median(one() for _ in range(n))
 
 
-def bench_normal_path(rows: list[Row], rounds: int) -> None:
+def with_and_without_place(rounds: int, n: int, **fields: Any) -> dict[str, list[float]]:
+    """`warm_p50` of backends with a store's place and without one, `rounds` each, each side
+    first in turn: {"place": [...], "none": [...]}."""
     with tempfile.TemporaryDirectory() as tmp:
         place = place_for_store(Path(tmp) / "zeus.db", 30.0)
         times: dict[str, list[float]] = {"none": [], "place": []}
         sides: list[tuple[str, ReattachPlace | None]] = [("none", None), ("place", place)]
         for _ in range(rounds):
             for name, reattach in sides:
-                backend = ProcessBackend(reattach=reattach)
-                times[name].append(warm_p50(backend, 1000))
+                backend = (ProcessBackend(reattach=reattach) if "session_max" not in fields
+                           else ProcessBackend(reattach=reattach,
+                                               session_max=fields["session_max"]))
+                times[name].append(warm_p50(backend, n, **fields))
                 backend.close()
             sides.reverse()  # each side goes first every other round
+    return times
+
+
+def bench_normal_path(rows: list[Row], rounds: int) -> None:
+    times = with_and_without_place(rounds, 1000)
     rows.append(Row("warm dispatch p50, with a reattach place",
                     statistics.median(times["place"]) * 1e3,
                     statistics.median(times["none"]) * 1e3, "ms", "the same without a place",
@@ -239,20 +248,12 @@ def bench_cold_mark(rows: list[Row], rounds: int) -> None:
     """What the job mark costs a cold start (a worker with a place leaves `<pid>.job`
     before its job runs: docs/design.md, "Reattach"), against a cold start without a place
     (no mark), each side first in turn; and one mark written alone."""
+    times = with_and_without_place(rounds, 20, session_max=0)
     with tempfile.TemporaryDirectory() as tmp:
-        place = place_for_store(Path(tmp) / "zeus.db", 30.0)
-        times: dict[str, list[float]] = {"none": [], "place": []}
-        sides: list[tuple[str, ReattachPlace | None]] = [("none", None), ("place", place)]
-        for _ in range(rounds):
-            for name, reattach in sides:
-                backend = ProcessBackend(reattach=reattach, session_max=0)
-                times[name].append(warm_p50(backend, 20, session_max=0))
-                backend.close()
-            sides.reverse()
         marks = []
         for i in range(2000):
             t0 = time.perf_counter()
-            leave_mark(place.directory, f"bench-{i}-a1")
+            leave_mark(tmp, f"bench-{i}-a1")
             marks.append(time.perf_counter() - t0)
     rows.append(Row("cold start p50 (a new worker to Finished), with its job mark",
                     statistics.median(times["place"]) * 1e3,

@@ -1,4 +1,4 @@
-"""What a command's standard output speaks (docs/agent-clis.md; DESIGN §19): plain lines,
+"""What a command's standard output speaks (docs/agent-clis.md): plain lines,
 Zeus's own JSON lines, or an agent CLI's event stream, read into progress, tool calls,
 spend, a session and a final text.
 

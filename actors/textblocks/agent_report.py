@@ -1,4 +1,4 @@
-"""An agent's own `<subtask_summary>` block, read from its final text (references/001: every
+"""An agent's own `<subtask_summary>` block, read from its final text (docs/formats.md: every
 worker ends its reply with one). Lenient where agents are (any label case, `**bold**`
 labels, `@agent`, prose around the block) and exact about what it cannot read: the
 problem names its line. One pass over the text.

@@ -13,11 +13,11 @@ import dataclasses
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from actors.backends import ChildHandle, ChildSpec, ProcessBackend
-from actors.backends.left_behind import Held, LeftChild, read_marks
+from actors.backends.left_behind import Held, JobMark, LeftChild
 from actors.backends.reattach import ReattachPlace, Waiting, find_waiting, wait_for_listener
 from actors.osproc import process_running
 from actors.protocol import Charge, Partial
@@ -164,14 +164,13 @@ def _known_process_agent(sup: Supervisor, agent: str) -> bool:
         return False
 
 
-def named_by_marks(stored: OpenDelegation, place: ReattachPlace) -> OpenDelegation:
+def named_by_marks(stored: OpenDelegation, marks: Mapping[str, JobMark]) -> OpenDelegation:
     """`stored` with each open attempt whose pid the store never got (its Zeus died as the
     worker took the job) named by the mark its worker left before the job ran
     (`actors.backends.left_behind`): from here on it is found, reattached, or confirmed
-    gone by that pid like any other."""
-    if not any(a.open and a.pid is None for a in stored.attempts):
+    gone by that pid like any other. `marks`: `read_marks` of the store's place."""
+    if not any(a.open and a.pid is None and a.id in marks for a in stored.attempts):
         return stored
-    marks = read_marks(place.directory)
     return dataclasses.replace(stored, attempts=tuple(
         dataclasses.replace(a, pid=marks[a.id].pid, pid_start_time=marks[a.id].start_time,
                             pgid=marks[a.id].pgid)

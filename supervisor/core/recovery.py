@@ -24,7 +24,7 @@ from typing import Literal
 
 from actors import AttemptOutcome, AttemptRecord, Status
 from actors.backends import ProcessBackend
-from actors.backends.left_behind import read_held
+from actors.backends.left_behind import read_held, read_marks
 from actors.backends.reattach import ReattachPlace
 from actors.osproc import child_gone, process_running
 from supervisor.core.future import DelegationFuture
@@ -86,9 +86,11 @@ def recover_store(sup: Supervisor, keep_handle: Callable[[str, DelegationFuture]
     for agent, session, session_id in store.agent_sessions():  # a CLI's, resumed by id
         sup.agent_sessions.bind(agent, session, session_id)
     place = _place(sup)
-    if place is not None:
+    if place is not None and any(a.open and a.pid is None
+                                 for r in rebuilt for a in r.stored.attempts):
+        marks = read_marks(place.directory)  # once: each worker that still runs
         for r in rebuilt:
-            r.stored = named_by_marks(r.stored, place)
+            r.stored = named_by_marks(r.stored, marks)
     found = _reattach(sup, store, rebuilt)
     for r in rebuilt:
         count_left(sup, r.d, r.stored, found)

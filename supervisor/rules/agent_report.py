@@ -1,5 +1,5 @@
-"""What an agent's own `<subtask_summary>` block makes of its attempt (references/001's
-table): a pure function of the attempt's value and the agent's `require_summary`.
+"""What an agent's own `<subtask_summary>` block makes of its attempt (the status
+table of docs/formats.md): a pure function of the attempt's value and the agent's `require_summary`.
 
 | the block says | the attempt | the delegation |
 | --- | --- | --- |
