@@ -61,13 +61,8 @@ def leave_mark(directory: str, attempt_id: str) -> None:
 def read_marks(directory: str) -> dict[str, JobMark]:
     """The marks of the workers that still run, by attempt id (recovery, Zeus's thread);
     stale ones are removed."""
-    try:
-        names = [name for name in os.listdir(directory) if name.endswith(_SUFFIX)]
-    except OSError:
-        return {}
     marks: dict[str, JobMark] = {}
-    for name in names:
-        path = os.path.join(directory, name)
+    for path in _files(directory, _SUFFIX):
         try:
             with open(path, encoding="utf-8") as file:
                 raw = json.load(file)
@@ -94,6 +89,16 @@ def keep_held(directory: str, attempt_id: str, held: list[bytes]) -> None:
     _write_whole(os.path.join(directory, f"{pid}{_HELD}"),
                  b"".join(_LENGTH.pack(len(part)) + part for part in (header, *held)),
                  sync=True)
+
+
+def _files(directory: str, suffix: str) -> list[str]:
+    """The paths of the files in `directory` whose names end with `suffix` (none if it
+    cannot be read)."""
+    try:
+        return [os.path.join(directory, name) for name in os.listdir(directory)
+                if name.endswith(suffix)]
+    except OSError:
+        return []
 
 
 def _write_whole(path: str, data: bytes, *, sync: bool = False) -> None:
@@ -147,13 +152,8 @@ class Held:
 def read_held(directory: str) -> dict[str, Held]:
     """What the workers that are gone left, by attempt id (recovery, Zeus's thread); a torn
     file is passed over."""
-    try:
-        names = [name for name in os.listdir(directory) if name.endswith(_HELD)]
-    except OSError:
-        return {}
     found: dict[str, Held] = {}
-    for name in names:
-        path = os.path.join(directory, name)
+    for path in _files(directory, _HELD):
         try:
             with open(path, "rb") as file:
                 data = file.read()
