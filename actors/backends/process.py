@@ -46,11 +46,19 @@ be picked up if this process dies (docs/design.md, "Reattach";
 this one (`actors.backends.reattach.find_waiting`): over one socket instead of its
 pipes, its end watched through a pidfd (it is not this process's child); from then
 on it is a worker like the others.
+
+A host on a shared store holds a lease and tells the backend after each renewal until
+when it holds it (`extend_lease`): the time goes into a file each worker maps
+(`actors.backends.lease_deadline`), and a worker that finds it passed with no
+extension stops its work and exits by itself (`actors.backends.worker_lease`), even if
+this process is frozen and can signal nothing.
 """
 
 from __future__ import annotations
 
 import atexit
+import os
+import threading
 import weakref
 from typing import Literal, overload
 
@@ -62,8 +70,16 @@ from actors.backends.command_work import as_worker_job
 from actors.backends.forkserver import Forked, ensure_ready, start_worker
 from actors.backends.hub import Hub
 from actors.backends.jobs import encode_job, real_deadline
+from actors.backends.lease_deadline import LeaseFile, remove_stale, valid_until
 from actors.backends.process_child import ProcessChild, report
-from actors.backends.reattach import Adopted, ReattachPlace, SocketPipes, Waiting, catch_up
+from actors.backends.reattach import (
+    Adopted,
+    ReattachPlace,
+    SocketPipes,
+    Waiting,
+    catch_up,
+    runtime_dir,
+)
 from actors.backends.spawner import Spawner
 from actors.backends.worker_table import WorkerRecord, WorkerTable
 from actors.backends.worker_watch import WorkerWatch
@@ -100,7 +116,8 @@ class ProcessBackend:
     be picked up should this process die (a store's place); None: they stop at once.
     `commands_in_workers`: a command agent's program runs under a worker, which holds
     its pipes, rather than under this process (`actors.backends.command_work` says what
-    differs); with `reattach`, so that it can wait too.
+    differs); with `reattach`, so that it can wait too; and on a shared store, so that
+    it is bounded by the host's lease (`extend_lease` turns it on).
 
     It owns its parts, each knowing only those below it: the hub thread, the
     spawner thread, the worker table (workers, warm pool, commands, their lock)
@@ -120,6 +137,13 @@ class ProcessBackend:
         self._table = WorkerTable(self._hub, session_max=session_max, retire_s=retire_s)
         self._watch = WorkerWatch(self._table, self._hub)
         self._ready = False  # prestart() done
+        # The host's lease (`extend_lease`): the file this backend writes, those of the
+        # hosts before it that workers picked up here still read, and the last time given.
+        self._lease_lock = threading.Lock()
+        self._lease: LeaseFile | None = None
+        self._lease_path: str | None = None  # read without the lock, in `start`
+        self._adopted: dict[str, LeaseFile] = {}
+        self._until: float | None = None
         _LIVE.add(self)
 
     def prestart(self) -> None:
@@ -135,6 +159,66 @@ class ProcessBackend:
         ensure_ready()
         self._ready = True
 
+    def extend_lease(self, until_monotonic: float | None) -> None:
+        """Say that the host's lease holds until `until_monotonic` (a `time.monotonic()`
+        time; None: there is no lease, nothing is bounded). Any thread; one 8-byte write
+        into a shared file, no message to any worker; `ValueError` for a time that is not
+        finite and above 0.
+
+        Every process child of this backend then stops its own work and exits once that
+        time has passed with no later extension: its attempt is cancelled, then `grace_s`
+        and `term_s` of the kill ladder (`actors.backends.worker_lease`), so none runs
+        past the last extension plus `grace_s + term_s + worker_lease.POLL_S`. The
+        first call with a time makes the file (before it nothing is bounded, and nothing
+        changes for a host without a lease) and turns on `commands_in_workers`: a command
+        started by the hub thread, a thread of this process, would be frozen with it.
+        Workers learn the file with their next job, so a host calls this before its
+        first `start()`; an attempt or a hub-run command started before the first
+        extension is not bounded. A worker picked up from an earlier host (`reattach`)
+        reads that host's file, which this backend writes from then on.
+        """
+        valid_until(until_monotonic)  # bad input fails here, in the caller
+        with self._lease_lock:
+            if self._table.closed:
+                return
+            self._until = until_monotonic
+            if self._lease is None:
+                if until_monotonic is None:
+                    return
+                directory = self.reattach_place.directory if self.reattach_place else None
+                self._lease = LeaseFile.create(directory or runtime_dir())
+                self._commands_in_workers = True
+            self._lease.write(until_monotonic)
+            for adopted in self._adopted.values():
+                adopted.write(until_monotonic)
+            self._lease_path = self._lease.path
+
+    def _adopt_lease(self, path: str) -> None:
+        """A worker being picked up reads the lease file `path` (of the host before this
+        one): from now on this backend writes it too, as soon as it holds a lease."""
+        with self._lease_lock:
+            if self._table.closed or path == self._lease_path:
+                return
+            adopted = self._adopted.get(path)
+            if adopted is None:
+                adopted = LeaseFile.adopt(path)
+                if adopted is None:
+                    return  # gone: the worker stops at the last time it read
+                self._adopted[path] = adopted
+            if self._lease is not None:
+                adopted.write(self._until)
+
+    def _close_leases(self) -> None:
+        """Every worker has ended: remove the lease files, and those of hosts gone."""
+        with self._lease_lock:
+            files = [*self._adopted.values(), *([self._lease] if self._lease else [])]
+            self._adopted.clear()
+            self._lease = self._lease_path = None
+        for file in files:
+            file.close(remove=True)
+        if files:
+            remove_stale(os.path.dirname(files[0].path))
+
     # -- Zeus's thread ---------------------------------------------------------------
     def start(self, spec: ChildSpec, send: Send) -> ProcessChild | CommandChild:
         """Start the attempt and return its handle; never waits for the work."""
@@ -148,7 +232,7 @@ class ProcessBackend:
         child = ProcessChild(table, spec, send)
         try:
             token, work = _WORKS.get(spec.work, WorkName(spec.work))
-            job, child.hard_stop = encode_job(spec, self._place)
+            job, child.hard_stop = encode_job(spec, self._place, self._lease_path)
         except _wire.CrossingError as exc:
             return _refuse(child, str(exc), AttemptOutcome.error, "CrossingError")
         while (worker := table.bind_warm(child)) is not None:
@@ -233,6 +317,8 @@ class ProcessBackend:
         if spec is None and waiting.attempt_id is not None and not waiting.finished:
             raise ValueError(f"the worker {waiting.pid} runs attempt {waiting.attempt_id!r}: "
                              "reattach it with that attempt's spec")  # fmt: skip
+        if waiting.lease is not None:  # extended before it is attached: it may be due
+            self._adopt_lease(waiting.lease)
         end = None if self._table.closed else Adopted.open(waiting.pid, waiting.start_time)
         pipes = SocketPipes(waiting.conn)
         caught = catch_up(waiting, pipes.reader, CATCH_UP_S) if end is not None else None
@@ -293,6 +379,7 @@ class ProcessBackend:
                     worker.ladder.escalate()
                 self._table.wait_ended(5.0)
         self._hub.close()
+        self._close_leases()
         _LIVE.discard(self)
 
     def _start_command(self, spec: ChildSpec, send: Send) -> CommandChild:

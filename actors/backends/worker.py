@@ -20,6 +20,10 @@ carry the token alone and the worker runs the function it unpickled then (see
 `_wire.WorkCache`). Like a module function's globals, what such a function keeps
 lives on across this worker's attempts.
 
+A job of a host that holds a lease names the file its deadline is read from; the
+backstop thread watches it, and the worker stops by itself once it has run out with no
+extension (`actors.backends.worker_lease`).
+
 Its `Link` (`actors.backends.worker_link`) says where reports go and jobs come from:
 the pipes; once they are gone, what it holds while it waits to be picked up (if the
 job said how); then the socket of the supervisor that attached.
@@ -46,6 +50,7 @@ from actors.backends.backstop import Backstop
 from actors.backends.jobs import WorkStore, decode_job
 from actors.backends.left_behind import leave_mark
 from actors.backends.worker_attempt import RunningAttempt
+from actors.backends.worker_lease import LeaseWatch
 from actors.backends.worker_link import Link
 from actors.backends.worker_wait import exit_now
 from actors.clock import SystemClock
@@ -59,6 +64,8 @@ __all__ = ["main"]
 
 # The child only reads this clock (`now()`), so it never starts a timer thread.
 _CLOCK = SystemClock()
+_LEASE_ENDED = ("stopped by its own worker: no extension of its host's lease came by its "
+                "deadline")  # fmt: skip
 
 
 def ready() -> None:
@@ -111,6 +118,8 @@ class _Child:
         self._started = 0  # attempts started (the heartbeat thread watches it)
         self._last_interval = math.inf  # the heartbeat interval of the last attempt started
         self._backstop = Backstop()  # the attempt's hard kill-by time, kept by this process
+        # Its host's lease, watched by the backstop's thread.
+        self._lease = LeaseWatch(self._lease_cancel, self._link.stop_for_lease, self._backstop)
 
     # -- main thread -----------------------------------------------------------------
     def serve(self) -> NoReturn:
@@ -159,6 +168,12 @@ class _Child:
                 ),
             )
             return
+        if job.lease is not None or self._lease.path is not None:
+            refused = self._lease.take(job.lease)
+            if refused is not None:  # its host's lease ran out: the worker is stopping
+                self._finish(att, Finished(attempt_id, refused[0], error=refused[1],
+                                           pid=self._pid))  # fmt: skip
+                return
         # It takes the job now: its deadline and kill-by time start from here, not from
         # when Zeus sent it (a new worker's start, its imports), and Zeus is told first.
         taken = time.monotonic()
@@ -193,6 +208,8 @@ class _Child:
                 AttemptOutcome.budget_exceeded.value if ctx.over_budget else None)
             if cause is not None:
                 finished = dataclasses.replace(finished, stop_cause=cause)
+            elif att.lease_ended:  # no cause: what it held says nothing of the work
+                finished = dataclasses.replace(finished, error=_LEASE_ENDED)
         if att.crossing_error is not None and finished.outcome is not AttemptOutcome.cancelled:
             finished = Finished(
                 attempt_id,
@@ -299,6 +316,20 @@ class _Child:
     def on_stop(self) -> None:
         if (att := self._current) is not None:  # one read: either lock would do
             att.cancel.set()
+
+    def lease_path(self) -> str | None:
+        return self._lease.path
+
+    # -- the backstop thread (`LeaseWatch`) ------------------------------------------
+    def _lease_cancel(self) -> bool:
+        """Its host's lease ran out: cancel the running attempt; whether one runs."""
+        with self._state_lock:
+            att = self._current
+            if att is None:
+                return False
+            att.lease_ended = True
+        att.cancel.set()  # outside the lock: it may run the async work's cancel callback
+        return True
 
     # -- heartbeat thread ------------------------------------------------------------
     def _beat(self) -> None:

@@ -16,7 +16,7 @@ class RunningAttempt:
     """The attempt a worker is running. `ctx` is set once its job is loaded."""
 
     __slots__ = ("attempt_id", "cancel", "crossing_error", "ctx", "delegated", "inbox",
-                 "interval", "next_beat", "pending", "stop_cause")  # fmt: skip
+                 "interval", "lease_ended", "next_beat", "pending", "stop_cause")  # fmt: skip
 
     def __init__(self, attempt_id: str) -> None:
         self.attempt_id = attempt_id
@@ -30,3 +30,4 @@ class RunningAttempt:
         self.delegated = 0  # `ctx.delegate` requests sent: the last one's ordinal (send lock)
         self.pending: dict[int, bytes] | None = None  # unanswered ones' frames (state lock)
         self.stop_cause: str | None = None  # why its supervisor cancelled it, if it said
+        self.lease_ended = False  # cancelled by its worker: its host's lease ran out
