@@ -193,6 +193,11 @@ class ProcessBackend:
                 adopted.write(until_monotonic)
             self._lease_path = self._lease.path
 
+    @property
+    def lease_path(self) -> str | None:
+        """The file the lease's deadline is written to (None: no lease was given yet)."""
+        return self._lease_path
+
     def _adopt_lease(self, path: str) -> None:
         """A worker being picked up reads the lease file `path` (of the host before this
         one): from now on this backend writes it too, as soon as it holds a lease."""
