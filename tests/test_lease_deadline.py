@@ -99,6 +99,9 @@ def test_an_adopted_file_is_written_for_its_reader_and_stale_files_are_removed(
 # -- the watch (no process) ----------------------------------------------------------------
 
 
+ID = "apollo-1-a1"
+
+
 class Stopped(Exception):
     pass
 
@@ -137,7 +140,7 @@ def test_the_watch_cancels_then_stops_after_the_grace_and_an_extension_then_chan
     now = time.monotonic()
     lease.write(now + 10.0)
     lease_watch, calls, keeper = watch([True])
-    assert lease_watch.take((lease.path, 2.0, 0.5)) is None
+    assert lease_watch.take((lease.path, 2.0, 0.5), ID, 7) is None
     assert keeper.looks == [lease_watch.look] and lease_watch.path == lease.path
     assert lease_watch.look(now) == now + POLL_S  # it looks every POLL_S while a lease is set
     assert lease_watch.look(now + 9.9) == now + 10.0
@@ -146,8 +149,9 @@ def test_the_watch_cancels_then_stops_after_the_grace_and_an_extension_then_chan
     assert calls == ["cancel"]
     lease.write(now + 100.0)  # too late: what was decided holds
     assert lease_watch.look(now + 11.0) == now + 12.0
-    refused = lease_watch.take((lease.path, 2.0, 0.5))
-    assert refused is not None and refused[0] is AttemptOutcome.cancelled  # no job runs now
+    refused = lease_watch.take((lease.path, 2.0, 0.5), ID, 7)
+    assert refused is not None and refused.outcome is AttemptOutcome.cancelled  # none runs now
+    assert refused.attempt_id == ID and refused.pid == 7
     with pytest.raises(Stopped):
         lease_watch.look(now + 12.0)
     assert calls == ["cancel", "stop 0.5"]
@@ -158,10 +162,10 @@ def test_an_idle_worker_stops_at_once_and_without_a_lease_nothing_is_looked_at(
 ) -> None:
     lease = LeaseFile.create(str(tmp_path))
     lease_watch, calls, keeper = watch([False])
-    assert lease_watch.take((lease.path, 2.0, 0.5)) is None
+    assert lease_watch.take((lease.path, 2.0, 0.5), ID, 7) is None
     assert lease_watch.look(time.monotonic()) is None  # no lease: it sleeps until poked
     lease.write(time.monotonic() + 0.001)
-    lease_watch.take((lease.path, 2.0, 0.5))  # a job came, and a lease is set: it looks now
+    lease_watch.take((lease.path, 2.0, 0.5), ID, 7)  # a job came, a lease is set: it looks now
     assert keeper.pokes == 1
     with pytest.raises(Stopped):
         lease_watch.look(time.monotonic() + 1.0)
@@ -172,15 +176,16 @@ def test_a_job_of_a_host_without_a_lease_unbinds_the_worker(tmp_path: Path) -> N
     lease = LeaseFile.create(str(tmp_path))
     lease.write(time.monotonic() - 1.0)
     lease_watch, _, _ = watch([True])
-    assert lease_watch.take(None) is None and lease_watch.path is None  # never bound: no cost
-    refused = lease_watch.take((lease.path, 1.0, 0.5))
-    assert refused is not None and refused[0] is AttemptOutcome.cancelled
+    assert lease_watch.take(None, ID, 7) is None and lease_watch.path is None  # never bound
+    refused = lease_watch.take((lease.path, 1.0, 0.5), ID, 7)
+    assert refused is not None and refused.outcome is AttemptOutcome.cancelled
     other, _, _ = watch([True])
-    assert other.take((str(tmp_path / "missing.lease"), 1.0, 0.5)) is not None
+    unread = other.take((str(tmp_path / "missing.lease"), 1.0, 0.5), ID, 7)
+    assert unread is not None and unread.outcome is AttemptOutcome.error  # never unbounded
     fresh, fresh_calls, _ = watch([True])
     lease.write(time.monotonic() + 60.0)
-    assert fresh.take((lease.path, 1.0, 0.5)) is None
-    assert fresh.take(None) is None and fresh.path is None
+    assert fresh.take((lease.path, 1.0, 0.5), ID, 7) is None
+    assert fresh.take(None, ID, 7) is None and fresh.path is None
     assert fresh.look(time.monotonic() + 120.0) is None and fresh_calls == []
 
 

@@ -7,9 +7,9 @@ that time into a small file of its own; each worker maps the same file and reads
 the host when it is frozen: a worker that finds the time passed stops its work and
 exits by itself.
 
-- **Who writes.** The host's process (`LeaseFile`, any thread, under its lock): the
+- **Who writes.** The host's process (`HostLease`, any thread, under its lock): the
   backend that made the file, or a backend of a later host on the same machine that
-  picked up a worker that waited for it (`LeaseFile.adopt`, by the path the worker
+  picked up a worker that waited for it (`HostLease.adopt`, by the path the worker
   gave in its hello). **Who reads.** Each worker process (`LeaseView`), which learns
   the path with its jobs.
 - **The format.** `<directory>/<writer pid>-<8 hex>.lease`, owner-only (0600), in the
@@ -32,10 +32,12 @@ import secrets
 import stat
 import struct
 import threading
+from collections.abc import Callable
 
 from actors.osproc import process_running
 
-__all__ = ["NO_LEASE", "SIZE", "LeaseFile", "LeaseView", "remove_stale", "valid_until"]
+__all__ = ["NO_LEASE", "SIZE", "HostLease", "LeaseFile", "LeaseView", "remove_stale",
+           "valid_until"]  # fmt: skip
 
 SIZE = 8
 NO_LEASE = 0.0
@@ -110,6 +112,65 @@ class LeaseFile:
         if self.owned if remove is None else remove:
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
+
+
+class HostLease:
+    """A backend's lease files (the host's process; any thread): the one it writes, made by
+    the first extension in `directory()`, and those of hosts before it that workers picked
+    up here still read (adopted), all written with every extension."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._own: LeaseFile | None = None
+        self._adopted: dict[str, LeaseFile] = {}
+        self._until: float | None = None
+        self._closed = False
+        self.path: str | None = None  # the file jobs name (read without the lock)
+
+    def extend(self, until: float | None, directory: Callable[[], str]) -> bool:
+        """Write `until` everywhere (None: no lease); True when this made the file."""
+        valid_until(until)  # bad input fails here, in the caller
+        made = False
+        with self._lock:
+            if self._closed:
+                return False
+            self._until = until
+            if self._own is None:
+                if until is None:
+                    return False
+                self._own, made = LeaseFile.create(directory()), True
+            self._own.write(until)
+            for adopted in self._adopted.values():
+                adopted.write(until)
+            self.path = self._own.path
+        return made
+
+    def adopt(self, path: str) -> None:
+        """A worker being picked up reads `path` (of a host before this one): written from
+        now on too, at once if a lease is held (else from the first extension)."""
+        with self._lock:
+            if self._closed or path == self.path:
+                return
+            adopted = self._adopted.get(path)
+            if adopted is None:
+                adopted = LeaseFile.adopt(path)
+                if adopted is None:
+                    return  # gone: the worker stops at the last time it read
+                self._adopted[path] = adopted
+            if self._own is not None:
+                adopted.write(self._until)
+
+    def close(self) -> None:
+        """Every worker has ended: remove the files, and those of writers gone."""
+        with self._lock:
+            self._closed = True
+            files = [*self._adopted.values(), *([self._own] if self._own else [])]
+            self._adopted.clear()
+            self._own = self.path = None
+        for file in files:
+            file.close(remove=True)
+        if files:
+            remove_stale(os.path.dirname(files[0].path))
 
 
 class LeaseView:

@@ -57,8 +57,6 @@ this process is frozen and can signal nothing.
 from __future__ import annotations
 
 import atexit
-import os
-import threading
 import weakref
 from typing import Literal, overload
 
@@ -70,7 +68,7 @@ from actors.backends.command_work import as_worker_job
 from actors.backends.forkserver import Forked, ensure_ready, start_worker
 from actors.backends.hub import Hub
 from actors.backends.jobs import encode_job, real_deadline
-from actors.backends.lease_deadline import LeaseFile, remove_stale, valid_until
+from actors.backends.lease_deadline import HostLease
 from actors.backends.process_child import ProcessChild, report
 from actors.backends.reattach import (
     Adopted,
@@ -137,13 +135,7 @@ class ProcessBackend:
         self._table = WorkerTable(self._hub, session_max=session_max, retire_s=retire_s)
         self._watch = WorkerWatch(self._table, self._hub)
         self._ready = False  # prestart() done
-        # The host's lease (`extend_lease`): the file this backend writes, those of the
-        # hosts before it that workers picked up here still read, and the last time given.
-        self._lease_lock = threading.Lock()
-        self._lease: LeaseFile | None = None
-        self._lease_path: str | None = None  # read without the lock, in `start`
-        self._adopted: dict[str, LeaseFile] = {}
-        self._until: float | None = None
+        self._lease = HostLease()  # the host's lease (`extend_lease`)
         _LIVE.add(self)
 
     def prestart(self) -> None:
@@ -177,52 +169,16 @@ class ProcessBackend:
         extension is not bounded. A worker picked up from an earlier host (`reattach`)
         reads that host's file, which this backend writes from then on.
         """
-        valid_until(until_monotonic)  # bad input fails here, in the caller
-        with self._lease_lock:
-            if self._table.closed:
-                return
-            self._until = until_monotonic
-            if self._lease is None:
-                if until_monotonic is None:
-                    return
-                directory = self.reattach_place.directory if self.reattach_place else None
-                self._lease = LeaseFile.create(directory or runtime_dir())
-                self._commands_in_workers = True
-            self._lease.write(until_monotonic)
-            for adopted in self._adopted.values():
-                adopted.write(until_monotonic)
-            self._lease_path = self._lease.path
+        if self._lease.extend(until_monotonic, self._lease_dir):
+            self._commands_in_workers = True
+
+    def _lease_dir(self) -> str:
+        return self.reattach_place.directory if self.reattach_place else runtime_dir()
 
     @property
     def lease_path(self) -> str | None:
         """The file the lease's deadline is written to (None: no lease was given yet)."""
-        return self._lease_path
-
-    def _adopt_lease(self, path: str) -> None:
-        """A worker being picked up reads the lease file `path` (of the host before this
-        one): from now on this backend writes it too, as soon as it holds a lease."""
-        with self._lease_lock:
-            if self._table.closed or path == self._lease_path:
-                return
-            adopted = self._adopted.get(path)
-            if adopted is None:
-                adopted = LeaseFile.adopt(path)
-                if adopted is None:
-                    return  # gone: the worker stops at the last time it read
-                self._adopted[path] = adopted
-            if self._lease is not None:
-                adopted.write(self._until)
-
-    def _close_leases(self) -> None:
-        """Every worker has ended: remove the lease files, and those of hosts gone."""
-        with self._lease_lock:
-            files = [*self._adopted.values(), *([self._lease] if self._lease else [])]
-            self._adopted.clear()
-            self._lease = self._lease_path = None
-        for file in files:
-            file.close(remove=True)
-        if files:
-            remove_stale(os.path.dirname(files[0].path))
+        return self._lease.path
 
     # -- Zeus's thread ---------------------------------------------------------------
     def start(self, spec: ChildSpec, send: Send) -> ProcessChild | CommandChild:
@@ -237,7 +193,7 @@ class ProcessBackend:
         child = ProcessChild(table, spec, send)
         try:
             token, work = _WORKS.get(spec.work, WorkName(spec.work))
-            job, child.hard_stop = encode_job(spec, self._place, self._lease_path)
+            job, child.hard_stop = encode_job(spec, self._place, self._lease.path)
         except _wire.CrossingError as exc:
             return _refuse(child, str(exc), AttemptOutcome.error, "CrossingError")
         while (worker := table.bind_warm(child)) is not None:
@@ -323,7 +279,7 @@ class ProcessBackend:
             raise ValueError(f"the worker {waiting.pid} runs attempt {waiting.attempt_id!r}: "
                              "reattach it with that attempt's spec")  # fmt: skip
         if waiting.lease is not None:  # extended before it is attached: it may be due
-            self._adopt_lease(waiting.lease)
+            self._lease.adopt(waiting.lease)
         end = None if self._table.closed else Adopted.open(waiting.pid, waiting.start_time)
         pipes = SocketPipes(waiting.conn)
         caught = catch_up(waiting, pipes.reader, CATCH_UP_S) if end is not None else None
@@ -384,7 +340,7 @@ class ProcessBackend:
                     worker.ladder.escalate()
                 self._table.wait_ended(5.0)
         self._hub.close()
-        self._close_leases()
+        self._lease.close()
         _LIVE.discard(self)
 
     def _start_command(self, spec: ChildSpec, send: Send) -> CommandChild:

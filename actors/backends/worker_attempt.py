@@ -1,15 +1,39 @@
 """`RunningAttempt`: the attempt a worker process runs, as its threads share it (runs in
 the worker: its main thread makes one per job; the receiver, heartbeat and waiting
-threads read it under the worker's locks)."""
+threads read it under the worker's locks), and the `Finished` of an attempt that failed
+in the worker itself (`unreadable`, `crossing_failed`)."""
 
 from __future__ import annotations
 
 import math
+import traceback as tb
 
 from actors.context import Context
+from actors.errors import describe_error
 from actors.mail import CancelSignal, Inbox
+from actors.models import AttemptOutcome
+from actors.protocol import Finished
 
-__all__ = ["RunningAttempt"]
+__all__ = ["RunningAttempt", "crossing_failed", "unreadable"]
+
+
+def unreadable(attempt_id: str, exc: BaseException, pid: int) -> Finished:
+    """The attempt's job could not be unpickled here (e.g. its work's module fails to import)."""
+    return Finished(
+        attempt_id,
+        AttemptOutcome.error,
+        error="the attempt (its work function, brief, previous partial results or session) "
+        f"could not be unpickled in the child process: {describe_error(exc)}",
+        error_type=type(exc).__name__,
+        traceback="".join(tb.format_exception(exc)),
+        pid=pid,
+    )
+
+
+def crossing_failed(attempt_id: str, error: str, pid: int, finished: Finished) -> Finished:
+    """The attempt reported (or returned) what cannot cross back: it fails with `error`."""
+    return Finished(attempt_id, AttemptOutcome.error, error=error, error_type="CrossingError",
+                    pid=pid, progress=finished.progress)  # fmt: skip
 
 
 class RunningAttempt:

@@ -31,8 +31,9 @@ from typing import NoReturn, Protocol
 
 from actors.backends.lease_deadline import LeaseView
 from actors.models import AttemptOutcome
+from actors.protocol import Finished
 
-__all__ = ["POLL_S", "Lease", "LeaseWatch"]
+__all__ = ["LEASE_ENDED", "POLL_S", "Lease", "LeaseWatch"]
 
 POLL_S = 0.25  # the most a worker sleeps between two looks while a lease is set
 
@@ -75,8 +76,15 @@ class LeaseWatch:
         return None if view is None else view.path
 
     # -- the main thread, with each job ----------------------------------------------
-    def take(self, lease: Lease | None) -> tuple[AttemptOutcome, str] | None:
-        """The lease of the job about to run; why the job must not run, if it must not."""
+    def take(self, lease: Lease | None, attempt_id: str, pid: int) -> Finished | None:
+        """The lease of the job `attempt_id` about to run; its `Finished` if it must not
+        run (its host's lease has run out, or cannot be read)."""
+        refused = self._take(lease)
+        if refused is None:
+            return None
+        return Finished(attempt_id, refused[0], error=refused[1], pid=pid)
+
+    def _take(self, lease: Lease | None) -> tuple[AttemptOutcome, str] | None:
         if lease is None:
             with self._lock:  # the worker's new host holds no lease: nothing is bounded
                 if self._view is not None and self._stop_at is None:
@@ -139,3 +147,5 @@ class LeaseWatch:
 
 
 _RAN_OUT = "its host's lease ran out with no extension: the worker stops by itself"
+# The error of an attempt its worker cancelled for that.
+LEASE_ENDED = "stopped by its own worker: no extension of its host's lease came by its deadline"
