@@ -145,16 +145,32 @@ def test_the_watch_cancels_then_stops_after_the_grace_and_an_extension_then_chan
     assert lease_watch.look(now) == now + POLL_S  # it looks every POLL_S while a lease is set
     assert lease_watch.look(now + 9.9) == now + 10.0
     assert calls == []
-    assert lease_watch.look(now + 10.0) == now + 12.0  # due: cancelled, grace_s to go
+    assert lease_watch.look(now + 10.0) == now + 10.0 + POLL_S  # due: cancelled
     assert calls == ["cancel"]
     lease.write(now + 100.0)  # too late: what was decided holds
-    assert lease_watch.look(now + 11.0) == now + 12.0
+    assert lease_watch.look(now + 11.9) == now + 12.0  # its grace_s ends at now + 12
     refused = lease_watch.take((lease.path, 2.0, 0.5), ID, 7)
     assert refused is not None and refused.outcome is AttemptOutcome.cancelled  # none runs now
     assert refused.attempt_id == ID and refused.pid == 7
     with pytest.raises(Stopped):
         lease_watch.look(now + 12.0)
-    assert calls == ["cancel", "stop 0.5"]
+    assert calls == ["cancel", "cancel", "cancel", "stop 0.5"]
+
+
+def test_an_attempt_that_ends_within_its_grace_lets_the_worker_go_at_the_next_look(
+    tmp_path: Path,
+) -> None:
+    lease = LeaseFile.create(str(tmp_path))
+    now = time.monotonic()
+    lease.write(now)
+    running = [True]
+    lease_watch, calls, _ = watch(running)
+    lease_watch.take((lease.path, 30.0, 0.5), ID, 7)
+    assert lease_watch.look(now) == now + POLL_S
+    running[0] = False  # it stopped when cancelled
+    with pytest.raises(Stopped):
+        lease_watch.look(now + POLL_S)
+    assert calls == ["cancel", "cancel", "stop 0.5"]
 
 
 def test_an_idle_worker_stops_at_once_and_without_a_lease_nothing_is_looked_at(
@@ -204,6 +220,17 @@ def test_the_backstop_thread_looks_for_what_it_watches_and_again_when_poked() ->
     assert eventually(lambda: len(looked) == 1)
     backstop.poke()
     assert twice.wait(WAIT_S)
+
+
+def test_a_watch_that_fails_fires_the_backstop(capfd: pytest.CaptureFixture[str]) -> None:
+    fired = threading.Event()
+
+    def look(now: float) -> float | None:
+        raise ValueError("the mapping is gone")
+
+    Backstop(fire=fired.set).watch(look)
+    assert fired.wait(WAIT_S)  # what cannot tell does not let the worker run on
+    assert "the mapping is gone" in capfd.readouterr().err
 
 
 # -- real workers --------------------------------------------------------------------------
@@ -262,7 +289,8 @@ def test_a_worker_cancels_its_attempt_at_the_deadline_and_exits(backend: Process
     assert finished.outcome is AttemptOutcome.cancelled and finished.error_type == "Cancelled"
     assert "lease" in (finished.error or "") and finished.stop_cause is None
     assert until <= time.monotonic()  # not before the deadline
-    assert gone_by([pid], until) <= until + BOUND_S + SLACK_S  # and the idle worker is gone
+    # Its attempt ended within the grace: the worker goes at the next look.
+    assert gone_by([pid], until) <= until + 2 * POLL_S + SLACK_S
 
 
 @pytest.mark.process

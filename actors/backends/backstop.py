@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from actors.clock import report_error
 from actors.osproc import kill_descendants
 
 __all__ = ["MARGIN_S", "Backstop", "kill_by"]
@@ -107,7 +108,8 @@ class Backstop:
     def watch(self, look: Callable[[float], float | None]) -> None:
         """Keep another time in this thread: `look(now)` runs at each of its looks (with
         this backstop's lock held) and returns when it wants the next one (None: when
-        poked, or at the next look anyway). Starts the thread if it is not running."""
+        poked, or at the next look anyway); if it raises, the backstop fires (what cannot
+        tell whether the worker may run on does not let it). Starts the thread if needed."""
         with self._lock:
             self._look = look
             self._start_or_notify(None)
@@ -156,7 +158,11 @@ class Backstop:
                 if look is not None and look <= now:
                     look = None
                 if self._look is not None:
-                    other = self._look(now)  # may end the worker
+                    try:
+                        other = self._look(now)  # may end the worker
+                    except Exception as exc:  # noqa: BLE001 - it cannot tell: none runs on
+                        report_error(exc, None)
+                        break
                     if other is not None and (look is None or other < look):
                         look = other
                 if look is None:

@@ -11,10 +11,11 @@ late), never while no lease is set. Once the deadline has passed with no extensi
 
 1. the running attempt is cancelled (its `ctx` sees it cancelled; a command agent's
    program gets SIGINT);
-2. `grace_s` later (at once for an idle worker) the worker runs the kill ladder on
-   itself (`Link.stop_for_lease`): SIGTERM to everything below it, `term_s`, SIGKILL to
-   all of that, its group and itself. A worker waiting to be picked up writes what it
-   held first, as when its grace runs out.
+2. once the attempt has ended, or `grace_s` later (at once for an idle worker; it looks
+   every `POLL_S` meanwhile), the worker runs the kill ladder on itself
+   (`Link.stop_for_lease`): SIGTERM to everything below it, `term_s`, SIGKILL to all of
+   that, its group and itself. A worker waiting to be picked up writes what it held
+   first, as when its grace runs out.
 
 So no process of the attempt runs past the deadline + `POLL_S` + `grace_s` + `term_s`
 (and the few ms the signals take). What was decided is not undone: an extension that
@@ -129,7 +130,6 @@ class LeaseWatch:
                 self._saw_lease = False
                 return None
             stop_at = self._stop_at
-            first = stop_at is None
             if stop_at is None:
                 until = view.read()
                 self._saw_lease = until is not None
@@ -139,10 +139,10 @@ class LeaseWatch:
                     return min(until, now + POLL_S)
                 stop_at = self._stop_at = now + self._grace_s  # decided: never undone
             term_s = self._term_s
-        if first and not self._cancel():
-            self._stop(term_s)  # idle: no attempt to give a grace to
+        if not self._cancel():  # idle, or its attempt has ended: nothing to wait for
+            self._stop(term_s)
         if now < stop_at:
-            return stop_at  # the attempt has its grace to stop by itself
+            return min(stop_at, now + POLL_S)  # the attempt's grace to stop by itself
         self._stop(term_s)
 
 
