@@ -289,8 +289,14 @@ def test_a_worker_cancels_its_attempt_at_the_deadline_and_exits(backend: Process
     assert finished.outcome is AttemptOutcome.cancelled and finished.error_type == "Cancelled"
     assert "lease" in (finished.error or "") and finished.stop_cause is None
     assert until <= time.monotonic()  # not before the deadline
-    # Its attempt ended within the grace: the worker goes at the next look.
+    # Its attempt ended within the grace: the worker goes at its next look, if the backend
+    # (alive here) has not retired it first; a worker whose attempt ended cancelled is
+    # never reused.
     assert gone_by([pid], until) <= until + 2 * POLL_S + SLACK_S
+    backend.extend_lease(time.monotonic() + 60.0)  # a later lease: a new worker, not that one
+    again = Outbox()
+    backend.start(spec(lambda brief, ctx: "ran", attempt_id="apollo-1-a2"), again)
+    assert again.finished().value == "ran" and again.wait_for(Spawned).pid != pid
 
 
 @pytest.mark.process

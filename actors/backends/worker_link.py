@@ -13,6 +13,8 @@ delegation requests, then `CAUGHT_UP_FRAME`; from then on reports go to its sock
 and the waiting thread reads that socket: jobs for the main thread (queued), the
 rest for the worker (`on_control`). The same again if that supervisor dies. Without
 `orphan`, or with nothing to wait for, the worker stops at once, as it always has.
+Whether it waits or not, it stops when its host's lease runs out (`stop_for_lease`,
+`actors.backends.worker_lease`).
 
 `lock` is the worker's send lock: every frame goes under it, and the link changes
 under it, so no report is lost or overtakes another when the link changes. The
