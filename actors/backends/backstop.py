@@ -14,6 +14,10 @@ GIL: a thread that wakes at the kill-by time, and a kernel interval timer
 (`SIGALRM`, default action: the kernel ends the process, no Python needed)
 a second later, armed only while `SIGALRM` has its default action (agent
 code that uses `signal.alarm` itself keeps it, and the thread alone guards).
+
+The same thread keeps the worker's other times (`watch`): its host's lease
+(`actors.backends.worker_lease`). It never writes to a pipe, so a host that
+stopped reading (frozen, its pipes full) cannot hold it up.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from actors.clock import report_error
 from actors.osproc import kill_descendants
 
 __all__ = ["MARGIN_S", "Backstop", "kill_by"]
@@ -80,6 +85,7 @@ class Backstop:
         # is no sooner does not wake it: back-to-back jobs cost no hand-over between threads.
         self._wake_at: float | None = None
         self._kernel = False
+        self._look: Callable[[float], float | None] | None = None  # `watch`
         self.looks = 0  # how many times the thread has looked (tests read it)
 
     def arm(self, when: float | None) -> None:
@@ -88,12 +94,7 @@ class Backstop:
             return
         with self._lock:
             self._when = self._latest = when
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._watch, name="zeus-backstop",
-                                                daemon=True)
-                self._thread.start()
-            elif self._wake_at is None or when < self._wake_at:
-                self._cond.notify()
+            self._start_or_notify(when)
         self._kernel = False
         if _getsignal(signal.SIGALRM) == _SIG_DFL:
             try:
@@ -103,6 +104,30 @@ class Backstop:
                 self._kernel = True
             except (ValueError, OSError):  # not the main thread, or no itimer
                 pass
+
+    def watch(self, look: Callable[[float], float | None]) -> None:
+        """Keep another time in this thread: `look(now)` runs at each of its looks (with
+        this backstop's lock held) and returns when it wants the next one (None: when
+        poked, or at the next look anyway); if it raises, the backstop fires (what cannot
+        tell whether the worker may run on does not let it). Starts the thread if needed."""
+        with self._lock:
+            self._look = look
+            self._start_or_notify(None)
+
+    def poke(self) -> None:
+        """Make the thread look now (what `watch` keeps has changed)."""
+        with self._lock:
+            self._cond.notify()
+
+    def _start_or_notify(self, when: float | None) -> None:
+        """Called with the lock held: start the thread, or wake it if it would look after
+        `when` (None: wake it)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._watch, name="zeus-backstop",
+                                            daemon=True)
+            self._thread.start()
+        elif when is None or self._wake_at is None or when < self._wake_at:
+            self._cond.notify()
 
     def disarm(self) -> None:
         # No lock: the thread reads `_when` once per look, the old value or None, and
@@ -130,7 +155,17 @@ class Backstop:
                 if when is not None and when <= now:
                     break
                 look = when if when is not None else self._latest
-                if look is None or look <= now:
+                if look is not None and look <= now:
+                    look = None
+                if self._look is not None:
+                    try:
+                        other = self._look(now)  # may end the worker
+                    except Exception as exc:  # noqa: BLE001 - it cannot tell: none runs on
+                        report_error(exc, None)
+                        break
+                    if other is not None and (look is None or other < look):
+                        look = other
+                if look is None:
                     self._wake_at = None
                     self._cond.wait()
                 else:

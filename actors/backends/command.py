@@ -25,6 +25,12 @@ Python workers: its stdout and stderr pipes and a pidfd for its exit are
 ordinary fds to wait on, so a command costs no thread, its exit is seen at once
 (not by polling), and the kill ladder and the liveness beat are hub timers like
 the workers'.
+
+The hub is a thread of the host's process: a host that is frozen cannot stop such a
+program, nor can the program tell it is orphaned. So on a shared store, where a host
+holds a lease, commands run under workers instead (`ProcessBackend(
+commands_in_workers=True)`, which `ProcessBackend.extend_lease` turns on), and a worker
+stops its program by itself once the lease has run out (`actors.backends.worker_lease`).
 """
 
 from __future__ import annotations

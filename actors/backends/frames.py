@@ -25,7 +25,7 @@ A worker whose supervisor is gone waits to be picked up on a socket
 (`actors.backends.worker_wait`); once a connector has authenticated:
 
     worker -> it    `Hello`   (HELLO, pid, start time, agent, attempt id, finished,
-                              session key), pickled: what the worker holds
+                              session key, lease file), pickled: what the worker holds
     it -> worker    `ATTACH_FRAME` (A) or `STOP_FRAME` (S: stop the job, exit), or
                     it hangs up and the worker waits on
     after A         the worker's held report frames in order, its unanswered
@@ -325,6 +325,7 @@ class Hello(NamedTuple):
     attempt_id: str | None  # the attempt it runs or ran; None: idle, holding a session
     finished: bool  # that attempt's `Finished` is among what it holds
     session_key: str | None
+    lease: str | None = None  # the lease file it reads (`actors.backends.lease_deadline`)
 
 
 def hello_frame(hello: Hello) -> bytes:
@@ -334,7 +335,7 @@ def hello_frame(hello: Hello) -> bytes:
 def read_hello(data: bytes) -> Hello:
     """The `Hello` of `hello_frame` (`ValueError` for any other frame)."""
     packed = _wire.loads(data)
-    if type(packed) is not tuple or packed[:1] != (_HELLO,) or len(packed) != 7:
+    if type(packed) is not tuple or packed[:1] != (_HELLO,) or len(packed) not in (7, 8):
         raise ValueError("not a hello frame")
     return Hello(*packed[1:])
 

@@ -7,7 +7,9 @@ the end of a `Run` frame (`actors.backends.frames`), after the work function's
 part. The worker imports this module: it stays light.
 
 A job of a backend with a store carries `orphan`: how the worker waits to be picked
-up if its supervisor dies during or after it (`actors.backends.worker_wait`).
+up if its supervisor dies during or after it (`actors.backends.worker_wait`). A job of
+a backend whose host holds a lease carries `lease`: where the worker reads the lease's
+deadline, and the attempt's grace and term (`actors.backends.worker_lease`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class Job(NamedTuple):
     # by its wait (`started`). None: they hold as they are (the thread backend).
     reckoned_at: float | None = None
     cap: float = math.inf
+    # The host's lease file and the attempt's grace_s and term_s; None: no lease.
+    lease: tuple[str, float, float] | None = None
 
     @classmethod
     def from_spec(cls, spec: ChildSpec, *, deadline: float, hard_stop: float | None) -> Job:
@@ -110,7 +114,7 @@ class Job(NamedTuple):
 
 def _fields(
     spec: ChildSpec, brief: Any, deadline: float, hard_stop: float | None, orphan: Orphan | None,
-    reckoned_at: float | None = None, cap: float = math.inf,
+    reckoned_at: float | None = None, cap: float = math.inf, lease: str | None = None,
 ) -> tuple[Any, ...]:
     """The fields of the job of `spec`, in `Job`'s order, with `brief` as given."""
     return (
@@ -118,6 +122,7 @@ def _fields(
         spec.heartbeat_interval_s, list(spec.previous_partials), spec.depth, spec.framing,
         spec.session_key, spec.session, spec.previous_error, spec.reasoning_effort,
         spec.budget_left, hard_stop, orphan, reckoned_at, cap,
+        None if lease is None else (lease, spec.grace_s, spec.term_s),
     )  # fmt: skip
 
 
@@ -138,18 +143,19 @@ def real_deadline(spec: ChildSpec, now: float | None = None) -> tuple[float, flo
 
 
 def encode_job(
-    spec: ChildSpec, reattach: tuple[float, str, bytes] | None = None
+    spec: ChildSpec, reattach: tuple[float, str, bytes] | None = None, lease: str | None = None
 ) -> tuple[bytes, float | None]:
     """The attempt but its work function, pickled, and the worker's kill-by time;
     `CrossingError` if it cannot cross. `reattach`: (grace_s, directory, key) of the
-    backend's store, which the job's `orphan` carries with the spec's `term_s`."""
+    backend's store, which the job's `orphan` carries with the spec's `term_s`. `lease`:
+    the path of the host's lease file, if it holds one."""
     now = time.monotonic()
     deadline, hard_stop = real_deadline(spec, now)
     cap = math.inf if spec.deadline_cap is None else now + (spec.deadline_cap - spec.clock.now())
     orphan = None if reattach is None else (*reattach, spec.term_s)
     # The fields go as a plain tuple, the brief as its pickling state (no Job on the way).
     fields = _fields(spec, _wire.brief_to_wire(spec.brief), deadline, hard_stop, orphan,
-                     now, cap)  # fmt: skip
+                     now, cap, lease)  # fmt: skip
     what = "the attempt's brief, previous partial results or session"
     return _wire.dumps(fields, what), hard_stop
 

@@ -46,6 +46,12 @@ be picked up if this process dies (docs/design.md, "Reattach";
 this one (`actors.backends.reattach.find_waiting`): over one socket instead of its
 pipes, its end watched through a pidfd (it is not this process's child); from then
 on it is a worker like the others.
+
+A host on a shared store holds a lease and tells the backend after each renewal until
+when it holds it (`extend_lease`): the time goes into a file each worker maps
+(`actors.backends.lease_deadline`), and a worker that finds it passed with no
+extension stops its work and exits by itself (`actors.backends.worker_lease`), even if
+this process is frozen and can signal nothing.
 """
 
 from __future__ import annotations
@@ -62,8 +68,16 @@ from actors.backends.command_work import as_worker_job
 from actors.backends.forkserver import Forked, ensure_ready, start_worker
 from actors.backends.hub import Hub
 from actors.backends.jobs import encode_job, real_deadline
+from actors.backends.lease_deadline import HostLease
 from actors.backends.process_child import ProcessChild, report
-from actors.backends.reattach import Adopted, ReattachPlace, SocketPipes, Waiting, catch_up
+from actors.backends.reattach import (
+    Adopted,
+    ReattachPlace,
+    SocketPipes,
+    Waiting,
+    catch_up,
+    runtime_dir,
+)
 from actors.backends.spawner import Spawner
 from actors.backends.worker_table import WorkerRecord, WorkerTable
 from actors.backends.worker_watch import WorkerWatch
@@ -100,7 +114,8 @@ class ProcessBackend:
     be picked up should this process die (a store's place); None: they stop at once.
     `commands_in_workers`: a command agent's program runs under a worker, which holds
     its pipes, rather than under this process (`actors.backends.command_work` says what
-    differs); with `reattach`, so that it can wait too.
+    differs); with `reattach`, so that it can wait too; and on a shared store, so that
+    it is bounded by the host's lease (`extend_lease` turns it on).
 
     It owns its parts, each knowing only those below it: the hub thread, the
     spawner thread, the worker table (workers, warm pool, commands, their lock)
@@ -120,6 +135,7 @@ class ProcessBackend:
         self._table = WorkerTable(self._hub, session_max=session_max, retire_s=retire_s)
         self._watch = WorkerWatch(self._table, self._hub)
         self._ready = False  # prestart() done
+        self._lease = HostLease()  # the host's lease (`extend_lease`)
         _LIVE.add(self)
 
     def prestart(self) -> None:
@@ -135,6 +151,35 @@ class ProcessBackend:
         ensure_ready()
         self._ready = True
 
+    def extend_lease(self, until_monotonic: float | None) -> None:
+        """Say that the host's lease holds until `until_monotonic` (a `time.monotonic()`
+        time; None: there is no lease, nothing is bounded). Any thread; one 8-byte write
+        into a shared file, no message to any worker; `ValueError` for a time that is not
+        finite and above 0.
+
+        Every process child of this backend then stops its own work and exits once that
+        time has passed with no later extension: its attempt is cancelled, then `grace_s`
+        and `term_s` of the kill ladder (`actors.backends.worker_lease`), so none runs
+        past the last extension plus `grace_s + term_s + worker_lease.POLL_S`. The
+        first call with a time makes the file (before it nothing is bounded, and nothing
+        changes for a host without a lease) and turns on `commands_in_workers`: a command
+        started by the hub thread, a thread of this process, would be frozen with it.
+        Workers learn the file with their next job, so a host calls this before its
+        first `start()`; an attempt or a hub-run command started before the first
+        extension is not bounded. A worker picked up from an earlier host (`reattach`)
+        reads that host's file, which this backend writes from then on.
+        """
+        if self._lease.extend(until_monotonic, self._lease_dir):
+            self._commands_in_workers = True
+
+    def _lease_dir(self) -> str:
+        return self.reattach_place.directory if self.reattach_place else runtime_dir()
+
+    @property
+    def lease_path(self) -> str | None:
+        """The file the lease's deadline is written to (None: no lease was given yet)."""
+        return self._lease.path
+
     # -- Zeus's thread ---------------------------------------------------------------
     def start(self, spec: ChildSpec, send: Send) -> ProcessChild | CommandChild:
         """Start the attempt and return its handle; never waits for the work."""
@@ -148,7 +193,7 @@ class ProcessBackend:
         child = ProcessChild(table, spec, send)
         try:
             token, work = _WORKS.get(spec.work, WorkName(spec.work))
-            job, child.hard_stop = encode_job(spec, self._place)
+            job, child.hard_stop = encode_job(spec, self._place, self._lease.path)
         except _wire.CrossingError as exc:
             return _refuse(child, str(exc), AttemptOutcome.error, "CrossingError")
         while (worker := table.bind_warm(child)) is not None:
@@ -233,6 +278,8 @@ class ProcessBackend:
         if spec is None and waiting.attempt_id is not None and not waiting.finished:
             raise ValueError(f"the worker {waiting.pid} runs attempt {waiting.attempt_id!r}: "
                              "reattach it with that attempt's spec")  # fmt: skip
+        if waiting.lease is not None:  # extended before it is attached: it may be due
+            self._lease.adopt(waiting.lease)
         end = None if self._table.closed else Adopted.open(waiting.pid, waiting.start_time)
         pipes = SocketPipes(waiting.conn)
         caught = catch_up(waiting, pipes.reader, CATCH_UP_S) if end is not None else None
@@ -293,6 +340,7 @@ class ProcessBackend:
                     worker.ladder.escalate()
                 self._table.wait_ended(5.0)
         self._hub.close()
+        self._lease.close()
         _LIVE.discard(self)
 
     def _start_command(self, spec: ChildSpec, send: Send) -> CommandChild:

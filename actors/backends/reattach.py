@@ -49,6 +49,7 @@ __all__ = [
     "existing_place",
     "find_waiting",
     "place_for_store",
+    "runtime_dir",
     "wait_for_listener",
 ]
 
@@ -95,6 +96,14 @@ def place_for_store(store_path: str | Path, grace_s: float) -> ReattachPlace:
         _private_dir(directory.parent)  # the temporary directory's, shared by every user
     _private_dir(directory)
     return ReattachPlace(str(directory), _key(directory / "key"), float(grace_s))
+
+
+def runtime_dir() -> str:
+    """`<tempfile.gettempdir()>/zeus-<uid>`, made the user's alone (0700): where a backend
+    without a store's place keeps its private files (its lease file)."""
+    directory = Path(tempfile.gettempdir()) / f"zeus-{os.getuid()}"
+    _private_dir(directory)
+    return str(directory)
 
 
 def existing_place(store_path: str | Path) -> ReattachPlace | None:
@@ -167,6 +176,7 @@ class Waiting:
     finished: bool  # that attempt's Finished is among its buffered reports
     session_key: str | None
     conn: socket.socket = field(repr=False)  # blocking; authenticated
+    lease: str | None = None  # the lease file it reads: the backend that attaches writes it
 
     def stop(self) -> None:
         """Tell it to stop its job with the kill ladder and exit (for `zeus sweep`, and for a
@@ -255,7 +265,7 @@ def _knock(path: str, key: bytes, deadline: float) -> Waiting | None:
         sock.close()
         return None
     return Waiting(hello.pid, hello.start_time, hello.agent, hello.attempt_id, hello.finished,
-                   hello.session_key, sock)  # fmt: skip
+                   hello.session_key, sock, hello.lease)  # fmt: skip
 
 
 def catch_up(waiting: Waiting, reader: _wire.FrameReader, timeout_s: float) -> list[bytes] | None:

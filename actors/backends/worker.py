@@ -20,6 +20,9 @@ carry the token alone and the worker runs the function it unpickled then (see
 `_wire.WorkCache`). Like a module function's globals, what such a function keeps
 lives on across this worker's attempts.
 
+A job of a host that holds a lease names the file its deadline is in, which the backstop
+thread watches (`actors.backends.worker_lease`).
+
 Its `Link` (`actors.backends.worker_link`) says where reports go and jobs come from:
 the pipes; once they are gone, what it holds while it waits to be picked up (if the
 job said how); then the socket of the supervisor that attached.
@@ -36,7 +39,6 @@ import math
 import os
 import threading
 import time
-import traceback as tb
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -45,11 +47,11 @@ from actors.backends import frames
 from actors.backends.backstop import Backstop
 from actors.backends.jobs import WorkStore, decode_job
 from actors.backends.left_behind import leave_mark
-from actors.backends.worker_attempt import RunningAttempt
+from actors.backends.worker_attempt import RunningAttempt, crossing_failed, unreadable
+from actors.backends.worker_lease import LEASE_ENDED, LeaseWatch
 from actors.backends.worker_link import Link
 from actors.backends.worker_wait import exit_now
 from actors.clock import SystemClock
-from actors.errors import describe_error
 from actors.models import AttemptOutcome
 from actors.osproc import become_subreaper, kill_descendants
 from actors.protocol import DelegateRequest, Finished, Heartbeat
@@ -111,6 +113,8 @@ class _Child:
         self._started = 0  # attempts started (the heartbeat thread watches it)
         self._last_interval = math.inf  # the heartbeat interval of the last attempt started
         self._backstop = Backstop()  # the attempt's hard kill-by time, kept by this process
+        # Its host's lease, watched by the backstop's thread.
+        self._lease = LeaseWatch(self._lease_cancel, self._link.stop_for_lease, self._backstop)
 
     # -- main thread -----------------------------------------------------------------
     def serve(self) -> NoReturn:
@@ -145,19 +149,11 @@ class _Child:
             work = self._works.get(frame.flush, frame.token, frame.work)
             job = decode_job(frame.job)
         except BaseException as exc:  # noqa: BLE001 - e.g. the work's module fails to import here
-            self._finish(
-                att,
-                Finished(
-                    attempt_id,
-                    AttemptOutcome.error,
-                    error="the attempt (its work function, brief, previous partial results or "
-                    f"session) could not be unpickled in the child process: "
-                    f"{describe_error(exc)}",
-                    error_type=type(exc).__name__,
-                    traceback="".join(tb.format_exception(exc)),
-                    pid=self._pid,
-                ),
-            )
+            self._finish(att, unreadable(attempt_id, exc, self._pid))
+            return
+        if (job.lease is not None or self._lease.path is not None) and (
+                refused := self._lease.take(job.lease, attempt_id, self._pid)) is not None:
+            self._finish(att, refused)  # its host's lease ran out: the worker is stopping
             return
         # It takes the job now: its deadline and kill-by time start from here, not from
         # when Zeus sent it (a new worker's start, its imports), and Zeus is told first.
@@ -193,15 +189,10 @@ class _Child:
                 AttemptOutcome.budget_exceeded.value if ctx.over_budget else None)
             if cause is not None:
                 finished = dataclasses.replace(finished, stop_cause=cause)
+            elif att.lease_ended:  # no cause: what it held says nothing of the work
+                finished = dataclasses.replace(finished, error=LEASE_ENDED)
         if att.crossing_error is not None and finished.outcome is not AttemptOutcome.cancelled:
-            finished = Finished(
-                attempt_id,
-                AttemptOutcome.error,
-                error=att.crossing_error,
-                error_type="CrossingError",
-                pid=self._pid,
-                progress=finished.progress,
-            )
+            finished = crossing_failed(attempt_id, att.crossing_error, self._pid, finished)
         self._finish(att, finished)
 
     def _session_for(self, key: str | None, initial: dict[str, Any] | None) -> dict[str, Any]:
@@ -219,15 +210,7 @@ class _Child:
             data = frames.finished_frame(finished)
         except _wire.CrossingError as exc:
             data = frames.finished_frame(
-                Finished(
-                    att.attempt_id,
-                    AttemptOutcome.error,
-                    error=str(exc),
-                    error_type="CrossingError",
-                    pid=self._pid,
-                    progress=finished.progress,
-                )
-            )
+                crossing_failed(att.attempt_id, str(exc), self._pid, finished))
         self._backstop.disarm()
         with self._send_lock:
             with self._state_lock:
@@ -299,6 +282,20 @@ class _Child:
     def on_stop(self) -> None:
         if (att := self._current) is not None:  # one read: either lock would do
             att.cancel.set()
+
+    def lease_path(self) -> str | None:
+        return self._lease.path
+
+    def _lease_cancel(self) -> bool:
+        """Its host's lease ran out (the backstop thread): cancel the running attempt;
+        whether one runs."""
+        with self._state_lock:
+            att = self._current
+            if att is None:
+                return False
+            att.lease_ended = True
+        att.cancel.set()  # outside the lock: it may run the async work's cancel callback
+        return True
 
     # -- heartbeat thread ------------------------------------------------------------
     def _beat(self) -> None:

@@ -13,6 +13,8 @@ delegation requests, then `CAUGHT_UP_FRAME`; from then on reports go to its sock
 and the waiting thread reads that socket: jobs for the main thread (queued), the
 rest for the worker (`on_control`). The same again if that supervisor dies. Without
 `orphan`, or with nothing to wait for, the worker stops at once, as it always has.
+Whether it waits or not, it stops when its host's lease runs out (`stop_for_lease`,
+`actors.backends.worker_lease`).
 
 `lock` is the worker's send lock: every frame goes under it, and the link changes
 under it, so no report is lost or overtakes another when the link changes. The
@@ -48,6 +50,7 @@ __all__ = ["CATCH_UP_SEND_S", "Holder", "Link"]
 # The most the held frames may take to be sent: a connector that stops reading (alive,
 # but stuck) must not hold the send lock for good, with no grace running.
 CATCH_UP_SEND_S = 5.0
+_KEEP_WAIT_S = 0.5  # stopping for its lease: the most it waits to write what it held
 
 
 class Holder(Protocol):
@@ -64,6 +67,9 @@ class Holder(Protocol):
 
     def on_stop(self) -> None:
         """It is about to be stopped: ask the running attempt to stop."""
+
+    def lease_path(self) -> str | None:
+        """The lease file it reads, if its host holds a lease (for the hello)."""
 
 
 class Link:
@@ -85,6 +91,7 @@ class Link:
         self._out_fd = out_fd
         self._held: Held | None = None
         self._queued: queue.SimpleQueue[bytes | int] | None = None
+        self._listener: Listener | None = None  # while it waits: the socket it listens on
         # The last attempt's `Finished`, sent on a link that may have died before its
         # supervisor read it; None once a job came after it (it was read: jobs follow it).
         self._last: tuple[str, bytes] | None = None
@@ -188,7 +195,7 @@ class Link:
         or until the grace is over or a connector says stop (then stop everything)."""
         _, directory, key, term_s = orphan
         try:
-            listener = Listener(directory, key, self._pid)
+            listener = self._listener = Listener(directory, key, self._pid)
         except OSError:
             self._stop(term_s)  # nobody could find it: it would wait for nothing
         while True:
@@ -201,6 +208,7 @@ class Link:
                 break
             attached.sock.close()  # it went away while it was sent what was held
         listener.close()
+        self._listener = None
         self._read(attached, number)
 
     def _hello(self) -> bytes:
@@ -213,7 +221,8 @@ class Link:
                 attempt_id = held.finished
         pid = self._pid
         return frames.hello_frame(
-            frames.Hello(pid, process_start_time(pid), self.agent, attempt_id, finished, session)
+            frames.Hello(pid, process_start_time(pid), self.agent, attempt_id, finished, session,
+                         self._worker.lease_path())
         )
 
     def _attach(self, attached: Attached) -> int | None:
@@ -265,16 +274,32 @@ class Link:
         self._worker.on_stop()
         stop_all(term_s, keep=self._keep_held)
 
-    def _keep_held(self) -> None:
+    def stop_for_lease(self, term_s: float) -> NoReturn:
+        """Its host's lease ran out (the backstop thread): the kill ladder on the worker, as
+        at the end of the grace, and what it held kept if it waits to be picked up. It waits
+        on no lock for long: a thread may be stuck writing to a host that stopped reading."""
+        listener = self._listener
+        if listener is not None:
+            listener.hide()  # nobody attaches it any more
+        waiting = self._held is not None  # one read: it decides only what is written
+        self._worker.on_stop()
+        stop_all(term_s, keep=(lambda: self._keep_held(_KEEP_WAIT_S)) if waiting else None)
+
+    def _keep_held(self, wait_s: float = -1) -> None:
         """What it held, written for the next Zeus before it exits: it takes nothing with
-        it (the waiting thread, once everything below the worker is killed)."""
+        it (the waiting thread, or the backstop thread, once everything below the worker
+        is killed). `wait_s`: the most it waits for the lock (-1: as long as it takes)."""
         orphan = self.orphan
-        with self.lock:
+        if not self.lock.acquire(timeout=wait_s):
+            return
+        try:
             held = self._held
             attempt_id, _ = self._worker.holding()
             if held is None or orphan is None:
                 return
             attempt_id = attempt_id or held.finished
             data = list(held.frames)
+        finally:
+            self.lock.release()
         if attempt_id is not None:
             keep_held(orphan[1], attempt_id, data)

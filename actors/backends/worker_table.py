@@ -275,19 +275,20 @@ class WorkerTable:
 
     # -- ends (the hub thread) ---------------------------------------------------------
     def end_attempt(
-        self, worker: WorkerRecord, child: ProcessChild
+        self, worker: WorkerRecord, child: ProcessChild, cancelled: bool = False
     ) -> tuple[bool, float | None, list[WorkerRecord]]:
         """The attempt reported its `Finished`: unbind it, and put its worker back in the
-        pool or retire it. Returns (ended, when it was cancelled, workers to retire); not
-        ended when it is no longer the worker's or is being killed (its `Finished` then
-        follows the reaping)."""
+        pool or retire it (`cancelled`: it ended cancelled, asked or not, e.g. by its
+        worker as its host's lease ran out). Returns (ended, when it was cancelled, workers
+        to retire); not ended when it is no longer the worker's or is being killed (its
+        `Finished` then follows the reaping)."""
         with self.lock:
             if child.finished or worker.attempt is not child or child.kill_t is not None:
                 return False, None, []
             child.finished = True
             worker.attempt = None
             cancel_t = child.cancel_t
-            if cancel_t is None and not self.closed and not worker.retiring:
+            if cancel_t is None and not cancelled and not self.closed and not worker.retiring:
                 spec = child.spec
                 limit = self._session_max if spec.session_max is None else spec.session_max
                 evicted = self._pool.put(worker.agent, worker, worker.session_key, limit)

@@ -151,6 +151,11 @@ class Listener:
             self._sock.close()
             raise
 
+    def hide(self) -> None:
+        """Take the socket's name away, listening on (any thread: the worker is stopping)."""
+        with contextlib.suppress(OSError):
+            os.unlink(self.address)
+
     def close(self) -> None:
         """Stop listening and take the socket's name away (nobody finds this worker)."""
         with contextlib.suppress(OSError):

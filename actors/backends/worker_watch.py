@@ -104,7 +104,8 @@ class WorkerWatch:
 
     def _on_finished(self, worker: WorkerRecord, child: ProcessChild, finished: Finished) -> None:
         now = time.monotonic()
-        ended, cancel_t, evicted = self._table.end_attempt(worker, child)
+        cancelled = finished.outcome is AttemptOutcome.cancelled  # never reused
+        ended, cancel_t, evicted = self._table.end_attempt(worker, child, cancelled)
         if not ended:
             return
         killed = latency = None
