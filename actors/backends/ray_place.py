@@ -16,6 +16,7 @@ import ray
 
 from actors.backends.ray_causes import grantable, parse_address
 from actors.backends.ray_reporter import Reporter
+from actors.osproc import read_stat
 
 __all__ = ["RayConnectError", "connect", "gone", "never_granted", "new_reporter"]
 
@@ -90,11 +91,8 @@ def never_granted(resources: Mapping[str, float] | None) -> str:
 
 def gone(pid: int) -> bool:
     """Whether process `pid` of this host has exited (a zombie has); True where /proc is not."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rpartition(b")")[2].split()[0] == b"Z"
-    except OSError:  # no such process (or no /proc)
-        return True
+    stat = read_stat(pid)
+    return stat is None or stat.dead  # no such process (or no /proc), or it exited
 
 
 def worker_alive(pid: int, node: str | None) -> bool | None:
