@@ -29,6 +29,7 @@ __all__ = [
     "ProcessTree",
     "become_subreaper",
     "child_gone",
+    "confirm_gone",
     "descendants",
     "describe_exit",
     "exit_as",
@@ -370,3 +371,30 @@ def child_gone(pid: int | None, started: float | None, pgid: int | None) -> bool
     if pid is not None and process_running(pid, started) is not False:
         return False
     return pgid is None or group_empty(pgid) is True
+
+
+# How long a confirmation waits for a child it stopped (or that is dying) to be gone.
+CONFIRM_WAIT_S = 5.0
+
+
+def confirm_gone(pid: int, started: float | None, pgid: int | None, *, kill: bool,
+                 wait_s: float = CONFIRM_WAIT_S) -> bool:
+    """Whether the process (pid, start time) and the group it leads are confirmed gone
+    within `wait_s` of real time. `kill`: a survivor is sent SIGKILL first (the process
+    if it is still the one named, then the group it leads, never the caller's own).
+    Blocks its caller while it waits (recovery: nothing else runs yet)."""
+    if child_gone(pid, started, pgid):
+        return True
+    if kill:
+        if process_running(pid, started):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)  # gone meanwhile, or not ours: confirmation says
+        if pgid is not None and pgid == pid and pgid != os.getpgrp():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+    give_up = time.monotonic() + wait_s
+    while time.monotonic() < give_up:
+        if child_gone(pid, started, pgid):
+            return True
+        time.sleep(0.01)
+    return False

@@ -52,17 +52,28 @@ from __future__ import annotations
 
 import atexit
 import weakref
-from typing import Literal, overload
+from collections.abc import Sequence
+from typing import overload
 
 from actors import wire as _wire
 from actors.backends import frames
-from actors.backends.base import ChildSpec, Send
+from actors.backends.base import (
+    Backend,
+    ChildHandle,
+    ChildSpec,
+    Found,
+    Send,
+    StoredChild,
+    WaitingChild,
+)
 from actors.backends.command import CommandChild
 from actors.backends.command_work import as_worker_job
 from actors.backends.forkserver import Forked, ensure_ready, start_worker
 from actors.backends.hub import Hub
 from actors.backends.jobs import encode_job, real_deadline
+from actors.backends.left_behind import LeftChild
 from actors.backends.process_child import ProcessChild, report
+from actors.backends.process_found import LeftWorker, WorkerSearch
 from actors.backends.reattach import Adopted, ReattachPlace, SocketPipes, Waiting, catch_up
 from actors.backends.spawner import Spawner
 from actors.backends.worker_table import WorkerRecord, WorkerTable
@@ -91,7 +102,7 @@ def _close_live_backends() -> None:
         backend.close()
 
 
-class ProcessBackend:
+class ProcessBackend(Backend):
     """Runs attempts in worker processes (forkserver, a process group each) and command agents.
 
     `session_max` is how many idle workers are kept per agent when the spec
@@ -113,7 +124,8 @@ class ProcessBackend:
     ) -> None:
         self._retire_s = retire_s
         self._place = (reattach.grace_s, reattach.directory, reattach.key) if reattach else None
-        self.reattach_place = reattach  # read by recovery, which finds the workers there
+        self.reattach_place = reattach  # where its workers wait, and are found (recovery)
+        self._search = WorkerSearch(reattach)
         self._commands_in_workers = commands_in_workers
         self._hub = Hub()
         self._spawner = Spawner()
@@ -121,6 +133,8 @@ class ProcessBackend:
         self._watch = WorkerWatch(self._table, self._hub)
         self._ready = False  # prestart() done
         _LIVE.add(self)
+
+    readies = True  # the fork server: about 0.5 s of imports
 
     def prestart(self) -> None:
         """Start the fork server now and wait until it is ready to fork workers.
@@ -209,24 +223,38 @@ class ProcessBackend:
         process, pipes = start_worker(agent)
         return WorkerRecord(agent, Forked(process), pipes, self._hub, self._table.lock)
 
+    # -- after a crash (recovery, Zeus's thread) ---------------------------------------
+    def find_waiting(self, children: Sequence[StoredChild]) -> Found:
+        """The workers that waited for this Zeus in the store's place (`reattach`), and
+        those that left what they held (`actors.backends.process_found`)."""
+        return self._search.find(children)
+
     @overload
-    def reattach(self, waiting: Waiting, spec: ChildSpec, send: Send) -> ProcessChild | None: ...
+    def reattach(self, child: WaitingChild, spec: ChildSpec, send: Send) -> ChildHandle | None:
+        ...
     @overload
-    def reattach(self, waiting: Waiting, spec: None, send: Send) -> Literal[True] | None: ...
-    def reattach(
-        self, waiting: Waiting, spec: ChildSpec | None, send: Send
-    ) -> ProcessChild | Literal[True] | None:
+    def reattach(self, child: WaitingChild, spec: None, send: Send) -> bool: ...
+    def reattach(self, child: WaitingChild, spec: ChildSpec | None,
+                 send: Send) -> ChildHandle | bool | None:
         """Pick up a worker that waited (Zeus's thread): it is sent `Attach`, and what it
         held is read (at most `CATCH_UP_S`) and passed to `send` in order, as the hub
-        passes a live worker's, before this returns; the hub then watches it.
+        passes a live worker's, before this returns; the hub then watches it. A worker
+        that is gone (a `LeftWorker`) has what it left put in the mailbox instead, its
+        `Finished` last.
 
-        `spec`: the attempt `waiting.attempt_id`, rebuilt by the caller (same attempt id;
+        `spec`: the attempt `child.attempt_id`, rebuilt by the caller (same attempt id;
         its deadline on the caller's clock): its handle is returned, bound to the worker
         (its pid is the worker's). None: an idle worker holding a session, which joins
-        the warm pool under its agent and session key (True is returned). None when it
-        cannot be attached (it died meanwhile; the caller confirms it gone) or the
-        backend is closed; `waiting` is then closed.
+        the warm pool under its agent and session key (True is returned). None (False
+        for an idle one) when it cannot be attached (it died meanwhile; the caller
+        confirms it gone) or the backend is closed; the connection is then closed.
         """
+        if isinstance(child, LeftWorker):
+            return False if spec is None else LeftChild(child.held).replay(send)
+        if not isinstance(child, Waiting):
+            raise TypeError(f"not a worker this backend found: {child!r}")
+        waiting = child
+        self._search.picked(waiting)
         if spec is not None and spec.attempt_id != waiting.attempt_id:
             raise ValueError(f"the spec is of attempt {spec.attempt_id!r}; the worker "
                              f"{waiting.pid} holds {waiting.attempt_id!r}")  # fmt: skip
@@ -240,7 +268,7 @@ class ProcessBackend:
             if end is not None:
                 end.release()
             waiting.close()
-            return None
+            return None if spec is not None else False
         worker = WorkerRecord(waiting.agent, end, pipes, self._hub, self._table.lock)
         worker.session_key = waiting.session_key
         if spec is None:
@@ -248,16 +276,16 @@ class ProcessBackend:
                 worker.post(frames.STOP_FRAME, job=True)
                 worker.close()
                 end.release()
-                return None
+                return False
             self._watch.adopt(worker, [])  # what it sent for an attempt nobody asks about
             return True
-        child = ProcessChild(self._table, spec, send)
-        _, child.hard_stop = real_deadline(spec)
-        closed, _, _ = self._table.add_bound(worker, child)
+        bound = ProcessChild(self._table, spec, send)
+        _, bound.hard_stop = real_deadline(spec)
+        closed, _, _ = self._table.add_bound(worker, bound)
         self._watch.adopt(worker, caught)
         if closed:  # close() ran meanwhile
-            child.kill()
-        return child
+            bound.kill()
+        return bound
 
     @staticmethod
     def stop_waiting(waiting: Waiting) -> None:

@@ -21,8 +21,7 @@ A worker or node that dies mid-attempt is a `crash` with the cause named
 node when it was killed (its `Placed` never came) ends with an error saying
 its resources were never granted, and whether any node could ever grant them.
 
-Ray is imported only here and in `actors.backends.ray_child`; the rest of `actors`
-runs without it.
+Ray is imported only by the Ray backend's modules; the rest of `actors` runs without it.
 """
 
 from __future__ import annotations
@@ -39,12 +38,12 @@ import ray
 
 from actors import wire as _wire
 from actors.backends import frames
-from actors.backends.base import ChildSpec, Send
+from actors.backends.base import Backend, ChildSpec, Send
 from actors.backends.pool import WarmPool
 from actors.backends.ray_causes import task_options
 from actors.backends.ray_child import SessionWorker, run_task
 from actors.backends.ray_handle import RayChild, Session, ended_by_ray, returned
-from actors.backends.ray_place import connect, gone, new_reporter
+from actors.backends.ray_place import confirmed_gone, connect, gone, new_reporter
 from actors.models import AttemptOutcome
 from actors.protocol import DelegateRequest, Finished, Placed
 
@@ -53,9 +52,8 @@ __all__ = ["RayBackend", "RayChild"]
 _WORKS = _wire.WorkCache()
 
 
-class RayBackend:
-    """Runs attempts on Ray; one reporter actor and one pump thread per backend. It is
-    the `RayStops` of the handles it starts.
+class RayBackend(Backend):
+    """Runs attempts on Ray (one reporter actor, one pump thread); the `RayStops` of its handles.
 
     `address` and `init` are `supervisor.ray`'s; Ray is shut down at `close()`
     only if this backend started it. `park_s` bounds how long an attempt's end
@@ -153,6 +151,8 @@ class RayBackend:
             self._pump.join(timeout=5)
         if self._owns_ray:
             ray.shutdown()
+
+    confirm_gone = staticmethod(confirmed_gone)  # Ray's word on a stored attempt's worker
 
     def _session(self, spec: ChildSpec, options: dict[str, Any]) -> Session:
         """The warm actor of the brief's session, or a new one (started by Ray, not waited for)."""

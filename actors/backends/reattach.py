@@ -35,6 +35,7 @@ from pathlib import Path
 
 from actors import wire as _wire
 from actors.backends import frames
+from actors.backends.base import WaitingChild
 from actors.backends.forkserver import sentinel_ready
 from actors.backends.worker_wait import address, authenticate, readable, set_timeouts
 from actors.osproc import process_running, process_start_time
@@ -157,7 +158,7 @@ def _read_key(path: Path) -> bytes:
 
 
 @dataclass(eq=False)
-class Waiting:
+class Waiting(WaitingChild):
     """A worker found waiting, authenticated, its hello read; not yet attached (`conn` open)."""
 
     pid: int
