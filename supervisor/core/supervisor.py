@@ -127,11 +127,11 @@ class Supervisor:
         self._stored_policy_of = self._stored_policy  # bound once: every dispatch's
         # Stored sub-delegations an orchestrator rerun after a restart may ask for again,
         # by its delegation id (docs/design.md, "The store": nested delegations replay).
-        self.replays: dict[str, Replay] = {}
+        self._replays: dict[str, Replay] = {}
         # (agent, session) whose workers were not found again after a restart.
-        self.lost_sessions: set[tuple[str, str]] = set()
+        self._lost_sessions: set[tuple[str, str]] = set()
         # A reattached orchestrator's stored sub-delegations, by its delegation id.
-        self.resumed_calls: dict[str, ResumedCalls] = {}
+        self._resumed_calls: dict[str, ResumedCalls] = {}
         self._policies: dict[int, tuple[AgentPolicy, dict[str, Any]]] = {}
         # What takes back a store's open delegations (at start, or handed to it later).
         self.recovery = Recoverer(self)
@@ -205,12 +205,12 @@ class Supervisor:
         call instead, when the brief is the same: a settled one's summary at once, an
         open one awaited (no sub-delegation runs twice because its parent did). So does
         one reattached, for the calls its worker asks again (`ResumedCalls`)."""
-        resumed = self.resumed_calls.get(parent.id)
+        resumed = self._resumed_calls.get(parent.id)
         if resumed is not None and ordinal:
             reuse = resumed.ask(ordinal, brief)
             if reuse is not None and self._reuse(parent, reuse, future):
                 return
-        replay = self.replays.get(parent.id)
+        replay = self._replays.get(parent.id)
         if replay is not None and self._replayed(parent, replay, brief, future):
             return
         child_id = self.registry.next_id(brief.agent)
@@ -223,7 +223,7 @@ class Supervisor:
         self._not_asked_again(answer.cancel)
         if answer.reuse is not None and self._reuse(parent, answer.reuse, future):
             return True
-        del self.replays[parent.id]
+        del self._replays[parent.id]
         return False
 
     def _reuse(self, parent: Delegation, child_id: str, future: DelegationFuture) -> bool:
@@ -262,7 +262,7 @@ class Supervisor:
 
     def _begin(self, d: Delegation) -> None:
         self.tree.begin(d)
-        if self.lost_sessions and self.session_lost(d):
+        if self._lost_sessions and self.session_lost(d):
             self.settle(d, Settle(Status.blocked, reason=SESSION_LOST.format(
                 session=d.brief.session, agent=d.agent)))
             return
@@ -388,7 +388,7 @@ class Supervisor:
         slot now, or the queue). `replay`: the stored sub-delegations its orchestrator's
         last attempt made, which the rerun may ask for again (`dispatch_nested`)."""
         if replay is not None:
-            self.replays[d.id] = replay
+            self._replays[d.id] = replay
         parent = self.tree.get(d.parent_id) if d.parent_id else None
         if parent is not None and parent.current is not None:
             d.deadline_cap = parent.current.deadline
@@ -405,7 +405,7 @@ class Supervisor:
 
     def lose_sessions(self, lost: set[tuple[str, str]]) -> None:
         """(agent, session) whose children were not found again: never replaced."""
-        self.lost_sessions |= lost
+        self._lost_sessions |= lost
 
     def keep_partial(self, d: Delegation, attempt_id: str, item: Any) -> None:
         """A partial result of `d`'s attempt that came without its child (what a child that
@@ -447,7 +447,7 @@ class Supervisor:
         self.tree.begin(d)
         self.tree.live[a.id] = (d, a)
         if resumed is not None:
-            self.resumed_calls[d.id] = resumed
+            self._resumed_calls[d.id] = resumed
         self.emit("attempt.reattached", d, a, attempt=a.number, pid=a.pid,
                   pid_start_time=child.pid_start_time, adopted=adopted,
                   deadline_s=round(a.deadline - now, 6))
@@ -458,8 +458,8 @@ class Supervisor:
     def session_lost(self, d: Delegation) -> bool:
         """Whether `d` names a session whose worker did not survive the last restart: it
         is never replaced by a fresh one (docs/design.md, "Reattach")."""
-        return (d.brief.session is not None and bool(self.lost_sessions)
-                and (d.agent, d.brief.session) in self.lost_sessions)
+        return (d.brief.session is not None and bool(self._lost_sessions)
+                and (d.agent, d.brief.session) in self._lost_sessions)
 
     def backends(self) -> Iterator[tuple[str, Backend]]:
         """Zeus's backends, by name (recovery asks each for its children)."""
@@ -624,10 +624,10 @@ class Supervisor:
                                 restart_pending=d.restart_pending)
         d.attempts.append(record)
         self.durable.attempt_ended(record)
-        if self.replays and (replay := self.replays.pop(d.id, None)) is not None:
+        if self._replays and (replay := self._replays.pop(d.id, None)) is not None:
             self._not_asked_again(replay.finish())  # what the rerun attempt did not ask for
-        if self.resumed_calls:
-            self.resumed_calls.pop(d.id, None)
+        if self._resumed_calls:
+            self._resumed_calls.pop(d.id, None)
         if (finished is not None and finished.outcome is AttemptOutcome.completed
                 and outcome is not AttemptOutcome.completed):
             d.lost_output = finished.value  # a result that lost to a stop cause is kept
