@@ -7,10 +7,10 @@ and how they are found) and command agents (command), both stopped by one kill l
 """
 
 from actors.backends.base import Backend, ChildHandle, ChildSpec, Send
-from actors.backends.command import CommandChild
-from actors.backends.process import ProcessBackend
-from actors.backends.process_child import ProcessChild
-from actors.backends.reattach import (
+from actors.backends.command.child import CommandChild
+from actors.backends.process.backend import ProcessBackend
+from actors.backends.process.child import ProcessChild
+from actors.backends.process.reattach import (
     ReattachPlace,
     Waiting,
     existing_place,

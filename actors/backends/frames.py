@@ -22,7 +22,7 @@ first item of the pickled tuple) says which frame it is:
                     attempt runs
 
 A worker whose supervisor is gone waits to be picked up on a socket
-(`actors.backends.worker_wait`); once a connector has authenticated:
+(`actors.backends.process.worker_wait`); once a connector has authenticated:
 
     worker -> it    `Hello`   (HELLO, pid, start time, agent, attempt id, finished,
                               session key), pickled: what the worker holds

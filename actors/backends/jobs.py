@@ -7,7 +7,7 @@ the end of a `Run` frame (`actors.backends.frames`), after the work function's
 part. The worker imports this module: it stays light.
 
 A job of a backend with a store carries `orphan`: how the worker waits to be picked
-up if its supervisor dies during or after it (`actors.backends.worker_wait`).
+up if its supervisor dies during or after it (`actors.backends.process.worker_wait`).
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from actors.backends import Backend, ProcessBackend
-from actors.backends.ray_start import MISSING_RAY, RayUnavailable, ray_installed, start_ray_backend
-from actors.backends.reattach import place_for_store
+from actors.backends.process.reattach import place_for_store
+from actors.backends.ray.start import MISSING_RAY, RayUnavailable, ray_installed, start_ray_backend
 from actors.clock import Clock
 from supervisor.core.spec import backend_name
 from supervisor.errors import RoutingError, SupervisorError
@@ -76,7 +76,7 @@ def ray_backends(routing: Routing) -> dict[str, Backend]:
 
 
 def ray_backend(routing: Routing) -> Backend:
-    """The Ray backend as `supervisor.ray` says (`actors.backends.ray_start`); also for
+    """The Ray backend as `supervisor.ray` says (`actors.backends.ray.start`); also for
     an agent registered later that runs on Ray.
 
     `RoutingError` when Ray is not installed; `SupervisorError` saying what to

@@ -10,7 +10,7 @@ group of its own (`start_new_session=True`). Its standard output is read as `spe
 says (`actors.speaks.StreamReader`): every line counts as progress; an event stream's
 tool calls, spend and session are sent as the child's messages as they come. Each chunk
 on standard error that ends lines counts as progress too (a `Heartbeat`). How it ended
-is judged from its stream and its exit together (`command_io.command_finished`); a
+is judged from its stream and its exit together (`command.io.command_finished`); a
 program still alive `exit_grace_s` after its stream's terminal event is stopped by the
 ladder, its result kept. Its standard
 input stays open: each message the owner sends (`handle.send`) is one JSON line
@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 
 from actors.backends.base import ChildHandle, ChildSpec, Send
-from actors.backends.command_io import (
+from actors.backends.command.io import (
     BRIEF_TEXT_PLACEHOLDERS,
     PLACEHOLDER,
     PLACEHOLDERS,
@@ -49,7 +49,7 @@ from actors.backends.command_io import (
     start_error,
     start_program,
 )
-from actors.backends.command_reports import MessageReports
+from actors.backends.command.reports import MessageReports
 from actors.backends.hub import Hub
 from actors.backends.inputs import INPUTS_FILE_ENV, send_first_line, write_inputs_file
 from actors.backends.ladder import KillLadder
@@ -59,7 +59,7 @@ from actors.osproc import process_start_time
 from actors.protocol import Finished, Heartbeat, Spawned, Started
 from actors.speaks import StreamReader
 
-# The argv's names are also reached from here (`actors.backends.command_io` holds them).
+# The argv's names are also reached from here (`actors.backends.command.io` holds them).
 __all__ = [
     "BRIEF_TEXT_PLACEHOLDERS",
     "PLACEHOLDER",

@@ -1,6 +1,6 @@
 """Ray as a place to run: joining or starting it, and asking it about its nodes and workers.
 
-Runs in Zeus's process. Ray is imported only here and in the other `actors.backends.ray*`
+Runs in Zeus's process. Ray is imported only here and in the other `actors.backends.ray.backend*`
 modules.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 import ray
 
 from actors.backends.base import StoredChild
-from actors.backends.ray_causes import grantable, parse_address
-from actors.backends.ray_reporter import Reporter
+from actors.backends.ray.causes import grantable, parse_address
+from actors.backends.ray.reporter import Reporter
 from actors.osproc import CONFIRM_WAIT_S, confirm_gone, read_stat
 
 __all__ = ["RayConnectError", "confirmed_gone", "connect", "gone", "never_granted", "new_reporter"]

@@ -20,7 +20,7 @@ carry the token alone and the worker runs the function it unpickled then (see
 `_wire.WorkCache`). Like a module function's globals, what such a function keeps
 lives on across this worker's attempts.
 
-Its `Link` (`actors.backends.worker_link`) says where reports go and jobs come from:
+Its `Link` (`actors.backends.process.worker_link`) says where reports go and jobs come from:
 the pipes; once they are gone, what it holds while it waits to be picked up (if the
 job said how); then the socket of the supervisor that attached.
 
@@ -44,10 +44,10 @@ from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.backstop import Backstop
 from actors.backends.jobs import WorkStore, decode_job
-from actors.backends.left_behind import leave_mark
-from actors.backends.worker_attempt import RunningAttempt
-from actors.backends.worker_link import Link
-from actors.backends.worker_wait import exit_now
+from actors.backends.process.left_behind import leave_mark
+from actors.backends.process.worker_attempt import RunningAttempt
+from actors.backends.process.worker_link import Link
+from actors.backends.process.worker_wait import exit_now
 from actors.clock import SystemClock
 from actors.errors import describe_error
 from actors.models import AttemptOutcome

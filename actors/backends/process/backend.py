@@ -2,10 +2,10 @@
 
 `ProcessBackend.start()` hands the attempt to a warm worker of the agent when
 one is idle, or starts a new one (a few ms), and returns at once; the work runs
-in the worker (see `actors.backends.worker`), forked from a fork server
-(`actors.backends.forkserver`). Everything that comes back is read by one `Hub`
+in the worker (see `actors.backends.process.worker`), forked from a fork server
+(`actors.backends.process.forkserver`). Everything that comes back is read by one `Hub`
 thread for all workers and commands, turned into protocol messages
-(`actors.backends.worker_watch`) and passed to `send`; exactly one `Finished`
+(`actors.backends.process.worker_watch`) and passed to `send`; exactly one `Finished`
 per attempt, sent once the attempt's code no longer runs: after it returned or
 raised, or after its process was reaped.
 
@@ -32,7 +32,7 @@ Isolation guarantees:
 - A new worker, or a command's program, is started in the backend's spawner
   thread, never in the caller's (Zeus's mailbox); its pid follows as `Spawned`.
   With `commands_in_workers`, a command's program is started and read by a
-  worker instead (`actors.backends.command_work`), so that it lives as long as
+  worker instead (`actors.backends.command.work`), so that it lives as long as
   its worker, whose pid the attempt then has.
 - A worker that dies without a result (a signal, `os._exit`, the OOM killer) is
   a `crash`, seen at once from its sentinel, not at a deadline.
@@ -42,8 +42,8 @@ Isolation guarantees:
 
 With a store (`reattach`, a `ReattachPlace`), every job says how its worker waits to
 be picked up if this process dies (docs/design.md, "Reattach";
-`actors.backends.worker_link`), and `reattach()` picks up a worker that waited for
-this one (`actors.backends.reattach.find_waiting`): over one socket instead of its
+`actors.backends.process.worker_link`), and `reattach()` picks up a worker that waited for
+this one (`actors.backends.process.reattach.find_waiting`): over one socket instead of its
 pipes, its end watched through a pidfd (it is not this process's child); from then
 on it is a worker like the others.
 """
@@ -66,18 +66,18 @@ from actors.backends.base import (
     StoredChild,
     WaitingChild,
 )
-from actors.backends.command import CommandChild
-from actors.backends.command_work import as_worker_job
-from actors.backends.forkserver import Forked, ensure_ready, start_worker
+from actors.backends.command.child import CommandChild
+from actors.backends.command.work import as_worker_job
 from actors.backends.hub import Hub
 from actors.backends.jobs import encode_job, real_deadline
-from actors.backends.left_behind import LeftChild
-from actors.backends.process_child import ProcessChild, report
-from actors.backends.process_found import LeftWorker, WorkerSearch
-from actors.backends.reattach import Adopted, ReattachPlace, SocketPipes, Waiting, catch_up
-from actors.backends.spawner import Spawner
-from actors.backends.worker_table import WorkerRecord, WorkerTable
-from actors.backends.worker_watch import WorkerWatch
+from actors.backends.process.child import ProcessChild, report
+from actors.backends.process.forkserver import Forked, ensure_ready, start_worker
+from actors.backends.process.found import LeftWorker, WorkerSearch
+from actors.backends.process.left_behind import LeftChild
+from actors.backends.process.reattach import Adopted, ReattachPlace, SocketPipes, Waiting, catch_up
+from actors.backends.process.spawner import Spawner
+from actors.backends.process.worker_table import WorkerRecord, WorkerTable
+from actors.backends.process.worker_watch import WorkerWatch
 from actors.models import AttemptOutcome
 from actors.protocol import Finished, Spawned
 
@@ -110,7 +110,7 @@ class ProcessBackend(Backend):
     told to stop may take before it is killed. `reattach`: where the workers wait to
     be picked up should this process die (a store's place); None: they stop at once.
     `commands_in_workers`: a command agent's program runs under a worker, which holds
-    its pipes, rather than under this process (`actors.backends.command_work` says what
+    its pipes, rather than under this process (`actors.backends.command.work` says what
     differs); with `reattach`, so that it can wait too.
 
     It owns its parts, each knowing only those below it: the hub thread, the
@@ -226,7 +226,7 @@ class ProcessBackend(Backend):
     # -- after a crash (recovery, Zeus's thread) ---------------------------------------
     def find_waiting(self, children: Sequence[StoredChild]) -> Found:
         """The workers that waited for this Zeus in the store's place (`reattach`), and
-        those that left what they held (`actors.backends.process_found`)."""
+        those that left what they held (`actors.backends.process.found`)."""
         return self._search.find(children)
 
     @overload

@@ -32,8 +32,8 @@ from typing import NoReturn, Protocol
 from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.jobs import Orphan
-from actors.backends.left_behind import keep_held
-from actors.backends.worker_wait import (
+from actors.backends.process.left_behind import keep_held
+from actors.backends.process.worker_wait import (
     Attached,
     Held,
     Listener,

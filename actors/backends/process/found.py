@@ -4,7 +4,7 @@ those nobody picks up stopped (`stop_left`). Runs in Zeus's thread, inside recov
 before anything is confirmed gone or run again.
 
 A worker is found by its socket in the store's children directory (`find_waiting` of
-`actors.backends.reattach`), or, when it has just seen its Zeus die and does not listen
+`actors.backends.process.reattach`), or, when it has just seen its Zeus die and does not listen
 yet, by its pid (`wait_for_listener`). One whose pid the store never got is named first
 by the mark it left before it ran its job (`read_marks`). One whose grace ran out is
 gone, and what it held is in its file (`read_held`): a `LeftWorker`.
@@ -20,8 +20,8 @@ import time
 from collections.abc import Sequence
 
 from actors.backends.base import Found, StoredChild, WaitingChild
-from actors.backends.left_behind import Held, read_held, read_marks
-from actors.backends.reattach import ReattachPlace, Waiting, find_waiting, wait_for_listener
+from actors.backends.process.left_behind import Held, read_held, read_marks
+from actors.backends.process.reattach import ReattachPlace, Waiting, find_waiting, wait_for_listener
 from actors.osproc import process_running
 
 __all__ = ["LISTEN_WAIT_S", "STOP_WAIT_S", "LeftWorker", "WorkerSearch"]
