@@ -21,12 +21,15 @@ import os
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 __all__ = [
+    "ProcStat",
     "ProcessTree",
     "become_subreaper",
     "child_gone",
+    "confirm_gone",
     "descendants",
     "describe_exit",
     "exit_as",
@@ -37,6 +40,7 @@ __all__ = [
     "prepare_program",
     "process_running",
     "process_start_time",
+    "read_stat",
     "signal_group",
 ]
 
@@ -98,16 +102,10 @@ def _children_by_parent(max_age_s: float = 0.0) -> dict[int, list[int]]:
     for name in names:
         if not name.isdigit():
             continue
-        try:
-            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
-            try:
-                stat = os.read(fd, 512)
-            finally:
-                os.close(fd)
-            ppid = int(stat.rsplit(b")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
+        stat = read_stat(name)
+        if stat is None:
             continue  # it ended meanwhile
-        children.setdefault(ppid, []).append(int(name))
+        children.setdefault(stat.ppid, []).append(stat.pid)
     _last_pass = (now, children)
     return children
 
@@ -266,6 +264,61 @@ def describe_exit(code: int | None, what: str = "child process") -> str:
 _boot_time: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ProcStat:
+    """One reading of `/proc/<pid>/stat` (Linux): the fields the backends use."""
+
+    pid: int
+    state: str  # field 3: "R" running, "S" asleep, ..., "Z" a zombie, "X" dead
+    ppid: int  # field 4
+    pgrp: int  # field 5: its process group
+    start_ticks: int  # field 22: when it started, in clock ticks since boot
+
+    @property
+    def dead(self) -> bool:
+        """Whether it has exited: a zombie (its exit status not yet collected) or dead."""
+        return self.state in ("Z", "X")
+
+    @property
+    def start_time(self) -> float | None:
+        """When it started, in seconds since the epoch (as psutil's `create_time()`); None
+        when the boot time cannot be read."""
+        boot = _boot()
+        return None if boot is None else boot + self.start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+def read_stat(pid: int | str) -> ProcStat | None:
+    """`/proc/<pid>/stat`, read once; None when the process is gone (or there is no
+    `/proc`). The only reader of that file: every fact about a pid comes from here."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        try:
+            data = os.read(fd, 1024)
+        finally:
+            os.close(fd)
+        # The name in field 2 may hold spaces or ")": the fields after its last ")".
+        fields = data[data.rindex(b")") + 2 :].split()
+        return ProcStat(int(pid), fields[0].decode("ascii", "replace"), int(fields[1]),
+                        int(fields[2]), int(fields[19]))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _boot() -> float | None:
+    """The boot time (epoch seconds), read once from `/proc/stat`."""
+    global _boot_time
+    if _boot_time is None:
+        try:
+            with open("/proc/stat", "rb") as f:
+                for line in f:
+                    if line.startswith(b"btime"):
+                        _boot_time = float(line.split()[1])
+                        break
+        except OSError:
+            return None
+    return _boot_time
+
+
 def process_start_time(pid: int) -> float | None:
     """When `pid` started, in seconds since the epoch (as psutil's `create_time()`), or None.
 
@@ -273,44 +326,27 @@ def process_start_time(pid: int) -> float | None:
     supervisor crash never signals a process that merely reused the pid.
     Linux only (`/proc`); None elsewhere or when the process is gone.
     """
-    global _boot_time
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-        if _boot_time is None:
-            with open("/proc/stat", "rb") as f:
-                for line in f:
-                    if line.startswith(b"btime"):
-                        _boot_time = float(line.split()[1])
-                        break
-    except OSError:
-        return None
-    if _boot_time is None:
-        return None
-    # Field 22 (starttime, in clock ticks since boot); the name in field 2 may hold spaces.
-    fields = stat.rsplit(b")", 1)[1].split()
-    return _boot_time + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    stat = read_stat(pid)
+    return None if stat is None else stat.start_time
 
 
 def process_running(pid: int, started: float | None) -> bool | None:
     """Whether the process (pid, start time) still runs: False when the pid is gone, a
     zombie, or reused by another process (its start time differs); None when that cannot
     be told (no start time was recorded, or there is no `/proc`)."""
-    now = process_start_time(pid)
-    if now is None:
+    stat = read_stat(pid)
+    if stat is None:
         if os.path.exists("/proc/self/stat"):
             return False
+        return None
+    now = stat.start_time
+    if now is None:
         return None
     if started is None:
         return None
     if now != started:
         return False
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rindex(b")") + 2 :].split()[0] not in (b"Z", b"X")
+    return not stat.dead
 
 
 def group_empty(pgid: int) -> bool | None:
@@ -335,3 +371,30 @@ def child_gone(pid: int | None, started: float | None, pgid: int | None) -> bool
     if pid is not None and process_running(pid, started) is not False:
         return False
     return pgid is None or group_empty(pgid) is True
+
+
+# How long a confirmation waits for a child it stopped (or that is dying) to be gone.
+CONFIRM_WAIT_S = 5.0
+
+
+def confirm_gone(pid: int, started: float | None, pgid: int | None, *, kill: bool,
+                 wait_s: float = CONFIRM_WAIT_S) -> bool:
+    """Whether the process (pid, start time) and the group it leads are confirmed gone
+    within `wait_s` of real time. `kill`: a survivor is sent SIGKILL first (the process
+    if it is still the one named, then the group it leads, never the caller's own).
+    Blocks its caller while it waits (recovery: nothing else runs yet)."""
+    if child_gone(pid, started, pgid):
+        return True
+    if kill:
+        if process_running(pid, started):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)  # gone meanwhile, or not ours: confirmation says
+        if pgid is not None and pgid == pid and pgid != os.getpgrp():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+    give_up = time.monotonic() + wait_s
+    while time.monotonic() < give_up:
+        if child_gone(pid, started, pgid):
+            return True
+        time.sleep(0.01)
+    return False

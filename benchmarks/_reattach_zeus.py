@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from actors import Brief, Context, Status
-from actors.backends.reattach import children_dir
+from actors.backends.process.reattach import children_dir
 from actors.osproc import descendants, process_running, process_start_time
 from benchmarks._table import Row
 from benchmarks.bench_store import BRIEF, _in_flight, samples

@@ -244,7 +244,7 @@ def wait_forkserver() -> None:
     """Let the fork server Zeus readies at start finish first (a new interpreter
     importing `actors`: it would share the two cores with the measurement)."""
     for thread in threading.enumerate():
-        if thread.name == "zeus-forkserver":
+        if thread.name.startswith("zeus-ready-"):
             thread.join(60)
 
 

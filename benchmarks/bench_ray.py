@@ -26,7 +26,7 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from actors import Brief, Context
-from actors.backends.ray_place import gone
+from actors.backends.ray.place import gone
 from benchmarks._table import Row, report
 
 ROUNDS = 200

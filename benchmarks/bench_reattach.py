@@ -41,8 +41,8 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 
 from actors import Brief, Context
 from actors.backends import ChildSpec, ProcessBackend
-from actors.backends.left_behind import leave_mark
-from actors.backends.reattach import ReattachPlace, find_waiting, place_for_store
+from actors.backends.process.left_behind import leave_mark
+from actors.backends.process.reattach import ReattachPlace, find_waiting, place_for_store
 from actors.clock import SystemClock
 from actors.protocol import Finished, Partial
 from benchmarks._reattach_zeus import zeus_rows

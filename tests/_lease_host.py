@@ -18,7 +18,7 @@ from typing import Any
 
 from actors import Brief, Context
 from actors.backends import ChildSpec, ProcessBackend
-from actors.backends.reattach import place_for_store
+from actors.backends.process.reattach import place_for_store
 from actors.clock import SystemClock
 from actors.protocol import Partial, Spawned
 from tests._reattach_host import keep_stdout, say

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from actors import Brief, Context
 from actors.backends import ChildSpec, ProcessBackend
-from actors.backends.reattach import find_waiting, place_for_store
+from actors.backends.process.reattach import find_waiting, place_for_store
 from actors.clock import SystemClock
 from actors.protocol import DelegateRequest, Finished, Heartbeat, Partial, Spawned
 

@@ -22,7 +22,7 @@ import pytest
 
 from actors import AttemptOutcome, Brief
 from actors.backends import ChildHandle, ChildSpec, ProcessBackend
-from actors.backends.command import command_argv
+from actors.backends.command.child import command_argv
 from actors.clock import SystemClock
 from actors.mail import Mail
 from actors.protocol import Finished, Heartbeat, Partial

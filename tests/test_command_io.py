@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from actors.backends.command_io import STDERR_TAIL, command_finished
+from actors.backends.command.io import STDERR_TAIL, command_finished
 from actors.models import AttemptOutcome
 from actors.speaks import StreamReader
 from tests._support import NullSink

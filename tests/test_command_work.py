@@ -18,7 +18,7 @@ import pytest
 from actors import AttemptOutcome, Brief, Cancelled, Context
 from actors import wire as _wire
 from actors.backends import ChildSpec, ProcessBackend, run_work
-from actors.backends.command_work import CommandWork, as_worker_job
+from actors.backends.command.work import CommandWork, as_worker_job
 from actors.clock import SystemClock
 from actors.mail import CancelSignal, Inbox, Mail
 from actors.osproc import ProcessTree

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from multiprocess.connection import Client
 
-from actors.backends.reattach import ReattachPlace, existing_place
+from actors.backends.process.reattach import ReattachPlace, existing_place
 from actors.osproc import process_running
 from tests._crash import (
     WAIT_S,

@@ -18,7 +18,7 @@ import pytest
 
 from actors import AttemptOutcome, Brief
 from actors.backends import ChildSpec, ProcessBackend
-from actors.backends.command import command_argv
+from actors.backends.command.child import command_argv
 from actors.backends.inputs import INPUTS_FILE_ENV, inputs_json, write_inputs_file
 from actors.clock import SystemClock
 from actors.protocol import Finished

@@ -1,5 +1,6 @@
 """A host's lease deadline pushed down to its process children, which stop themselves when
-no extension comes (`actors.backends.lease_deadline`, `actors.backends.worker_lease`).
+no extension comes (`actors.backends.process.lease_deadline`,
+`actors.backends.process.worker_lease`).
 
 The pieces first (no process), then real workers: one whose deadline passes, one that
 keeps being extended, a command agent's program and its grandchildren, an idle worker,
@@ -25,15 +26,15 @@ import pytest
 from actors import AttemptOutcome, Brief, Context
 from actors.backends import ChildSpec, ProcessBackend
 from actors.backends.backstop import Backstop
-from actors.backends.lease_deadline import (
+from actors.backends.process.lease_deadline import (
     SIZE,
     LeaseFile,
     LeaseView,
     remove_stale,
     valid_until,
 )
-from actors.backends.reattach import find_waiting, place_for_store
-from actors.backends.worker_lease import POLL_S, LeaseWatch
+from actors.backends.process.reattach import find_waiting, place_for_store
+from actors.backends.process.worker_lease import POLL_S, LeaseWatch
 from actors.clock import SystemClock
 from actors.protocol import Finished, Partial, Spawned
 from tests._support import WAIT_S, Outbox, alive, eventually

@@ -16,7 +16,7 @@ import pytest
 
 from actors import Brief
 from actors.backends import ChildSpec
-from actors.backends.command import BRIEF_TEXT_PLACEHOLDERS, PLACEHOLDERS, command_argv
+from actors.backends.command.child import BRIEF_TEXT_PLACEHOLDERS, PLACEHOLDERS, command_argv
 from actors.clock import SystemClock
 from supervisor import Routing, RoutingError, Zeus
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK

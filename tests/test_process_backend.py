@@ -485,7 +485,7 @@ def test_an_idle_worker_that_died_unnoticed_is_passed_over_for_a_new_one(
 def jobs_posted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, int, int]]:
     """Records the work part of every job sent to a worker: (flush, token, size of its bytes)."""
     from actors.backends import frames
-    from actors.backends.worker_table import WorkerRecord
+    from actors.backends.process.worker_table import WorkerRecord
 
     posted: list[tuple[bool, int, int]] = []
     post = WorkerRecord.post
@@ -541,7 +541,7 @@ def test_functions_with_one_name_or_a_closure_made_again_get_bytes_of_their_own(
 def test_a_worker_told_to_forget_its_functions_gets_them_again(
     harness: Harness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from actors.backends import process as _process
+    from actors.backends.process import backend as _process
 
     monkeypatch.setattr(_process, "_WORKS_KEPT", 2)
     posted = jobs_posted(monkeypatch)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from actors import AttemptOutcome
-from actors.backends.ray_causes import describe_ray_failure, grantable, parse_address, task_options
+from actors.backends.ray.causes import describe_ray_failure, grantable, parse_address, task_options
 from supervisor import Routing, Zeus
 from supervisor import journal as jr
 from supervisor.errors import RoutingError

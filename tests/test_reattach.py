@@ -27,7 +27,7 @@ import pytest
 
 from actors import AttemptOutcome, Brief, Context, Status, Summary
 from actors.backends import ChildSpec, ProcessBackend, ProcessChild
-from actors.backends.reattach import (
+from actors.backends.process.reattach import (
     ReattachPlace,
     Waiting,
     children_dir,
@@ -36,7 +36,7 @@ from actors.backends.reattach import (
     place_for_store,
     wait_for_listener,
 )
-from actors.backends.worker_wait import Held
+from actors.backends.process.worker_wait import Held
 from actors.clock import SystemClock
 from actors.mail import Mail
 from actors.protocol import Charge, DelegateRequest, Finished, Heartbeat, Partial

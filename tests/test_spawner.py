@@ -13,8 +13,8 @@ import pytest
 
 from actors import AttemptOutcome, Brief, Context, Status
 from actors.backends import ChildHandle, ChildSpec, ProcessBackend
-from actors.backends import command as _command
-from actors.backends.spawner import Spawner
+from actors.backends.command import child as _command
+from actors.backends.process.spawner import Spawner
 from actors.clock import SystemClock
 from actors.protocol import Heartbeat, Spawned
 from supervisor import Routing, Zeus

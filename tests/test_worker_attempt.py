@@ -14,9 +14,9 @@ import pytest
 from actors import Brief, Context
 from actors import wire as _wire
 from actors.backends import frames
-from actors.backends import worker as _worker
 from actors.backends.base import ChildSpec
 from actors.backends.jobs import encode_job
+from actors.backends.process import worker as _worker
 from actors.clock import FakeClock
 from actors.protocol import Finished
 

@@ -1,16 +1,25 @@
-"""For people who write backends: the seam (base), the messages a child sends
-(`actors.protocol`), the clock, and the backends Zeus ships: threads (thread),
-processes (process, with the fork-server launch, the worker, the hub that reads their
-pipes and the warm pool; reattach: where workers that outlived their supervisor wait,
-and how they are found) and command agents (command), both stopped by one kill ladder
-(ladder).
+"""For people who write backends: the seam (base: `Backend`, with what a store's
+recovery hands a backend, `StoredChild`, and what it finds, `Found` and `WaitingChild`),
+the messages a child sends (`actors.protocol`), the clock, and the backends Zeus ships,
+one sub-package each but threads (thread): processes (process/, with the fork-server
+launch, the worker and the warm pool; reattach: where workers that outlived their
+supervisor wait, and how they are found), command agents (command/), both read by one
+hub and stopped by one kill ladder (ladder), and Ray (ray/).
 """
 
-from actors.backends.base import Backend, ChildHandle, ChildSpec, Send
-from actors.backends.command import CommandChild
-from actors.backends.process import ProcessBackend
-from actors.backends.process_child import ProcessChild
-from actors.backends.reattach import (
+from actors.backends.base import (
+    Backend,
+    ChildHandle,
+    ChildSpec,
+    Found,
+    Send,
+    StoredChild,
+    WaitingChild,
+)
+from actors.backends.command.child import CommandChild
+from actors.backends.process.backend import ProcessBackend
+from actors.backends.process.child import ProcessChild
+from actors.backends.process.reattach import (
     ReattachPlace,
     Waiting,
     existing_place,
@@ -47,6 +56,7 @@ __all__ = [
     "DelegateRequest",
     "FakeClock",
     "Finished",
+    "Found",
     "Heartbeat",
     "Mail",
     "Partial",
@@ -58,6 +68,7 @@ __all__ = [
     "Send",
     "Spawned",
     "Started",
+    "StoredChild",
     "SystemClock",
     "ThreadBackend",
     "ThreadChild",
@@ -65,6 +76,7 @@ __all__ = [
     "TimerError",
     "ToolCall",
     "Waiting",
+    "WaitingChild",
     "classify_exception",
     "existing_place",
     "find_waiting",

@@ -16,7 +16,7 @@ a second later, armed only while `SIGALRM` has its default action (agent
 code that uses `signal.alarm` itself keeps it, and the thread alone guards).
 
 The same thread keeps the worker's other times (`watch`): its host's lease
-(`actors.backends.worker_lease`). It never writes to a pipe, so a host that
+(`actors.backends.process.worker_lease`). It never writes to a pipe, so a host that
 stopped reading (frozen, its pipes full) cannot hold it up.
 """
 

@@ -1,5 +1,11 @@
 """The seam between Zeus and the isolation backends (thread, process, Ray).
 
+`Backend` declares everything Zeus asks of a backend, each member but `start` with a
+default (what Zeus assumes without it): starting and closing, readying, and what a
+store's durability needs after a crash (finding and reattaching the children that
+waited, confirming a stored attempt's child gone, stopping what is left), and a host's
+lease pushed down to its children.
+
 Zeus talks to a child only through messages: it starts the child with a
 `ChildSpec` and a `send` callable, and the child reports through `send` (one
 way: up, to Zeus). Zeus in turn asks the handle to `cancel()` (cooperative) or
@@ -11,18 +17,20 @@ optional one, as anyio's backend classes do.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, overload
 
 from actors.backends.inputs import InputsVia
 from actors.clock import Clock
 from actors.mail import Mail
 from actors.models import Brief
+from actors.osproc import confirm_gone
 from actors.speaks import Invocation, Pricing
 
-__all__ = ["Backend", "ChildHandle", "ChildSpec", "Send"]
+__all__ = ["Backend", "ChildHandle", "ChildSpec", "Found", "Send", "StoredChild", "WaitingChild",
+           "as_backend"]
 
 Send = Callable[[object], None]
 
@@ -134,9 +142,156 @@ class ChildHandle(ABC):
         del mail
 
 
-class Backend(Protocol):
+@dataclass(frozen=True, slots=True)
+class StoredChild:
+    """What a store knows of an open attempt's child, as recovery hands it to the backend
+    the attempt ran on (`Backend.find_waiting`, `Backend.confirm_gone`)."""
+
+    attempt_id: str
+    agent: str
+    pid: int | None = None  # None: a thread, or a child whose pid was never recorded
+    pid_start_time: float | None = None
+    pgid: int | None = None  # a process group it leads
+    node: str | None = None  # where it ran, where the backend has nodes
+
+
+class WaitingChild:
+    """A child that outlived its Zeus, found by `Backend.find_waiting`: one that waits to be
+    picked up (`Backend.reattach`), or one that is gone and left what it held."""
+
+    agent: str
+    attempt_id: str | None  # the attempt it runs or ran; None: an idle one (holds a session)
+    pid: int | None
+    finished: bool  # its attempt's result is among what it holds: adopted, not run on
+    session_key: str | None  # the session an idle one holds
+    #: Gone, leaving its reports (`left()`): nothing of it runs to be stopped.
+    gone: bool = False
+
+    def left(self) -> list[object]:
+        """What a child that is gone left for its attempt (its charges and partial
+        results, as child messages), counted when the attempt then ends lost. Default:
+        nothing."""
+        return []
+
+    def release(self) -> None:
+        """Recovery committed what it took from this child: drop what the child left
+        behind (recovery, Zeus's thread). Default: nothing to drop."""
+        return None
+
+
+@dataclass(slots=True)
+class Found:
+    """What `Backend.find_waiting` found: the children that waited, by attempt id, and idle
+    ones; `named` are the given children whose pid the store never got, named now (the
+    mark each worker leaves before it runs a job), with that pid from here on."""
+
+    waiting: dict[str, WaitingChild] = field(default_factory=dict)
+    idle: list[WaitingChild] = field(default_factory=list)
+    named: dict[str, StoredChild] = field(default_factory=dict)
+    #: Whether the backend looked (it keeps children that wait for the next Zeus): a
+    #: session its children held that was not found is then lost with them.
+    searched: bool = False
+
+
+class Backend(ABC):
+    """One isolation backend (threads, processes, Ray), as Zeus's core sees it.
+
+    Every member Zeus calls is declared here; each but `start` has a default, which says
+    what Zeus assumes of a backend without it. The core never asks which backend it has.
+    Zeus's actor thread calls `start`, the recovery members (`find_waiting`, `reattach`,
+    `stop_left`, `confirm_gone`) and `extend_lease`; the host's thread calls `close`, and
+    a thread of its own `prestart` (docs/design.md, "The backend seam").
+    """
+
+    #: Whether `prestart()` readies anything (Zeus then runs it on a thread of its own
+    #: as it starts). Default: nothing to ready.
+    readies: bool = False
+    #: Whether its children run inside the host's process (threads): one whose attempt
+    #: was recorded had started the work, and went with its host. Default: they run
+    #: outside it, and one without a recorded pid may never have started.
+    runs_in_host: bool = False
+
+    @abstractmethod
     def start(self, spec: ChildSpec, send: Send) -> ChildHandle:
         """Start the attempt; called in Zeus's actor thread, must not block on the work."""
 
     def close(self) -> None:
-        """Release the backend's resources (called when Zeus stops)."""
+        """Release the backend's resources (the host's thread, as Zeus stops): stop every
+        child and wait until each has ended. Default: nothing to release."""
+        return None
+
+    def prestart(self) -> None:
+        """Ready the backend so that its first `start()` does not stall Zeus's mailbox;
+        blocks until ready (Zeus calls it on a thread of its own, when `readies`).
+        Default: nothing to ready."""
+        return None
+
+    # -- after a crash (recovery, Zeus's thread) --------------------------------------
+    def find_waiting(self, children: Sequence[StoredChild]) -> Found:
+        """Look for the children that outlived the last Zeus and wait for this one:
+        `children` are the store's open attempts on this backend (each looked for by
+        its pid, or its mark when it has none); idle ones are found too. Default:
+        nothing waits."""
+        del children
+        return Found()
+
+    @overload
+    def reattach(self, child: WaitingChild, spec: ChildSpec, send: Send) -> ChildHandle | None:
+        ...
+    @overload
+    def reattach(self, child: WaitingChild, spec: None, send: Send) -> bool: ...
+    def reattach(self, child: WaitingChild, spec: ChildSpec | None,
+                 send: Send) -> ChildHandle | bool | None:
+        """Pick up a child `find_waiting` found: what it buffered goes to `send`, in order,
+        before this returns. `spec`: its attempt, rebuilt (the same attempt id): its
+        handle is returned, or None when it cannot be picked up (it died meanwhile).
+        `spec` None: an idle child, kept by the backend (a warm worker holding its
+        session) when this returns True. Default: nothing waits, nothing is picked up."""
+        del child, send
+        return None if spec is not None else False
+
+    def stop_left(self) -> None:
+        """Stop every child `find_waiting` found that was not picked up, and return once
+        each is gone (nothing runs again beside a job that is still stopping). Default:
+        nothing was found."""
+        return None
+
+    def confirm_gone(self, child: StoredChild) -> bool | None:
+        """Whether the stored attempt's child is gone, stopping it first if it still runs:
+        True confirmed gone, False still there, None this backend cannot tell. May wait a
+        few seconds for a child it stopped to exit. Default: a child with no pid ran in
+        its host's process, gone with it; one with a pid is a process of this machine,
+        confirmed by its pid, start time and process group (a survivor is killed first)."""
+        if child.pid is None:
+            return True
+        return confirm_gone(child.pid, child.pid_start_time, child.pgid, kill=True)
+
+    # -- several hosts on one store (docs/design.md, "The backend seam") ---------------
+    def extend_lease(self, until_monotonic: float | None) -> None:
+        """The host's lease on its store runs until `until_monotonic` (CLOCK_MONOTONIC
+        time; None: no lease, a store of one host): the children of this backend stop
+        themselves once it passes without a further extension, so that none runs after
+        its host's lease ended (docs/design.md). Called in Zeus's thread at each renewal.
+        Default: its children cannot be told, and nothing is done."""
+        del until_monotonic
+
+
+class StartOnly(Backend):
+    """A backend given as an object with only `start` and `close` (the seam as it was),
+    with every other member's default."""
+
+    def __init__(self, backend: Any) -> None:
+        self.wrapped = backend
+
+    def start(self, spec: ChildSpec, send: Send) -> ChildHandle:
+        handle: ChildHandle = self.wrapped.start(spec, send)
+        return handle
+
+    def close(self) -> None:
+        self.wrapped.close()
+
+
+def as_backend(backend: object) -> Backend:
+    """`backend` as a `Backend`: itself, or one given with only `start` and `close`
+    wrapped with the defaults of the rest (`Zeus.start(backends=...)`)."""
+    return backend if isinstance(backend, Backend) else StartOnly(backend)

@@ -22,7 +22,7 @@ first item of the pickled tuple) says which frame it is:
                     attempt runs
 
 A worker whose supervisor is gone waits to be picked up on a socket
-(`actors.backends.worker_wait`); once a connector has authenticated:
+(`actors.backends.process.worker_wait`); once a connector has authenticated:
 
     worker -> it    `Hello`   (HELLO, pid, start time, agent, attempt id, finished,
                               session key, lease file), pickled: what the worker holds
@@ -325,7 +325,7 @@ class Hello(NamedTuple):
     attempt_id: str | None  # the attempt it runs or ran; None: idle, holding a session
     finished: bool  # that attempt's `Finished` is among what it holds
     session_key: str | None
-    lease: str | None = None  # the lease file it reads (`actors.backends.lease_deadline`)
+    lease: str | None = None  # the lease file it reads (`actors.backends.process.lease_deadline`)
 
 
 def hello_frame(hello: Hello) -> bytes:

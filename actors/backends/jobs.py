@@ -7,9 +7,9 @@ the end of a `Run` frame (`actors.backends.frames`), after the work function's
 part. The worker imports this module: it stays light.
 
 A job of a backend with a store carries `orphan`: how the worker waits to be picked
-up if its supervisor dies during or after it (`actors.backends.worker_wait`). A job of
-a backend whose host holds a lease carries `lease`: where the worker reads the lease's
-deadline, and the attempt's grace and term (`actors.backends.worker_lease`).
+up if its supervisor dies during or after it (`actors.backends.process.worker_wait`). A
+job of a backend whose host holds a lease carries `lease`: where the worker reads the
+lease's deadline, and the attempt's grace and term (`actors.backends.process.worker_lease`).
 """
 
 from __future__ import annotations

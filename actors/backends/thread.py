@@ -20,7 +20,7 @@ from __future__ import annotations
 import queue
 import threading
 
-from actors.backends.base import ChildHandle, ChildSpec, Send
+from actors.backends.base import Backend, ChildHandle, ChildSpec, Send
 from actors.backends.jobs import Job
 from actors.errors import describe_error
 from actors.mail import CancelSignal, Inbox, Mail
@@ -118,8 +118,12 @@ class _PooledThread:
             del child, finished
 
 
-class ThreadBackend:
-    """Starts thread children on pooled daemon threads."""
+class ThreadBackend(Backend):
+    """Starts thread children on pooled daemon threads. Its children run in the host's
+    process: one whose host died went with it (`confirm_gone`'s default), and had started
+    its work as its attempt was recorded."""
+
+    runs_in_host = True
 
     def __init__(self, idle_s: float = 30.0) -> None:
         self.idle_s = idle_s

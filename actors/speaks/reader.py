@@ -1,8 +1,8 @@
 """`StreamReader`: a command's standard output read as what it speaks, and its end judged.
 
 One reader per attempt, fed by the thread that reads the program's pipes (the
-backend's hub, or a worker's main thread: `actors.backends.command` and
-`actors.backends.command_work`). It cuts the output into lines, reads each as
+backend's hub, or a worker's main thread: `actors.backends.command.child` and
+`actors.backends.command.work`). It cuts the output into lines, reads each as
 its `speaks:` says, and tells its `StreamSink` what the lines mean: progress,
 tool calls, spend, the session, partial results. When the program has ended,
 `verdict` says how, from the stream and the exit code together (docs/agent-clis.md,

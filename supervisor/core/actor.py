@@ -16,7 +16,7 @@ import pykka
 from actors import Summary
 from actors.backends import Backend
 from actors.clock import Clock
-from supervisor.core.durable import Durable
+from supervisor.core.durable import MemoryDurable
 from supervisor.core.messages import (
     AttemptDue,
     BackoffOver,
@@ -38,7 +38,6 @@ from supervisor.core.messages import (
     StoredLookup,
     StoredSummary,
 )
-from supervisor.core.recovery import recover_store
 from supervisor.core.registry import Registry
 from supervisor.core.reports import ChildReports
 from supervisor.core.supervisor import Supervisor
@@ -71,14 +70,14 @@ class ZeusActor(pykka.ThreadingActor):
         events: EventLog,
         backends: dict[str, Backend],
         rng: random.Random,
-        durable: Durable | None = None,
+        durable: MemoryDurable,
     ) -> None:
         super().__init__()
         self._events = events
         self.supervisor = Supervisor(registry=registry, clock=clock, events=events,
                                      backends=backends, rng=rng, tell=self.tell,
                                      queued=self.queued, durable=durable)
-        self._durable = durable
+        self._durable = self.supervisor.durable
         self.reports = ChildReports(self.supervisor)
         sup = self.supervisor
         self._handlers: dict[type, Callable[[Any], Any]] = {
@@ -129,8 +128,7 @@ class ZeusActor(pykka.ThreadingActor):
                 return None
             return self._handle(message)
         finally:
-            if self._durable is not None:
-                self._durable.end_turn(self.queued())  # one commit for what the turn wrote
+            self._durable.end_turn(self.queued())  # one commit for what the turn wrote
 
     def _handle(self, message: Any) -> Any:
         handler = self._handlers.get(type(message))
@@ -149,16 +147,16 @@ class ZeusActor(pykka.ThreadingActor):
             return exc if isinstance(exc, Exception) else None
 
     def _on_recover(self, msg: Recover) -> Recovery:
-        return recover_store(self.supervisor, msg.keep_handle)
+        return self.supervisor.recovery.recover_store(msg.keep_handle)
 
     def _on_stored_lookup(self, msg: StoredLookup) -> StoredDelegation | None:
-        return None if self._durable is None else self._durable.store.by_key(msg.key)
+        return self._durable.by_key(msg.key)
 
     def _on_stored_summary(self, msg: StoredSummary) -> Summary | None:
-        return None if self._durable is None else self._durable.summary(msg.delegation_id)
+        return self._durable.summary(msg.delegation_id)
 
     def _on_retry_store(self, _msg: RetryStore) -> bool:
-        return self._durable is None or self._durable.commit_now()
+        return self._durable.commit_now()
 
     def _on_hold(self, msg: Hold) -> None:
         msg.held.set()

@@ -1,6 +1,8 @@
 """The supervisor's hand on the store: each step of a delegation's life written ahead of
 what it lets happen, and the commit once per turn of the mailbox (docs/design.md,
-"The store"). Owned by Zeus's actor thread. The one thing it calls is what the
+"The store"). Owned by Zeus's actor thread. A Zeus without a store has a
+`MemoryDurable`, the same interface with nothing to write: the supervisor never asks
+which it has. The one thing it calls is what the
 supervisor hands it to run after a commit: a settlement made known.
 
 What must be durable before it takes effect is committed at once: an attempt before
@@ -20,9 +22,9 @@ from actors.clock import Clock
 from supervisor.core.state import Attempt, Delegation
 from supervisor.errors import StoreError
 from supervisor.journal.events import EventLog
-from supervisor.store import Store
+from supervisor.store import Store, StoredDelegation
 
-__all__ = ["Durable"]
+__all__ = ["Durable", "MemoryDurable"]
 
 # How many settlements, and for how many turns of the mailbox, may wait for a shared
 # commit while more messages wait (a busy mailbox): throughput against a handle's
@@ -30,11 +32,78 @@ __all__ = ["Durable"]
 HOLD_AT_MOST = 64
 
 
-class Durable:
+class MemoryDurable:
+    """A Zeus kept in memory only: every write is dropped, every commit succeeds, and a
+    settlement is made known at once. `Durable` is the same interface on a store."""
+
+    store: Store | None = None
+
+    def required(self, what: str, why: str = "only a store keeps what that needs") -> Store:
+        """The store, for what only a store can do; `StoreError` saying `what` cannot be
+        done without one, and `why`."""
+        raise StoreError(f"{what}: this Zeus has no store, and {why} (Zeus.start(store=...))")
+
+    def recorded(self, d: Delegation, *, key: str | None, ordinal: int | None,
+                 policy: Callable[[Delegation], dict[str, Any]]) -> None:
+        """`d`, dispatched (under `key`, its parent's `ordinal`-th call); `policy(d)` gives
+        its effective policy as the store keeps it, asked only where it is kept."""
+        del d, key, ordinal, policy
+
+    def attempt_started(self, d: Delegation, a: Attempt) -> bool:
+        """The attempt, recorded before its child starts; False: it must not start."""
+        del d, a
+        return True
+
+    def identity(self, a: Attempt, pid: int | None, pid_start_time: float | None,
+                 node: str | None, *, running: bool = False) -> None:
+        """Who the attempt's child is (and, `running`, that it began the work)."""
+        del a, pid, pid_start_time, node, running
+
+    def charged(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
+        del delegation_id, attempt_id, usage
+
+    def partial(self, d: Delegation, attempt_id: str, item: Any) -> None:
+        del d, attempt_id, item
+
+    def attempt_ended(self, record: AttemptRecord) -> None:
+        del record
+
+    def retry_scheduled(self, d: Delegation, a: Attempt, delay: float, agent: str) -> None:
+        del d, a, delay, agent
+
+    def settled(self, d: Delegation, summary: Summary, resolve: Callable[[], object]) -> None:
+        """The summary; `resolve()` (the handle resolving) runs once it is kept: at once."""
+        del d, summary
+        resolve()
+
+    def summary(self, delegation_id: str) -> Summary | None:
+        """A settled summary the store keeps: none here."""
+        del delegation_id
+        return None
+
+    def by_key(self, key: str) -> StoredDelegation | None:
+        """The stored delegation of `key`: none here."""
+        del key
+        return None
+
+    def commit_now(self) -> bool:
+        """Commit what is buffered; True: nothing is."""
+        return True
+
+    def end_turn(self, waiting: int) -> None:
+        """The mailbox's turn ended with `waiting` messages queued: nothing to commit."""
+        del waiting
+
+    @property
+    def writable(self) -> bool:
+        return True
+
+
+class Durable(MemoryDurable):
     """Writes of one Zeus to its store, in clock time converted to the wall clock."""
 
     def __init__(self, store: Store, clock: Clock, events: EventLog) -> None:
-        self.store = store
+        self.store: Store = store
         self._clock = clock
         self._events = events
         self._dirty = False
@@ -48,11 +117,15 @@ class Durable:
 
     # -- writes (buffered until the turn ends, or the next `commit_now`) -------------------
 
+    def required(self, what: str, why: str = "") -> Store:
+        del what, why
+        return self.store
+
     def recorded(self, d: Delegation, *, key: str | None, ordinal: int | None,
-                 policy: dict[str, Any]) -> None:
+                 policy: Callable[[Delegation], dict[str, Any]]) -> None:
         self.store.record_delegation(
             d.id, key=key, parent_id=d.parent_id, ordinal=ordinal, agent=d.agent,
-            brief=d.brief, policy=policy,
+            brief=d.brief, policy=policy(d),
             deadline=None if d.deadline_cap is None else self.wall(d.deadline_cap),
             created=self.wall(d.dispatched_at),
         )
@@ -95,8 +168,8 @@ class Durable:
         self.store.charge(delegation_id, attempt_id, usage)
         self._dirty = True
 
-    def partial(self, d: Delegation, a: Attempt, item: Any) -> None:
-        self.store.partial(d.id, a.id, item)
+    def partial(self, d: Delegation, attempt_id: str, item: Any) -> None:
+        self.store.partial(d.id, attempt_id, item)
         self._dirty = True
 
     def attempt_ended(self, record: AttemptRecord) -> None:
@@ -125,6 +198,9 @@ class Durable:
         orchestrator may ask for it in the same turn)."""
         pending = self._uncommitted.get(delegation_id)
         return pending if pending is not None else self.store.summary(delegation_id)
+
+    def by_key(self, key: str) -> StoredDelegation | None:
+        return self.store.by_key(key)
 
     # -- commits ------------------------------------------------------------------------------
 

@@ -122,8 +122,7 @@ class ChildReports:
         # Its clocks start once it runs the work (`Started`): a process still being started
         # (Zeus's delay, not the child's) is neither stale nor late.
         self._sup.emit("attempt.spawned", d, a, pid=msg.pid, pid_start_time=msg.pid_start_time)
-        if self._sup.durable is not None:
-            self._sup.durable.identity(a, msg.pid, msg.pid_start_time, None)
+        self._sup.durable.identity(a, msg.pid, msg.pid_start_time, None)
 
     def on_started(self, msg: Started) -> None:
         """The attempt's child began to run the work (a worker took its job, a command's
@@ -141,8 +140,7 @@ class ChildReports:
         d, a = owner
         a.pid = msg.pid
         assert a.child is not None  # a child that reports was started
-        if self._sup.durable is not None:
-            self._sup.durable.identity(a, msg.pid, a.child.pid_start_time, a.child.node)
+        self._sup.durable.identity(a, msg.pid, a.child.pid_start_time, a.child.node)
         self._sup.running(d, a)
         if not a.announced:
             self._sup.announce(d, a)
@@ -169,8 +167,7 @@ class ChildReports:
         if self._events.enabled:
             self._sup.emit("attempt.partial", d, a, item=short_text(msg.item),
                            progress=msg.progress)
-        if self._sup.durable is not None:
-            self._sup.durable.partial(d, a, msg.item)
+        self._sup.durable.partial(d, a.id, msg.item)
         if len(d.partials) < MAX_PARTIALS:
             d.partials.append(msg.item)
         else:

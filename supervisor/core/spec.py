@@ -12,16 +12,23 @@ from actors.speaks import Invocation, Pricing
 from supervisor.core.registry import Registry
 from supervisor.core.state import Attempt, Delegation, previous_error
 from supervisor.errors import SupervisorError
+from supervisor.routing import AgentPolicy
 from supervisor.rules.framing import FramingHeads, role_framing
 
-__all__ = ["child_spec", "isolation_of", "work_of"]
+__all__ = ["backend_name", "child_spec", "isolation_of", "work_of"]
 
 WorkFn = Callable[..., Any]
 
 
 def isolation_of(a: Attempt) -> str:
     """The backend an attempt runs on: a `command:` agent always runs as a process."""
-    return "process" if a.policy.runs_program else a.policy.isolation
+    return backend_name(a.policy)
+
+
+def backend_name(policy: AgentPolicy) -> str:
+    """The backend an agent's attempts run on: its isolation's, but a `command:` agent
+    always runs as a process."""
+    return "process" if policy.runs_program else policy.isolation
 
 
 def work_of(a: Attempt, registry: Registry) -> WorkFn | None:

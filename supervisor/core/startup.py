@@ -4,14 +4,16 @@ routing needs. Runs in the host's thread, as Zeus starts (or registers an agent)
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from actors.backends import Backend, ProcessBackend
-from actors.backends.ray_start import MISSING_RAY, RayUnavailable, ray_installed, start_ray_backend
-from actors.backends.reattach import place_for_store
+from actors.backends.process.reattach import place_for_store
+from actors.backends.ray.start import MISSING_RAY, RayUnavailable, ray_installed, start_ray_backend
 from actors.clock import Clock
+from supervisor.core.spec import backend_name
 from supervisor.errors import RoutingError, SupervisorError
-from supervisor.routing import Routing
+from supervisor.routing import AgentPolicy, Routing
 from supervisor.routing.ray_policy import wants_ray
 from supervisor.store import SqliteStore, Store
 
@@ -21,7 +23,7 @@ __all__ = [
     "process_backends",
     "ray_backend",
     "ray_backends",
-    "ready_after_recovery",
+    "wanted_backends",
 ]
 
 
@@ -37,38 +39,33 @@ def open_store(routing: Routing, store: str | Path | None, clock: Clock) -> Stor
 
 
 def process_backends(routing: Routing, store: Store | None = None) -> dict[str, Backend]:
-    """The process backend. Its fork server starts now when an agent will need it,
-    so that the first process attempt does not stall Zeus's mailbox on imports;
-    with a store, once recovery is done (`ready_after_recovery`): readying it costs
-    about half a second of CPU, which would slow the reattaching of waiting children.
+    """The process backend (readied by `prestart`, as every backend that `readies`).
 
     With a store and `supervisor.orphan_grace_s` above 0, its workers wait that long
     for the next Zeus when this one dies (docs/design.md, "Reattach"), and command
     agents run under a worker, which holds their pipes meanwhile."""
     grace = routing.supervisor.orphan_grace(store is not None)
     place = place_for_store(store.path, grace) if store is not None and grace > 0 else None
-    backend = ProcessBackend(reattach=place, commands_in_workers=place is not None)
-    if store is None and _wants_processes(routing):
-        prestart(backend)
-    return {"process": backend}
+    return {"process": ProcessBackend(reattach=place, commands_in_workers=place is not None)}
 
 
-def ready_after_recovery(routing: Routing, backend: Backend | None, *, wanted: bool) -> None:
-    """After recovery on a store: ready the fork server now, if an agent will need it
-    (one of the routing's, or `wanted`: one registered in code)."""
-    if isinstance(backend, ProcessBackend) and (wanted or _wants_processes(routing)):
-        prestart(backend)
+def wanted_backends(policies: Iterable[AgentPolicy]) -> set[str]:
+    """The backends the agents of `policies` run on."""
+    return {backend_name(p) for p in policies}
 
 
-def _wants_processes(routing: Routing) -> bool:
-    return any(p.isolation == "process" or p.runs_program for p in routing.agents.values())
-
-
-def prestart(backend: ProcessBackend) -> None:
-    """Ready the fork server on a thread of its own (about 0.5 s of imports): `Zeus.start`
-    returns at once, also inside an event loop's `async with`. An attempt that starts
-    before it is ready waits for it in the backend, as it would have without it."""
-    threading.Thread(target=backend.prestart, name="zeus-forkserver", daemon=True).start()
+def prestart(backends: Mapping[str, Backend], wanted: Iterable[str]) -> None:
+    """Ready each backend of `wanted` that has something to ready (`Backend.readies`: the
+    process backend's fork server, about 0.5 s of imports), on a thread of its own:
+    `Zeus.start` returns at once, also inside an event loop's `async with`, and the
+    first attempt does not stall Zeus's mailbox on it. With a store, Zeus calls it once
+    recovery is done, which readying would slow. An attempt that starts before its
+    backend is ready waits for it in the backend, as it would have without it."""
+    for name in sorted(set(wanted)):
+        backend = backends.get(name)
+        if backend is not None and backend.readies:
+            threading.Thread(target=backend.prestart, name=f"zeus-ready-{name}",
+                             daemon=True).start()
 
 
 def ray_backends(routing: Routing) -> dict[str, Backend]:
@@ -79,7 +76,7 @@ def ray_backends(routing: Routing) -> dict[str, Backend]:
 
 
 def ray_backend(routing: Routing) -> Backend:
-    """The Ray backend as `supervisor.ray` says (`actors.backends.ray_start`); also for
+    """The Ray backend as `supervisor.ray` says (`actors.backends.ray.start`); also for
     an agent registered later that runs on Ray.
 
     `RoutingError` when Ray is not installed; `SupervisorError` saying what to

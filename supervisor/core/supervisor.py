@@ -15,14 +15,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from actors import AttemptOutcome, Brief, Status, Summary, Usage
 from actors.backends import Backend, ChildHandle, ChildSpec
 from actors.clock import Clock, SystemClock
 from actors.protocol import Finished
-from supervisor.core.durable import Durable
+from supervisor.core.durable import MemoryDurable
 from supervisor.core.future import DelegationFuture
 from supervisor.core.messages import (
     AttemptDue,
@@ -37,10 +37,11 @@ from supervisor.core.messages import (
 )
 from supervisor.core.open_tree import OpenTree
 from supervisor.core.pending_mail import PendingMail
+from supervisor.core.recovery import Recoverer
 from supervisor.core.registry import Registry
 from supervisor.core.restarts import RestartGovernor, RestartVerdict
 from supervisor.core.sessions import AgentSessions, Sessions
-from supervisor.core.spec import child_spec, isolation_of, work_of
+from supervisor.core.spec import backend_name, child_spec, isolation_of, work_of
 from supervisor.core.spending import Spending
 from supervisor.core.state import (
     MAX_PARTIALS,
@@ -104,7 +105,7 @@ class Supervisor:
         rng: random.Random,
         tell: Callable[[object], None],
         queued: Callable[[], int | None],
-        durable: Durable | None = None,
+        durable: MemoryDurable,
     ) -> None:
         self.registry = registry
         self.clock = clock
@@ -121,15 +122,19 @@ class Supervisor:
         self._mail = PendingMail()
         self._framing_heads = FramingHeads()
         self.accepting = True
-        self.durable = durable  # the store's writes, when Zeus has a store
+        # The store's writes (a `Durable`), or none to make (a `MemoryDurable`).
+        self.durable = durable
+        self._stored_policy_of = self._stored_policy  # bound once: every dispatch's
         # Stored sub-delegations an orchestrator rerun after a restart may ask for again,
         # by its delegation id (docs/design.md, "The store": nested delegations replay).
-        self.replays: dict[str, Replay] = {}
+        self._replays: dict[str, Replay] = {}
         # (agent, session) whose workers were not found again after a restart.
-        self.lost_sessions: set[tuple[str, str]] = set()
+        self._lost_sessions: set[tuple[str, str]] = set()
         # A reattached orchestrator's stored sub-delegations, by its delegation id.
-        self.resumed_calls: dict[str, ResumedCalls] = {}
+        self._resumed_calls: dict[str, ResumedCalls] = {}
         self._policies: dict[int, tuple[AgentPolicy, dict[str, Any]]] = {}
+        # What takes back a store's open delegations (at start, or handed to it later).
+        self.recovery = Recoverer(self)
 
     def emit(self, event: str, d: Delegation, a: Attempt | None = None, **fields: Any) -> None:
         """A journal event about `d` (and its attempt `a`), with the fields every one has."""
@@ -169,9 +174,8 @@ class Supervisor:
         if self.events.enabled:
             self.emit("delegation.dispatched", d, scope=d.brief.scope, depth=d.depth,
                       timeout_s=_timeout_s(d), policy=_effective(policy, d.brief))
-        if self.durable is not None:
-            self.durable.recorded(d, key=msg.key, policy=self._stored_policy(policy, d.brief),
-                                  ordinal=len(parent.children) - 1 if parent else None)
+        self.durable.recorded(d, key=msg.key, policy=self._stored_policy_of,
+                              ordinal=len(parent.children) - 1 if parent else None)
         if not self.accepting:
             self.settle(d, Settle(Status.cancelled, reason="zeus is stopping"))
         elif parent is not None and parent.cancel_requested:
@@ -180,9 +184,10 @@ class Supervisor:
         else:
             self.run_or_queue(d)
 
-    def _stored_policy(self, policy: AgentPolicy, brief: Brief) -> dict[str, Any]:
+    def _stored_policy(self, d: Delegation) -> dict[str, Any]:
         """The effective policy as the store keeps it: one dict per agent policy when the
         brief overrides nothing (the store writes each distinct one once)."""
+        policy, brief = d.policy, d.brief
         if brief.timeout_s is not None or brief.partial_ok is not None:
             return _effective(policy, brief)
         cached = self._policies.get(id(policy))
@@ -200,12 +205,12 @@ class Supervisor:
         call instead, when the brief is the same: a settled one's summary at once, an
         open one awaited (no sub-delegation runs twice because its parent did). So does
         one reattached, for the calls its worker asks again (`ResumedCalls`)."""
-        resumed = self.resumed_calls.get(parent.id)
+        resumed = self._resumed_calls.get(parent.id)
         if resumed is not None and ordinal:
             reuse = resumed.ask(ordinal, brief)
             if reuse is not None and self._reuse(parent, reuse, future):
                 return
-        replay = self.replays.get(parent.id)
+        replay = self._replays.get(parent.id)
         if replay is not None and self._replayed(parent, replay, brief, future):
             return
         child_id = self.registry.next_id(brief.agent)
@@ -218,7 +223,7 @@ class Supervisor:
         self._not_asked_again(answer.cancel)
         if answer.reuse is not None and self._reuse(parent, answer.reuse, future):
             return True
-        del self.replays[parent.id]
+        del self._replays[parent.id]
         return False
 
     def _reuse(self, parent: Delegation, child_id: str, future: DelegationFuture) -> bool:
@@ -229,7 +234,7 @@ class Supervisor:
             child.settled.add_callback(future.set)
             self.emit("delegation.replayed", child, None, open=True, parent=parent.id)
             return True
-        summary = self.durable.summary(child_id) if self.durable else None
+        summary = self.durable.summary(child_id)
         if summary is None:  # pruned or never settled: run it again after all
             return False
         self.events.emit("delegation.replayed", delegation_id=child_id,
@@ -257,7 +262,7 @@ class Supervisor:
 
     def _begin(self, d: Delegation) -> None:
         self.tree.begin(d)
-        if self.lost_sessions and self.session_lost(d):
+        if self._lost_sessions and self.session_lost(d):
             self.settle(d, Settle(Status.blocked, reason=SESSION_LOST.format(
                 session=d.brief.session, agent=d.agent)))
             return
@@ -282,9 +287,10 @@ class Supervisor:
         )
         d.current = a
         self.tree.live[a.id] = (d, a)
-        if self.durable is not None and not self.durable.attempt_started(d, a):
+        if not self.durable.attempt_started(d, a):
             self.end_attempt(d, a, Finished(a.id, AttemptOutcome.error, error=(
-                f"the store {self.durable.store.path} could not record the attempt, so it "
+                f"the store {self.durable.required('record').path} could not record the "
+                "attempt, so it "
                 "did not start: free disk space or make the store writable"),
                 error_type="StoreError"))
             return
@@ -303,9 +309,8 @@ class Supervisor:
             self.timers.arm(a)  # before the child starts: a deadline no timer can keep fails it
             a.child = self._backend(isolation_of(a)).start(spec, self.tell)
             a.pid = a.child.pid
-            if self.durable is not None and a.pid is not None:
-                self.durable.identity(a, a.pid, a.child.pid_start_time,
-                                      a.child.node)
+            if a.pid is not None:
+                self.durable.identity(a, a.pid, a.child.pid_start_time, a.child.node)
             if a.child.alive:  # alive as it starts: its first sign of life
                 a.watch = a.watch.observe(0, now)
             starts_later = a.child.starts_later or a.child.placing
@@ -349,7 +354,7 @@ class Supervisor:
         a.deadline = deadline if d.deadline_cap is None else min(deadline, d.deadline_cap)
         if a.watch.progress < 0:
             a.watch = a.watch.observe(0, start)  # its first sign of life
-        if self.durable is not None and a.child is not None:
+        if a.child is not None:
             self.durable.identity(a, a.pid, a.child.pid_start_time, a.child.node, running=True)
         if min(a.deadline, a.watch.stale_at(a.stale_after_s)) < a.due_at:
             try:
@@ -372,14 +377,52 @@ class Supervisor:
                   **(child.journal_fields if child else {}),
                   deadline_s=round(a.deadline - self.clock.now(), 6))
 
+    # -- what recovery hands back (`supervisor.core.recovery`, Zeus's thread) -----------
+
+    def take_back(self, d: Delegation) -> None:
+        """A delegation rebuilt from the store, back in the open tree (not yet running)."""
+        self.tree.add(d)
+
+    def rerun(self, d: Delegation, replay: Replay | None = None) -> None:
+        """Run a delegation taken back from the store again, through the normal path (a
+        slot now, or the queue). `replay`: the stored sub-delegations its orchestrator's
+        last attempt made, which the rerun may ask for again (`dispatch_nested`)."""
+        if replay is not None:
+            self._replays[d.id] = replay
+        parent = self.tree.get(d.parent_id) if d.parent_id else None
+        if parent is not None and parent.current is not None:
+            d.deadline_cap = parent.current.deadline
+        self.run_or_queue(d)
+
+    def count_spent_before(self, usage: Usage) -> None:
+        """Spend made before this Zeus (the store's) counts against the tree's budget."""
+        self.spending.tree_usage = self.spending.tree_usage + usage
+
+    def resume_agent_sessions(self, sessions: Iterable[tuple[str, str, str]]) -> None:
+        """Each (agent, session, session id) an agent CLI can resume by its id."""
+        for agent, session, session_id in sessions:
+            self.agent_sessions.bind(agent, session, session_id)
+
+    def lose_sessions(self, lost: set[tuple[str, str]]) -> None:
+        """(agent, session) whose children were not found again: never replaced."""
+        self._lost_sessions |= lost
+
+    def keep_partial(self, d: Delegation, attempt_id: str, item: Any) -> None:
+        """A partial result of `d`'s attempt that came without its child (what a child that
+        is gone left)."""
+        self.durable.partial(d, attempt_id, item)
+        d.partials.append(item)
+
     def reattach(self, d: Delegation, stored: StoredAttempt,
-                 attach: Callable[[ChildSpec], ChildHandle | None], *, adopted: bool) -> bool:
+                 attach: Callable[[ChildSpec], ChildHandle | None], *, adopted: bool,
+                 resumed: ResumedCalls | None = None) -> bool:
         """Supervise on an attempt whose child outlived the last Zeus (recovery, Zeus's
         thread; docs/design.md, "Reattach"): the same attempt id and number, its stored
         start and deadline, on this clock. `attach(spec)` is the backend's: it delivers
         what the child buffered into the mailbox before it returns, so that those reports
-        come before this attempt's timer. False (nothing changed) when the child could not
-        be attached."""
+        come before this attempt's timer. `resumed`: a reattached orchestrator's stored
+        sub-delegations, for the calls its child asks again. False (nothing changed) when
+        the child could not be attached."""
         now, wall = self.clock.now(), self.clock.wall()
         deadline = (now + (stored.deadline - wall) if stored.deadline is not None
                     else now + _timeout_s(d))
@@ -397,12 +440,14 @@ class Supervisor:
         if child is None:
             return False
         a.child, a.pid, a.announced = child, child.pid, True
-        if self.durable is not None and stored.pid is None and a.pid is not None:
+        if stored.pid is None and a.pid is not None:
             # its Zeus died before it recorded the worker's pid: recorded now
             self.durable.identity(a, a.pid, child.pid_start_time, None)
         d.current = a
         self.tree.begin(d)
         self.tree.live[a.id] = (d, a)
+        if resumed is not None:
+            self._resumed_calls[d.id] = resumed
         self.emit("attempt.reattached", d, a, attempt=a.number, pid=a.pid,
                   pid_start_time=child.pid_start_time, adopted=adopted,
                   deadline_s=round(a.deadline - now, 6))
@@ -413,12 +458,26 @@ class Supervisor:
     def session_lost(self, d: Delegation) -> bool:
         """Whether `d` names a session whose worker did not survive the last restart: it
         is never replaced by a fresh one (docs/design.md, "Reattach")."""
-        return (d.brief.session is not None and bool(self.lost_sessions)
-                and (d.agent, d.brief.session) in self.lost_sessions)
+        return (d.brief.session is not None and bool(self._lost_sessions)
+                and (d.agent, d.brief.session) in self._lost_sessions)
 
-    def backend_named(self, isolation: str) -> Backend | None:
-        """The backend of `isolation`, if Zeus has one (recovery reattaches through it)."""
-        return self._backends.get(isolation)
+    def backends(self) -> Iterator[tuple[str, Backend]]:
+        """Zeus's backends, by name (recovery asks each for its children)."""
+        return iter(list(self._backends.items()))
+
+    def backend_for(self, policy: AgentPolicy) -> Backend:
+        """The backend an agent of `policy` runs on; one with every default (nothing
+        waits, a child with a pid is confirmed gone by it) when Zeus has none by that
+        name."""
+        backend = self._backends.get(backend_name(policy))
+        return backend if backend is not None else _MISSING
+
+    def backend_of(self, agent: str) -> Backend | None:
+        """The backend `agent` runs on, if it is in the routing and Zeus has that one."""
+        try:
+            return self._backends.get(backend_name(self.registry.policy(agent)))
+        except SupervisorError:
+            return None
 
     def _backend(self, isolation: str) -> Backend:
         try:
@@ -437,7 +496,7 @@ class Supervisor:
         `attempt_id` the charging attempt's id, for the store."""
         ancestors = list(self.tree.ancestors(d))
         chain = [d, *ancestors] if self.tree.get(d.id) is not None else ancestors
-        if self.durable is not None and attempt_id is not None:
+        if attempt_id is not None:
             self.durable.charged(d.id, attempt_id, usage)
         overruns, tree_overrun = self.spending.charge(chain, usage)
         for node, overrun in overruns:
@@ -564,12 +623,11 @@ class Supervisor:
         record = attempt_record(a, outcome, finished, now=now, killed=killed, fenced=fenced,
                                 restart_pending=d.restart_pending)
         d.attempts.append(record)
-        if self.durable is not None:
-            self.durable.attempt_ended(record)
-        if self.replays and (replay := self.replays.pop(d.id, None)) is not None:
+        self.durable.attempt_ended(record)
+        if self._replays and (replay := self._replays.pop(d.id, None)) is not None:
             self._not_asked_again(replay.finish())  # what the rerun attempt did not ask for
-        if self.resumed_calls:
-            self.resumed_calls.pop(d.id, None)
+        if self._resumed_calls:
+            self._resumed_calls.pop(d.id, None)
         if (finished is not None and finished.outcome is AttemptOutcome.completed
                 and outcome is not AttemptOutcome.completed):
             d.lost_output = finished.value  # a result that lost to a stop cause is kept
@@ -654,8 +712,7 @@ class Supervisor:
         elif isinstance(step, Retry):
             d.retries_used += 1
             delay = backoff_delay(d.policy.retry, step.number, self._rng)
-            if self.durable is not None:
-                self.durable.retry_scheduled(d, a, delay, d.agent)
+            self.durable.retry_scheduled(d, a, delay, d.agent)
             self.emit("retry.scheduled", d, a, backoff_s=round(delay, 6),
                       next_attempt_id=f"{d.id}-a{d.attempt_count + 1}",
                       follow_up=step.follow_up)
@@ -666,8 +723,7 @@ class Supervisor:
                 d.backoff_timer = self.timers.after(delay, BackoffOver(d.id))
         elif isinstance(step, Fallback):
             self.emit("fallback.dispatched", d, a, **{"from": d.agent, "to": step.agent})
-            if self.durable is not None:
-                self.durable.retry_scheduled(d, a, 0.0, step.agent)
+            self.durable.retry_scheduled(d, a, 0.0, step.agent)
             d.agent = step.agent
             d.policy = self.registry.policy(step.agent)
             d.visited.append(step.agent)
@@ -824,10 +880,8 @@ class Supervisor:
             )
         self.restarts.forget(d.id)  # its children's restart window goes with it
         self._mail.drop(d.id)
-        if self.durable is not None:  # said and resolved once the summary is committed
-            self.durable.settled(d, summary, functools.partial(self._settled, d, summary))
-        else:
-            self._settled(d, summary)
+        # said and resolved once the summary is committed (at once without a store)
+        self.durable.settled(d, summary, functools.partial(self._settled, d, summary))
         self._cancel_children(d, f"its parent {d.id} settled")
         self._fill_slots()
 
@@ -870,6 +924,17 @@ class Supervisor:
                 self.end_attempt(d, a, None, fenced=not a.child.killable)
             if d.state != "settled":
                 self.settle(d, Settle(Status.cancelled, reason=msg.reason))
+
+
+class _Missing(Backend):
+    """What recovery asks for an attempt whose backend this Zeus does not have: every
+    default of `Backend`."""
+
+    def start(self, spec: ChildSpec, send: Callable[[object], None]) -> ChildHandle:
+        raise SupervisorError(f"no backend is available for agent {spec.agent!r}")
+
+
+_MISSING = _Missing()
 
 
 def _own_session(d: Delegation) -> str | None:

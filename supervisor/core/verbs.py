@@ -16,9 +16,9 @@ from actors import Status, Summary
 from actors.osproc import child_gone
 from supervisor.core.future import DelegationFuture
 from supervisor.core.reattach import Reattached
-from supervisor.core.recovery import current_agent, end_lost, rebuild
+from supervisor.core.recovery import current_agent
 from supervisor.core.supervisor import Supervisor
-from supervisor.errors import NotBlocked, StoreError, UnknownDelegation
+from supervisor.errors import NotBlocked, UnknownDelegation
 from supervisor.store import StoredDelegation
 
 __all__ = ["operator", "resolve", "resume"]
@@ -34,13 +34,11 @@ def operator() -> str:
 
 def _blocked(sup: Supervisor, delegation_id: str, verb: str) -> StoredDelegation:
     """The stored delegation, settled blocked; `NotBlocked` saying why not."""
-    if sup.durable is None:
-        raise StoreError(f"cannot {verb} {delegation_id}: this Zeus has no store, and only a "
-                         "store's blocked delegations wait for a person "
-                         "(Zeus.start(store=...))")
-    stored = sup.durable.store.delegation(delegation_id)
+    store = sup.durable.required(f"cannot {verb} {delegation_id}",
+                                 "only a store's blocked delegations wait for a person")
+    stored = store.delegation(delegation_id)
     if stored is None:
-        raise UnknownDelegation(f"the store {sup.durable.store.path} holds no delegation "
+        raise UnknownDelegation(f"the store {store.path} holds no delegation "
                                 f"{delegation_id!r}; `zeus blocked STORE` lists the blocked ones")
     if stored.status is None or sup.tree.get(delegation_id) is not None:
         raise NotBlocked(f"cannot {verb} {delegation_id}: it is open (it runs, or waits its "
@@ -58,12 +56,11 @@ def resume(sup: Supervisor, delegation_id: str, *, who: str, why: str,
     """Run the blocked delegation again as a new attempt; what `keep_handle` gives back
     (the host's handle) once it is under way (or queued for its turn)."""
     stored = _blocked(sup, delegation_id, "resume")
-    assert sup.durable is not None
     if stored.parent_id is not None:
         raise NotBlocked(f"cannot resume {delegation_id}: it is a sub-delegation of "
                          f"{stored.parent_id}, whose run was given its blocked summary; "
                          f"resolve it, or run {stored.parent_id} again")
-    store = sup.durable.store
+    store = sup.durable.required("resume")
     found = store.delegation_as_open(delegation_id)
     assert found is not None
     sup.registry.policy(current_agent(found))  # UnknownAgent: it could not run again
@@ -73,13 +70,13 @@ def resume(sup: Supervisor, delegation_id: str, *, who: str, why: str,
                              f"(pid {a.pid}) still runs, and nothing may overlap it; stop it "
                              f"(`zeus sweep {store.path}`), then resume")
     store.reopen(delegation_id)  # StoreError: nothing changed, nothing runs
-    rebuilt = rebuild(sup, found)
-    end_lost(sup, rebuilt, Reattached())  # those children are gone now: ended `lost`
+    rebuilt = sup.recovery.rebuild(found)
+    sup.recovery.end_lost(rebuilt, Reattached())  # those children are gone now: ended `lost`
     d = rebuilt.d
     sup.events.emit("delegation.resumed", delegation_id=d.id, parent_id=None, agent=d.agent,
                     who=who, why=why, attempt=d.attempt_count + 1)
     handle = keep_handle(d.id, d.settled)
-    sup.run_or_queue(d)
+    sup.rerun(d)
     return handle
 
 
@@ -94,8 +91,7 @@ def resolve(sup: Supervisor, delegation_id: str, status: Status, *, who: str,
     if not note.strip():
         raise NotBlocked(f"cannot resolve {delegation_id} without a note: say what you found "
                          "(it is kept in its summary)")
-    assert sup.durable is not None
-    store = sup.durable.store
+    store = sup.durable.required("resolve")
     old = store.summary(delegation_id)
     assert old is not None  # a settled delegation has its summary
     said = f"resolved by hand as {status.value} by {who}: {note}"

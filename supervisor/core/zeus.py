@@ -17,12 +17,13 @@ from typing import Any
 import pykka
 
 from actors import Brief, Status, Summary
-from actors.backends import Backend, ProcessBackend, ThreadBackend
+from actors.backends import Backend, ThreadBackend
+from actors.backends.base import as_backend
 from actors.clock import Clock, SystemClock
 from actors.mail import Mail
 from supervisor.core.actor import ZeusActor
 from supervisor.core.book import HandleBook
-from supervisor.core.durable import Durable
+from supervisor.core.durable import Durable, MemoryDurable
 from supervisor.core.future import DelegationFuture
 from supervisor.core.handle import AWAITER_CANCELLED, GroupHandle, Handle
 from supervisor.core.keys import Keys
@@ -50,7 +51,7 @@ from supervisor.core.startup import (
     process_backends,
     ray_backend,
     ray_backends,
-    ready_after_recovery,
+    wanted_backends,
 )
 from supervisor.core.verbs import operator
 from supervisor.errors import (
@@ -96,9 +97,11 @@ class Zeus:
             if self._store is not None:
                 self._store.close()  # given up: a refused start keeps no store owned
             raise
-        # With a store, the fork server is readied after recovery, which it would slow.
+        # With a store, the backends are readied after recovery, which readying would slow.
         self._recovering = self._store is not None
-        self._forks_wanted = False
+        self._wanted: set[str] = set()  # backends of agents registered meanwhile
+        if self._store is None:
+            prestart(self._backends, wanted_backends(routing.agents.values()))
         for name, work in (agents or {}).items():  # before recovery: it may run them again
             self.register(name, work)
         self.recovered = Recovery()
@@ -110,8 +113,8 @@ class Zeus:
                 self.stop()  # nothing is left running, and the store is given up
                 raise
             self._recovering = False
-            ready_after_recovery(self._registry.routing, self._backends.get("process"),
-                                 wanted=self._forks_wanted)
+            prestart(self._backends,
+                     self._wanted | wanted_backends(self._registry.routing.agents.values()))
 
     def _start(self, routing: Routing, log: LogTarget, rng: random.Random | None,
                backends: Mapping[str, Backend] | None) -> None:
@@ -125,14 +128,14 @@ class Zeus:
         self._events = EventLog(log, self._clock.wall)
         self._backends: dict[str, Backend] = {"thread": ThreadBackend(), **ray}
         if backends:
-            self._backends.update(backends)
+            self._backends.update({name: as_backend(b) for name, b in backends.items()})
         else:
             self._backends.update(process_backends(routing, self._store))
         self._stopped = threading.Event()
         self._stop_lock = threading.Lock()
         self._book = HandleBook(routing.supervisor.keep_settled, self._settled_handle)
-        durable = None if self._store is None else Durable(self._store, self._clock,
-                                                           self._events)
+        durable = (MemoryDurable() if self._store is None
+                   else Durable(self._store, self._clock, self._events))
         self._ref = ZeusActor.start(
             registry=self._registry,
             clock=self._clock,
@@ -187,20 +190,18 @@ class Zeus:
     ) -> None:
         """Use `work(brief, ctx)` for `agent` (its routing policy, or the defaults).
 
-        Registering a process agent starts readying the process backend on a thread of
-        its own, so that neither the host's thread (an event loop, say) nor, mostly, its
-        first attempt waits for the fork server.
+        Registering an agent starts readying its backend on a thread of its own (the
+        process backend's fork server), so that neither the host's thread (an event
+        loop, say) nor, mostly, its first attempt waits for it.
         """
         self._registry.register(agent, work, policy)
         if "ray" not in self._backends and wants_ray([self._registry.policy(agent)]):
             self._backends["ray"] = ray_backend(self._registry.routing)
-        if self._registry.policy(agent).isolation == "process":
-            backend = self._backends.get("process")
-            if isinstance(backend, ProcessBackend):
-                if self._recovering:  # readied once recovery is done (`process_backends`)
-                    self._forks_wanted = True
-                else:
-                    prestart(backend)
+        wanted = wanted_backends([self._registry.policy(agent)])
+        if self._recovering:  # readied once recovery is done
+            self._wanted |= wanted
+        else:
+            prestart(self._backends, wanted)
 
     @property
     def routing(self) -> Routing:

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from actors.osproc import ProcessTree
-from actors.osproc import process_start_time as _proc_start_time
+from actors.osproc import ProcessTree, read_stat
 from supervisor.journal.replay import Journal
 from supervisor.journal.runs import ReplayedAttempt, Run
 from supervisor.journal.sweep_ray import RayProbe
@@ -41,8 +40,8 @@ def process_start_time(pid: int) -> float | None:
     is there.
     """
     if Path("/proc/self/stat").exists():
-        started = _proc_start_time(pid)
-        return None if started is None or _dead(pid) else started
+        stat = read_stat(pid)
+        return None if stat is None or stat.dead else stat.start_time
     try:
         import psutil
     except ImportError:
@@ -56,16 +55,6 @@ def process_start_time(pid: int) -> float | None:
         return float(process.create_time())
     except psutil.NoSuchProcess:
         return None
-
-
-def _dead(pid: int) -> bool:
-    """Linux: `pid` is gone, or a zombie (dead, its exit status not yet collected)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return True
-    # Field 3, the state, follows the name in parentheses (which may hold spaces or ")").
-    return stat[stat.rindex(b")") + 2 :].split()[0] in (b"Z", b"X")
 
 
 class SweepAction(StrEnum):

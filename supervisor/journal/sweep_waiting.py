@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from actors.backends.reattach import existing_place, find_waiting
+from actors.backends.process.reattach import existing_place, find_waiting
 from actors.osproc import process_running
 from supervisor.journal.sweep import SweepAction, SweepResult, SweepTarget
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from actors.backends.command import BRIEF_TEXT_PLACEHOLDERS, PLACEHOLDER, PLACEHOLDERS
+from actors.backends.command.child import BRIEF_TEXT_PLACEHOLDERS, PLACEHOLDER, PLACEHOLDERS
 
 __all__ = ["command_problems", "shell_warning", "unknown_placeholders"]
 

@@ -128,6 +128,7 @@ def recover(
     visited: Sequence[str],
     retry_pending: bool,
     max_recoveries: int = 10,
+    writers_stopped: bool = False,
 ) -> Plan:
     """What to do with one open delegation a dead Zeus left (the order is the module's).
 
@@ -135,7 +136,9 @@ def recover(
     `retries_used` the retries already made on its current agent (attempts run again
     after a loss not counted, `retries_made`); `retry_pending` a retry or fallback was
     scheduled after its last attempt; `max_recoveries` the routing's
-    `supervisor.max_recoveries`.
+    `supervisor.max_recoveries`. `writers_stopped`: the open attempts' children were
+    stopped by their host's lease (a takeover), so a writer lost with them may run again
+    like a reader; a stateful agent's session is still gone with them.
     """
     waiting = tuple(a.id for a in attempts if a.open and not a.gone)
     if waiting:
@@ -144,7 +147,7 @@ def recover(
     writer = not (policy.read_only or policy.idempotent)
     expired = deadline is not None and now >= deadline
     overrun = budget_overrun(spent, policy.budget)
-    if lost and (policy.stateful or writer):
+    if lost and (policy.stateful or (writer and not writers_stopped)):
         reason = STATEFUL_REASON if policy.stateful else BLOCKED_REASON
         if expired:
             reason += " (its deadline passed while no supervisor ran)"

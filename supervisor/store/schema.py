@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-from actors.backends.reattach import children_dir
+from actors.backends.process.reattach import children_dir
 from supervisor.errors import StoreError
 
 __all__ = [

@@ -14,7 +14,7 @@ and the waiting thread reads that socket: jobs for the main thread (queued), the
 rest for the worker (`on_control`). The same again if that supervisor dies. Without
 `orphan`, or with nothing to wait for, the worker stops at once, as it always has.
 Whether it waits or not, it stops when its host's lease runs out (`stop_for_lease`,
-`actors.backends.worker_lease`).
+`actors.backends.process.worker_lease`).
 
 `lock` is the worker's send lock: every frame goes under it, and the link changes
 under it, so no report is lost or overtakes another when the link changes. The
@@ -34,8 +34,8 @@ from typing import NoReturn, Protocol
 from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.jobs import Orphan
-from actors.backends.left_behind import keep_held
-from actors.backends.worker_wait import (
+from actors.backends.process.left_behind import keep_held
+from actors.backends.process.worker_wait import (
     Attached,
     Held,
     Listener,

@@ -10,7 +10,7 @@ group of its own (`start_new_session=True`). Its standard output is read as `spe
 says (`actors.speaks.StreamReader`): every line counts as progress; an event stream's
 tool calls, spend and session are sent as the child's messages as they come. Each chunk
 on standard error that ends lines counts as progress too (a `Heartbeat`). How it ended
-is judged from its stream and its exit together (`command_io.command_finished`); a
+is judged from its stream and its exit together (`command.io.command_finished`); a
 program still alive `exit_grace_s` after its stream's terminal event is stopped by the
 ladder, its result kept. Its standard
 input stays open: each message the owner sends (`handle.send`) is one JSON line
@@ -30,7 +30,7 @@ The hub is a thread of the host's process: a host that is frozen cannot stop suc
 program, nor can the program tell it is orphaned. So on a shared store, where a host
 holds a lease, commands run under workers instead (`ProcessBackend(
 commands_in_workers=True)`, which `ProcessBackend.extend_lease` turns on), and a worker
-stops its program by itself once the lease has run out (`actors.backends.worker_lease`).
+stops its program by itself once the lease has run out (`actors.backends.process.worker_lease`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable
 
 from actors.backends.base import ChildHandle, ChildSpec, Send
-from actors.backends.command_io import (
+from actors.backends.command.io import (
     BRIEF_TEXT_PLACEHOLDERS,
     PLACEHOLDER,
     PLACEHOLDERS,
@@ -55,7 +55,7 @@ from actors.backends.command_io import (
     start_error,
     start_program,
 )
-from actors.backends.command_reports import MessageReports
+from actors.backends.command.reports import MessageReports
 from actors.backends.hub import Hub
 from actors.backends.inputs import INPUTS_FILE_ENV, send_first_line, write_inputs_file
 from actors.backends.ladder import KillLadder
@@ -65,7 +65,7 @@ from actors.osproc import process_start_time
 from actors.protocol import Finished, Heartbeat, Spawned, Started
 from actors.speaks import StreamReader
 
-# The argv's names are also reached from here (`actors.backends.command_io` holds them).
+# The argv's names are also reached from here (`actors.backends.command.io` holds them).
 __all__ = [
     "BRIEF_TEXT_PLACEHOLDERS",
     "PLACEHOLDER",

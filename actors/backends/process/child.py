@@ -1,7 +1,7 @@
 """Zeus's handle on one attempt in a worker process (`ProcessChild`), and `report`, which
 passes what the attempt reports up to its owner.
 
-The handle owns the attempt's state; the worker table (`actors.backends.worker_table`)
+The handle owns the attempt's state; the worker table (`actors.backends.process.worker_table`)
 binds it to a worker and carries out its stops, through the small `AttemptStops`
 interface that the handle is given: the handle never reaches into the backend.
 """
@@ -16,7 +16,7 @@ from actors.backends.base import ChildHandle, ChildSpec, Send
 from actors.mail import Mail
 
 if TYPE_CHECKING:
-    from actors.backends.worker_table import WorkerRecord
+    from actors.backends.process.worker_table import WorkerRecord
 
 __all__ = ["AttemptStops", "ProcessChild", "report"]
 

@@ -1,6 +1,6 @@
 """Ray as a place to run: joining or starting it, and asking it about its nodes and workers.
 
-Runs in Zeus's process. Ray is imported only here and in the other `actors.backends.ray*`
+Runs in Zeus's process. Ray is imported only here and in the other `actors.backends.ray.backend*`
 modules.
 """
 
@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 import ray
 
-from actors.backends.ray_causes import grantable, parse_address
-from actors.backends.ray_reporter import Reporter
+from actors.backends.base import StoredChild
+from actors.backends.ray.causes import grantable, parse_address
+from actors.backends.ray.reporter import Reporter
+from actors.osproc import CONFIRM_WAIT_S, confirm_gone, read_stat
 
-__all__ = ["RayConnectError", "connect", "gone", "never_granted", "new_reporter"]
+__all__ = ["RayConnectError", "confirmed_gone", "connect", "gone", "never_granted", "new_reporter"]
 
 _HEAD = "node:__internal_head__"  # a resource only the head node has
 
@@ -90,11 +93,8 @@ def never_granted(resources: Mapping[str, float] | None) -> str:
 
 def gone(pid: int) -> bool:
     """Whether process `pid` of this host has exited (a zombie has); True where /proc is not."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rpartition(b")")[2].split()[0] == b"Z"
-    except OSError:  # no such process (or no /proc)
-        return True
+    stat = read_stat(pid)
+    return stat is None or stat.dead  # no such process (or no /proc), or it exited
 
 
 def worker_alive(pid: int, node: str | None) -> bool | None:
@@ -143,3 +143,22 @@ def dead_drivers_workers_alive() -> bool | None:
                 and worker.job_id.hex() in dead):
             return True
     return False
+
+
+def confirmed_gone(child: StoredChild) -> bool:
+    """Whether a Ray attempt's worker is gone (recovery, Zeus's thread; it waits up to
+    `osproc.CONFIRM_WAIT_S`). A Ray worker is Ray's (it may run other tasks, on another
+    node): never signalled here. Ray ends the tasks and workers of a driver that died,
+    and its worker table says when it has (`worker_alive`; without a pid recorded,
+    whether any worker of a driver that died still runs). When Ray cannot say (a local
+    Ray started by the dead Zeus ended with it), its pid is checked on this host."""
+    pid, node = child.pid, child.node
+    give_up = time.monotonic() + CONFIRM_WAIT_S
+    while (alive := worker_alive(pid, node) if pid is not None
+           else dead_drivers_workers_alive()) and time.monotonic() < give_up:
+        time.sleep(0.05)
+    if alive is not None:
+        return not alive
+    if pid is None:
+        return True  # never placed, or placed on a Ray that ended with its Zeus
+    return confirm_gone(pid, child.pid_start_time, child.pgid, kill=False)

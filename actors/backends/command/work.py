@@ -6,7 +6,7 @@ into a worker job running `CommandWork` (`as_worker_job`). The program is then
 the worker's child, not the supervisor's: the worker holds its pipes, so the
 program keeps its reader as long as its worker lives, and a worker is what may
 outlive its supervisor (docs/design.md, "Isolation backends"). The program runs as
-`actors.backends.command` says: the same argv (`command_argv`), inputs (stdin's
+`actors.backends.command.child` says: the same argv (`command_argv`), inputs (stdin's
 first line, or a 0600 file), a session of its own, SIGINT at its default action,
 a subreaper; each stdout line a partial result (`ctx.partial`), stderr lines
 progress (`ctx.heartbeat`); its `Finished` made by `command_finished`, so the
@@ -57,7 +57,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from actors.backends.base import ChildSpec
-from actors.backends.command_io import (
+from actors.backends.command.io import (
     UNSTARTED,
     command_argv,
     command_finished,
@@ -66,7 +66,7 @@ from actors.backends.command_io import (
     start_error,
     start_program,
 )
-from actors.backends.command_reports import ContextReports
+from actors.backends.command.reports import ContextReports
 from actors.backends.inputs import (
     INPUTS_FILE_ENV,
     InputsVia,
@@ -86,7 +86,7 @@ __all__ = ["CommandWork", "as_worker_job"]
 
 _READ = 65536
 # After the program exits, how long to wait for its pipes to close before finishing
-# anyway (as `actors.backends.command`).
+# anyway (as `actors.backends.command.child`).
 _PIPE_GRACE_S = 1.0
 _POLL_S = 0.02  # exit polling where there is no pidfd (not Linux)
 _CLOCK = SystemClock()  # what a ChildSpec rebuilt for `command_argv` carries; never started

@@ -3,7 +3,7 @@
 A host on a shared store holds a lease and, after each renewal, tells its process
 backend until when it holds it (`ProcessBackend.extend_lease`). The backend writes
 that time into a small file of its own; each worker maps the same file and reads it
-(`actors.backends.worker_lease`), with no message per worker and nothing needed from
+(`actors.backends.process.worker_lease`), with no message per worker and nothing needed from
 the host when it is frozen: a worker that finds the time passed stops its work and
 exits by itself.
 

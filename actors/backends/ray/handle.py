@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 from actors.backends import frames
 from actors.backends.base import ChildHandle, ChildSpec, Send
-from actors.backends.ray_causes import describe_ray_failure
-from actors.backends.ray_place import never_granted
+from actors.backends.ray.causes import describe_ray_failure
+from actors.backends.ray.place import never_granted
 from actors.mail import Mail
 from actors.models import AttemptOutcome
 from actors.protocol import Finished

@@ -21,9 +21,9 @@ carry the token alone and the worker runs the function it unpickled then (see
 lives on across this worker's attempts.
 
 A job of a host that holds a lease names the file its deadline is in, which the backstop
-thread watches (`actors.backends.worker_lease`).
+thread watches (`actors.backends.process.worker_lease`).
 
-Its `Link` (`actors.backends.worker_link`) says where reports go and jobs come from:
+Its `Link` (`actors.backends.process.worker_link`) says where reports go and jobs come from:
 the pipes; once they are gone, what it holds while it waits to be picked up (if the
 job said how); then the socket of the supervisor that attached.
 
@@ -46,11 +46,11 @@ from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.backstop import Backstop
 from actors.backends.jobs import WorkStore, decode_job
-from actors.backends.left_behind import leave_mark
-from actors.backends.worker_attempt import RunningAttempt, crossing_failed, unreadable
-from actors.backends.worker_lease import LEASE_ENDED, LeaseWatch
-from actors.backends.worker_link import Link
-from actors.backends.worker_wait import exit_now
+from actors.backends.process.left_behind import leave_mark
+from actors.backends.process.worker_attempt import RunningAttempt, crossing_failed, unreadable
+from actors.backends.process.worker_lease import LEASE_ENDED, LeaseWatch
+from actors.backends.process.worker_link import Link
+from actors.backends.process.worker_wait import exit_now
 from actors.clock import SystemClock
 from actors.models import AttemptOutcome
 from actors.osproc import become_subreaper, kill_descendants

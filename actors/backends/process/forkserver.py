@@ -6,7 +6,7 @@ locks other threads hold at that instant: a child can deadlock on its first
 malloc, import or log call. spawn is safe but boots a fresh interpreter per
 child (about 80 ms here). forkserver forks each child from a small
 single-threaded server process, started once, that has already imported the
-child's entry module (`actors.backends.worker`, preloaded): a child starts in
+child's entry module (`actors.backends.process.worker`, preloaded): a child starts in
 a few ms with what it needs in memory.
 
 `start_worker` runs in the backend's spawner thread, `ensure_ready` in the
@@ -14,7 +14,7 @@ host's thread; `exit_code` and `close_process` in the hub thread.
 
 A worker started here is `Forked` (how the table learns it ended and reads its exit
 code) with its `Pipes`; one picked up after its supervisor died is not this
-process's child (`actors.backends.reattach`).
+process's child (`actors.backends.process.reattach`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import multiprocess
 from multiprocess import forkserver, popen_forkserver, spawn, util
 
 from actors import wire as _wire
-from actors.backends import worker as _worker
+from actors.backends.process import worker as _worker
 from actors.osproc import describe_exit, process_start_time
 
 __all__ = [
@@ -61,7 +61,7 @@ def _prepare_fork_server() -> None:
     """
     global _preload_set
     if not _preload_set:
-        _CTX.set_forkserver_preload(["actors.backends.worker"])
+        _CTX.set_forkserver_preload(["actors.backends.process.worker"])
         _preload_set = True
 
 
@@ -152,7 +152,7 @@ class Forked:
 
 
 def start_worker(agent: str) -> tuple[Any, Pipes]:
-    """Fork a worker process for `agent` (`actors.backends.worker.main`) from the fork
+    """Fork a worker process for `agent` (`actors.backends.process.worker.main`) from the fork
     server: its `Process` and the supervisor's ends of its pipes."""
     jobs_in, to_jobs = _CTX.Pipe(duplex=False)
     control_in, to_control = _CTX.Pipe(duplex=False)

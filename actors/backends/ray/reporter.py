@@ -2,8 +2,8 @@
 (cancels, an owner's messages) on their way to the children that watch for them.
 
 A Ray actor: it runs in a Ray worker process, never in Zeus's; the backend
-(`actors.backends.ray_place`) wraps it with `ray.remote`. How children and Zeus
-use it: `actors.backends.ray_child`.
+(`actors.backends.ray.place`) wraps it with `ray.remote`. How children and Zeus
+use it: `actors.backends.ray.child`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Where a store's waiting workers listen, and how they are found (docs/design.md, "Reattach").
 
 With a store, a process worker whose supervisor died keeps its job for the grace
-and waits to be picked up (`actors.backends.worker_wait`), listening on
+and waits to be picked up (`actors.backends.process.worker_wait`), listening on
 `<directory>/<pid>.sock` in the store's children directory (`children_dir`: beside
 the store, or in the temporary directory when that path would be too long for a
 socket). The directory is the user's alone (0700), and a connector must also know
@@ -35,8 +35,9 @@ from pathlib import Path
 
 from actors import wire as _wire
 from actors.backends import frames
-from actors.backends.forkserver import sentinel_ready
-from actors.backends.worker_wait import address, authenticate, readable, set_timeouts
+from actors.backends.base import WaitingChild
+from actors.backends.process.forkserver import sentinel_ready
+from actors.backends.process.worker_wait import address, authenticate, readable, set_timeouts
 from actors.osproc import process_running, process_start_time
 
 __all__ = [
@@ -166,7 +167,7 @@ def _read_key(path: Path) -> bytes:
 
 
 @dataclass(eq=False)
-class Waiting:
+class Waiting(WaitingChild):
     """A worker found waiting, authenticated, its hello read; not yet attached (`conn` open)."""
 
     pid: int

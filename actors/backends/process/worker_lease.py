@@ -2,7 +2,7 @@
 the worker process; docs/design.md, "Leases").
 
 A job of a backend whose host holds a lease carries `lease`: the path of the host's
-lease file (`actors.backends.lease_deadline`) and the attempt's `grace_s` and `term_s`.
+lease file (`actors.backends.process.lease_deadline`) and the attempt's `grace_s` and `term_s`.
 The main thread maps the file when a job names one it has not mapped (`take`); the
 backstop thread (`actors.backends.backstop`), which never writes to a pipe and so is
 never held up by a host that stopped reading, looks at the deadline (`look`): when the
@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import NoReturn, Protocol
 
-from actors.backends.lease_deadline import LeaseView
+from actors.backends.process.lease_deadline import LeaseView
 from actors.models import AttemptOutcome
 from actors.protocol import Finished
 

@@ -1,7 +1,7 @@
 """A command agent's text in and out: its argv from the brief (or, for an agent CLI, from
 what it speaks), and its `Finished` from how the program ended and what its output said
 (`actors.speaks.StreamReader` reads it). No I/O here: the supervisor's
-reader (`actors.backends.command`) and a worker's (`actors.backends.command_work`) run the
+reader (`actors.backends.command.child`) and a worker's (`actors.backends.command.work`) run the
 program, and both say what it did with these, in the same words.
 """
 

@@ -2,10 +2,10 @@
 
 `ProcessBackend.start()` hands the attempt to a warm worker of the agent when
 one is idle, or starts a new one (a few ms), and returns at once; the work runs
-in the worker (see `actors.backends.worker`), forked from a fork server
-(`actors.backends.forkserver`). Everything that comes back is read by one `Hub`
+in the worker (see `actors.backends.process.worker`), forked from a fork server
+(`actors.backends.process.forkserver`). Everything that comes back is read by one `Hub`
 thread for all workers and commands, turned into protocol messages
-(`actors.backends.worker_watch`) and passed to `send`; exactly one `Finished`
+(`actors.backends.process.worker_watch`) and passed to `send`; exactly one `Finished`
 per attempt, sent once the attempt's code no longer runs: after it returned or
 raised, or after its process was reaped.
 
@@ -32,7 +32,7 @@ Isolation guarantees:
 - A new worker, or a command's program, is started in the backend's spawner
   thread, never in the caller's (Zeus's mailbox); its pid follows as `Spawned`.
   With `commands_in_workers`, a command's program is started and read by a
-  worker instead (`actors.backends.command_work`), so that it lives as long as
+  worker instead (`actors.backends.command.work`), so that it lives as long as
   its worker, whose pid the attempt then has.
 - A worker that dies without a result (a signal, `os._exit`, the OOM killer) is
   a `crash`, seen at once from its sentinel, not at a deadline.
@@ -42,15 +42,15 @@ Isolation guarantees:
 
 With a store (`reattach`, a `ReattachPlace`), every job says how its worker waits to
 be picked up if this process dies (docs/design.md, "Reattach";
-`actors.backends.worker_link`), and `reattach()` picks up a worker that waited for
-this one (`actors.backends.reattach.find_waiting`): over one socket instead of its
+`actors.backends.process.worker_link`), and `reattach()` picks up a worker that waited for
+this one (`actors.backends.process.reattach.find_waiting`): over one socket instead of its
 pipes, its end watched through a pidfd (it is not this process's child); from then
 on it is a worker like the others.
 
 A host on a shared store holds a lease and tells the backend after each renewal until
 when it holds it (`extend_lease`): the time goes into a file each worker maps
-(`actors.backends.lease_deadline`), and a worker that finds it passed with no
-extension stops its work and exits by itself (`actors.backends.worker_lease`), even if
+(`actors.backends.process.lease_deadline`), and a worker that finds it passed with no
+extension stops its work and exits by itself (`actors.backends.process.worker_lease`), even if
 this process is frozen and can signal nothing.
 """
 
@@ -58,19 +58,30 @@ from __future__ import annotations
 
 import atexit
 import weakref
-from typing import Literal, overload
+from collections.abc import Sequence
+from typing import overload
 
 from actors import wire as _wire
 from actors.backends import frames
-from actors.backends.base import ChildSpec, Send
-from actors.backends.command import CommandChild
-from actors.backends.command_work import as_worker_job
-from actors.backends.forkserver import Forked, ensure_ready, start_worker
+from actors.backends.base import (
+    Backend,
+    ChildHandle,
+    ChildSpec,
+    Found,
+    Send,
+    StoredChild,
+    WaitingChild,
+)
+from actors.backends.command.child import CommandChild
+from actors.backends.command.work import as_worker_job
 from actors.backends.hub import Hub
 from actors.backends.jobs import encode_job, real_deadline
-from actors.backends.lease_deadline import HostLease
-from actors.backends.process_child import ProcessChild, report
-from actors.backends.reattach import (
+from actors.backends.process.child import ProcessChild, report
+from actors.backends.process.forkserver import Forked, ensure_ready, start_worker
+from actors.backends.process.found import LeftWorker, WorkerSearch
+from actors.backends.process.lease_deadline import HostLease
+from actors.backends.process.left_behind import LeftChild
+from actors.backends.process.reattach import (
     Adopted,
     ReattachPlace,
     SocketPipes,
@@ -78,9 +89,9 @@ from actors.backends.reattach import (
     catch_up,
     runtime_dir,
 )
-from actors.backends.spawner import Spawner
-from actors.backends.worker_table import WorkerRecord, WorkerTable
-from actors.backends.worker_watch import WorkerWatch
+from actors.backends.process.spawner import Spawner
+from actors.backends.process.worker_table import WorkerRecord, WorkerTable
+from actors.backends.process.worker_watch import WorkerWatch
 from actors.models import AttemptOutcome
 from actors.protocol import Finished, Spawned
 
@@ -105,7 +116,7 @@ def _close_live_backends() -> None:
         backend.close()
 
 
-class ProcessBackend:
+class ProcessBackend(Backend):
     """Runs attempts in worker processes (forkserver, a process group each) and command agents.
 
     `session_max` is how many idle workers are kept per agent when the spec
@@ -113,7 +124,7 @@ class ProcessBackend:
     told to stop may take before it is killed. `reattach`: where the workers wait to
     be picked up should this process die (a store's place); None: they stop at once.
     `commands_in_workers`: a command agent's program runs under a worker, which holds
-    its pipes, rather than under this process (`actors.backends.command_work` says what
+    its pipes, rather than under this process (`actors.backends.command.work` says what
     differs); with `reattach`, so that it can wait too; and on a shared store, so that
     it is bounded by the host's lease (`extend_lease` turns it on).
 
@@ -128,7 +139,8 @@ class ProcessBackend:
     ) -> None:
         self._retire_s = retire_s
         self._place = (reattach.grace_s, reattach.directory, reattach.key) if reattach else None
-        self.reattach_place = reattach  # read by recovery, which finds the workers there
+        self.reattach_place = reattach  # where its workers wait, and are found (recovery)
+        self._search = WorkerSearch(reattach)
         self._commands_in_workers = commands_in_workers
         self._hub = Hub()
         self._spawner = Spawner()
@@ -137,6 +149,8 @@ class ProcessBackend:
         self._ready = False  # prestart() done
         self._lease = HostLease()  # the host's lease (`extend_lease`)
         _LIVE.add(self)
+
+    readies = True  # the fork server: about 0.5 s of imports
 
     def prestart(self) -> None:
         """Start the fork server now and wait until it is ready to fork workers.
@@ -159,7 +173,7 @@ class ProcessBackend:
 
         Every process child of this backend then stops its own work and exits once that
         time has passed with no later extension: its attempt is cancelled, then `grace_s`
-        and `term_s` of the kill ladder (`actors.backends.worker_lease`), so none runs
+        and `term_s` of the kill ladder (`actors.backends.process.worker_lease`), so none runs
         past the last extension plus `grace_s + term_s + worker_lease.POLL_S`. The
         first call with a time makes the file (before it nothing is bounded, and nothing
         changes for a host without a lease) and turns on `commands_in_workers`: a command
@@ -254,24 +268,38 @@ class ProcessBackend:
         process, pipes = start_worker(agent)
         return WorkerRecord(agent, Forked(process), pipes, self._hub, self._table.lock)
 
+    # -- after a crash (recovery, Zeus's thread) ---------------------------------------
+    def find_waiting(self, children: Sequence[StoredChild]) -> Found:
+        """The workers that waited for this Zeus in the store's place (`reattach`), and
+        those that left what they held (`actors.backends.process.found`)."""
+        return self._search.find(children)
+
     @overload
-    def reattach(self, waiting: Waiting, spec: ChildSpec, send: Send) -> ProcessChild | None: ...
+    def reattach(self, child: WaitingChild, spec: ChildSpec, send: Send) -> ChildHandle | None:
+        ...
     @overload
-    def reattach(self, waiting: Waiting, spec: None, send: Send) -> Literal[True] | None: ...
-    def reattach(
-        self, waiting: Waiting, spec: ChildSpec | None, send: Send
-    ) -> ProcessChild | Literal[True] | None:
+    def reattach(self, child: WaitingChild, spec: None, send: Send) -> bool: ...
+    def reattach(self, child: WaitingChild, spec: ChildSpec | None,
+                 send: Send) -> ChildHandle | bool | None:
         """Pick up a worker that waited (Zeus's thread): it is sent `Attach`, and what it
         held is read (at most `CATCH_UP_S`) and passed to `send` in order, as the hub
-        passes a live worker's, before this returns; the hub then watches it.
+        passes a live worker's, before this returns; the hub then watches it. A worker
+        that is gone (a `LeftWorker`) has what it left put in the mailbox instead, its
+        `Finished` last.
 
-        `spec`: the attempt `waiting.attempt_id`, rebuilt by the caller (same attempt id;
+        `spec`: the attempt `child.attempt_id`, rebuilt by the caller (same attempt id;
         its deadline on the caller's clock): its handle is returned, bound to the worker
         (its pid is the worker's). None: an idle worker holding a session, which joins
-        the warm pool under its agent and session key (True is returned). None when it
-        cannot be attached (it died meanwhile; the caller confirms it gone) or the
-        backend is closed; `waiting` is then closed.
+        the warm pool under its agent and session key (True is returned). None (False
+        for an idle one) when it cannot be attached (it died meanwhile; the caller
+        confirms it gone) or the backend is closed; the connection is then closed.
         """
+        if isinstance(child, LeftWorker):
+            return False if spec is None else LeftChild(child.held).replay(send)
+        if not isinstance(child, Waiting):
+            raise TypeError(f"not a worker this backend found: {child!r}")
+        waiting = child
+        self._search.picked(waiting)
         if spec is not None and spec.attempt_id != waiting.attempt_id:
             raise ValueError(f"the spec is of attempt {spec.attempt_id!r}; the worker "
                              f"{waiting.pid} holds {waiting.attempt_id!r}")  # fmt: skip
@@ -287,7 +315,7 @@ class ProcessBackend:
             if end is not None:
                 end.release()
             waiting.close()
-            return None
+            return None if spec is not None else False
         worker = WorkerRecord(waiting.agent, end, pipes, self._hub, self._table.lock)
         worker.session_key = waiting.session_key
         if spec is None:
@@ -295,16 +323,16 @@ class ProcessBackend:
                 worker.post(frames.STOP_FRAME, job=True)
                 worker.close()
                 end.release()
-                return None
+                return False
             self._watch.adopt(worker, [])  # what it sent for an attempt nobody asks about
             return True
-        child = ProcessChild(self._table, spec, send)
-        _, child.hard_stop = real_deadline(spec)
-        closed, _, _ = self._table.add_bound(worker, child)
+        bound = ProcessChild(self._table, spec, send)
+        _, bound.hard_stop = real_deadline(spec)
+        closed, _, _ = self._table.add_bound(worker, bound)
         self._watch.adopt(worker, caught)
         if closed:  # close() ran meanwhile
-            child.kill()
-        return child
+            bound.kill()
+        return bound
 
     @staticmethod
     def stop_waiting(waiting: Waiting) -> None:

@@ -1,6 +1,6 @@
 """Starting the Ray backend (`isolation: ray`) from Zeus's settings.
 
-Ray is imported only once a backend is started here (by `actors.backends.ray`), so
+Ray is imported only once a backend is started here (by `actors.backends.ray.backend`), so
 Zeus imports and runs without the extra; `ray_installed` says whether it could.
 """
 
@@ -34,8 +34,8 @@ def start_ray_backend(
     """Start or join Ray (`supervisor.ray`'s `address`, `init`, `connect_timeout_s`), and
     the backend on it. `RayUnavailable` saying what to fix when Ray cannot be started
     or reached (nothing is left running then); `ImportError` without Ray."""
-    from actors.backends.ray import RayBackend
-    from actors.backends.ray_place import RayConnectError
+    from actors.backends.ray.backend import RayBackend
+    from actors.backends.ray.place import RayConnectError
 
     try:
         return RayBackend(address=address, init=init, connect_timeout_s=connect_timeout_s)

@@ -5,7 +5,7 @@ the handlers the hub then calls: when the pipe is readable (its frames:
 progress, a delegation, its `Finished`, read with `actors.backends.frames`) or
 its sentinel fires (it was reaped: the attempt's `Finished` if it sent none, the
 sweep of what it left). They run in the hub thread only, one at a time; what
-they change is the worker table's (`actors.backends.worker_table`), through its
+they change is the worker table's (`actors.backends.process.worker_table`), through its
 methods, and what they report goes to the attempt's owner.
 """
 
@@ -19,8 +19,8 @@ from actors import wire as _wire
 from actors.backends import frames
 from actors.backends.backstop import MARGIN_S
 from actors.backends.hub import Hub
-from actors.backends.process_child import ProcessChild, report
-from actors.backends.worker_table import WorkerRecord, WorkerTable
+from actors.backends.process.child import ProcessChild, report
+from actors.backends.process.worker_table import WorkerRecord, WorkerTable
 from actors.errors import describe_error
 from actors.models import AttemptOutcome
 from actors.protocol import DelegateRequest, Finished, Started

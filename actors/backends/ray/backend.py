@@ -3,7 +3,7 @@ actor when its brief names a session, on any node of a Ray cluster.
 
 `RayBackend.start()` submits the attempt and returns at once (it never waits
 for a node). What the child reports comes back through one `Reporter` actor
-per backend (see `actors.backends.ray_child`), drained by one pump thread here, which
+per backend (see `actors.backends.ray.child`), drained by one pump thread here, which
 also receives each attempt's end (a callback on its result) and turns both
 into protocol messages for `send`, in order: a child's messages, then its one
 `Finished`.
@@ -17,12 +17,11 @@ for a task and `ray.kill` for a session actor. Either way the attempt's
 `kill()` is called the `Finished` is the kill's, as for a process child.
 
 A worker or node that dies mid-attempt is a `crash` with the cause named
-(`_ray_causes.describe_ray_failure`). An attempt that was never placed on a
+(`ray.causes.describe_ray_failure`). An attempt that was never placed on a
 node when it was killed (its `Placed` never came) ends with an error saying
 its resources were never granted, and whether any node could ever grant them.
 
-Ray is imported only here and in `actors.backends.ray_child`; the rest of `actors`
-runs without it.
+Ray is imported only by the Ray backend's modules; the rest of `actors` runs without it.
 """
 
 from __future__ import annotations
@@ -39,12 +38,12 @@ import ray
 
 from actors import wire as _wire
 from actors.backends import frames
-from actors.backends.base import ChildSpec, Send
+from actors.backends.base import Backend, ChildSpec, Send
 from actors.backends.pool import WarmPool
-from actors.backends.ray_causes import task_options
-from actors.backends.ray_child import SessionWorker, run_task
-from actors.backends.ray_handle import RayChild, Session, ended_by_ray, returned
-from actors.backends.ray_place import connect, gone, new_reporter
+from actors.backends.ray.causes import task_options
+from actors.backends.ray.child import SessionWorker, run_task
+from actors.backends.ray.handle import RayChild, Session, ended_by_ray, returned
+from actors.backends.ray.place import confirmed_gone, connect, gone, new_reporter
 from actors.models import AttemptOutcome
 from actors.protocol import DelegateRequest, Finished, Placed
 
@@ -53,9 +52,8 @@ __all__ = ["RayBackend", "RayChild"]
 _WORKS = _wire.WorkCache()
 
 
-class RayBackend:
-    """Runs attempts on Ray; one reporter actor and one pump thread per backend. It is
-    the `RayStops` of the handles it starts.
+class RayBackend(Backend):
+    """Runs attempts on Ray (one reporter actor, one pump thread); the `RayStops` of its handles.
 
     `address` and `init` are `supervisor.ray`'s; Ray is shut down at `close()`
     only if this backend started it. `park_s` bounds how long an attempt's end
@@ -153,6 +151,8 @@ class RayBackend:
             self._pump.join(timeout=5)
         if self._owns_ray:
             ray.shutdown()
+
+    confirm_gone = staticmethod(confirmed_gone)  # Ray's word on a stored attempt's worker
 
     def _session(self, spec: ChildSpec, options: dict[str, Any]) -> Session:
         """The warm actor of the brief's session, or a new one (started by Ray, not waited for)."""

@@ -4,7 +4,7 @@ pool, its command agents, and the lock that guards them and the attempts bound t
 `WorkerTable` owns that state and every step that changes it under its lock:
 binding an attempt to a worker, a cancel or kill of an attempt (the `AttemptStops`
 a `ProcessChild` is given), an attempt's end and a worker's reaping (the
-handlers of `actors.backends.worker_watch` ask, and act on what it returns),
+handlers of `actors.backends.process.worker_watch` ask, and act on what it returns),
 retiring an idle worker. It calls nothing above it; steps that must run in the
 hub thread (the kill ladder, a retired worker's deadline) go to the hub.
 
@@ -23,11 +23,11 @@ from typing import Any, Protocol
 
 from actors import wire as _wire
 from actors.backends import frames
-from actors.backends.command import CommandChild
+from actors.backends.command.child import CommandChild
 from actors.backends.hub import Hub
 from actors.backends.ladder import KillLadder
 from actors.backends.pool import WarmPool
-from actors.backends.process_child import ProcessChild
+from actors.backends.process.child import ProcessChild
 from actors.protocol import Finished
 
 __all__ = ["Channel", "Endpoint", "WorkerRecord", "WorkerTable"]

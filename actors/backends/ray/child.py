@@ -1,8 +1,8 @@
 """What runs inside Ray: the attempt's task body and the session actor (the reporter they
-report to: `actors.backends.ray_reporter`).
+report to: `actors.backends.ray.reporter`).
 
 Everything here runs in Ray worker processes (on any node), never in Zeus's
-process; the backend (`actors.backends.ray`) wraps these with `ray.remote`.
+process; the backend (`actors.backends.ray.backend`) wraps these with `ray.remote`.
 
 The channel back to Zeus is one `Reporter` actor per Zeus. An attempt's
 messages (heartbeats, partials, charges, tool calls) are encoded as for a
