@@ -8,6 +8,7 @@ then skipped with `SKIP`, which says what to install.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import itertools
 import os
@@ -90,8 +91,6 @@ class PostgresServer:
         return self.url(name)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):
             self.stop("immediate")
-        except subprocess.CalledProcessError:
-            pass
         shutil.rmtree(self.root, ignore_errors=True)

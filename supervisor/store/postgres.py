@@ -1,0 +1,809 @@
+"""`PostgresStore`: the store in a PostgreSQL database, shared by many live hosts.
+
+```python
+store = PostgresStore.open("postgresql://zeus@db/agents")   # registers this host
+store.host_id                                  # new at every open
+keeper = store.lease_keeper()                  # its own connection, for another thread
+keeper.renew()                                 # seconds left by the database's clock; None: lost
+store.take_over(host_id, limit=8)              # an expired host's open trees, epoch bumped
+```
+
+The same interface as `SqliteStore` (docs/design.md, "The store"), with hosts in
+place of one owner: every open registers a host incarnation with a lease
+(`lease_until`, judged only by the database's `now()`), each delegation names the
+host that owns it and an epoch, and every commit first locks this host's row
+(still leased, not taken) and conditions each row it writes on owning the
+delegation under its epoch. A commit that finds itself fenced writes nothing and
+raises `StoreFenced`. Times of delegations and attempts are wall-clock epoch
+seconds, as the SQLite store keeps them.
+
+The store is used from one thread at a time (Zeus's actor thread); its lease
+keeper from one other thread (the renewal's). psycopg is imported only here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel
+
+from actors import AttemptRecord, Brief, Status, Summary, Usage
+from actors.osproc import process_start_time
+from supervisor.errors import StoreError, StoreFenced
+from supervisor.store import reads
+from supervisor.store.base import (
+    OpenDelegation,
+    Owner,
+    Store,
+    StoreCounts,
+    StoredDelegation,
+)
+from supervisor.store.schema import APPLICATION, SCHEMA_VERSION
+
+try:
+    import psycopg
+except ImportError:  # pragma: no cover - the extra is missing
+    psycopg = None  # type: ignore[assignment]
+
+__all__ = ["Host", "LeaseKeeper", "PostgresStore", "is_postgres_url"]
+
+_T = TypeVar("_T")
+_DAY_S = 86_400.0
+_LOCK_KEY = 0x5A455553  # "ZEUS": the advisory lock that creating the schema holds
+_TABLES = ("meta", "hosts", "policies", "delegations", "attempts", "partials", "retries")
+_BACKOFF_S = (0.05, 0.2, 0.5, 1.0, 2.0)  # waits between reconnects; the last repeats
+_CONNECT_TIMEOUT_S = 3
+
+DDL = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE SEQUENCE hosts_n;
+CREATE TABLE hosts (
+    id TEXT PRIMARY KEY, n BIGINT NOT NULL, pid INTEGER NOT NULL, pid_start_time DOUBLE
+    PRECISION, host TEXT NOT NULL, since TIMESTAMPTZ NOT NULL DEFAULT now(),
+    lease_until TIMESTAMPTZ NOT NULL, released TIMESTAMPTZ, taken_by TEXT,
+    taken_at TIMESTAMPTZ
+);
+CREATE TABLE policies (id TEXT PRIMARY KEY, policy TEXT NOT NULL);
+CREATE TABLE delegations (
+    id TEXT PRIMARY KEY, key TEXT UNIQUE, parent_id TEXT, ordinal INTEGER,
+    agent TEXT NOT NULL, brief TEXT NOT NULL, policy TEXT NOT NULL REFERENCES policies,
+    deadline DOUBLE PRECISION, created DOUBLE PRECISION NOT NULL, seq BIGINT NOT NULL,
+    status TEXT, summary TEXT, settled DOUBLE PRECISION, settled_seq BIGINT,
+    owner TEXT NOT NULL, epoch INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX delegations_parent ON delegations (parent_id, ordinal)
+    WHERE parent_id IS NOT NULL;
+CREATE INDEX delegations_open ON delegations (owner, seq) WHERE status IS NULL;
+CREATE TABLE attempts (
+    id TEXT PRIMARY KEY, delegation_id TEXT NOT NULL, number INTEGER NOT NULL,
+    agent TEXT NOT NULL, started DOUBLE PRECISION NOT NULL, deadline DOUBLE PRECISION,
+    seq BIGINT NOT NULL, pid INTEGER, pid_start_time DOUBLE PRECISION, pgid INTEGER,
+    node TEXT, identity_seq BIGINT, calls BIGINT NOT NULL DEFAULT 0,
+    input_tokens BIGINT NOT NULL DEFAULT 0, output_tokens BIGINT NOT NULL DEFAULT 0,
+    cost DOUBLE PRECISION NOT NULL DEFAULT 0, outcome TEXT, ended DOUBLE PRECISION,
+    error TEXT, record TEXT, end_seq BIGINT
+);
+CREATE INDEX attempts_delegation ON attempts (delegation_id, number);
+CREATE TABLE partials (
+    delegation_id TEXT NOT NULL, attempt_id TEXT NOT NULL, seq BIGINT NOT NULL,
+    item TEXT NOT NULL
+);
+CREATE INDEX partials_delegation ON partials (delegation_id, seq);
+CREATE TABLE retries (
+    delegation_id TEXT NOT NULL, after_attempt TEXT NOT NULL, due DOUBLE PRECISION NOT NULL,
+    agent TEXT NOT NULL, seq BIGINT NOT NULL
+);
+CREATE INDEX retries_delegation ON retries (delegation_id, seq);
+"""
+
+# This host still holds its lease: the row is locked (shared) for the commit, so a taker
+# (which updates it) waits for the commit to end, and the commit waits for no one.
+_HOLD = ("SELECT 1 FROM hosts WHERE id = %s AND taken_by IS NULL AND released IS NULL"
+         " AND lease_until > now() FOR SHARE")
+_OWNED = "SELECT 1 FROM delegations d WHERE d.id = %s AND d.owner = %s AND d.epoch = %s"
+_ATTEMPT_OWNED = (" AND EXISTS (SELECT 1 FROM delegations d WHERE d.id = attempts.delegation_id"
+                  " AND d.owner = %s AND d.epoch = %s)")
+
+# One statement per kind of write, applied in this order by each commit; each row ends with
+# what conditions it (this host and the delegation's epoch), so a fenced row changes nothing.
+_SQL: dict[str, str] = {
+    "policy": "INSERT INTO policies (id, policy) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+    "recorded": "INSERT INTO delegations (id, key, parent_id, ordinal, agent, brief, policy,"
+                " deadline, created, seq, owner, epoch) VALUES (%s, %s, %s, %s, %s, %s, %s,"
+                " %s, %s, %s, %s, %s)",
+    "attempt_started": "INSERT INTO attempts (id, delegation_id, number, agent, started,"
+                       " deadline, seq) SELECT %s, %s, %s, %s, %s, %s, %s WHERE EXISTS ("
+                       + _OWNED + ")",
+    "attempt_identity": "UPDATE attempts SET pid = %s, pid_start_time = %s, pgid = %s,"
+                        " node = %s, identity_seq = %s, started = COALESCE(%s, started),"
+                        " deadline = COALESCE(%s, deadline) WHERE id = %s" + _ATTEMPT_OWNED,
+    "charge": "UPDATE attempts SET calls = calls + %s, input_tokens = input_tokens + %s,"
+              " output_tokens = output_tokens + %s, cost = cost + %s WHERE id = %s"
+              + _ATTEMPT_OWNED,
+    "partial": "INSERT INTO partials (delegation_id, attempt_id, seq, item)"
+               " SELECT %s, %s, %s, %s WHERE EXISTS (" + _OWNED + ")",
+    "attempt_ended": "UPDATE attempts SET outcome = %s, ended = %s, error = %s, record = %s,"
+                     " end_seq = %s WHERE id = %s" + _ATTEMPT_OWNED,
+    "retry_scheduled": "INSERT INTO retries (delegation_id, after_attempt, due, agent, seq)"
+                       " SELECT %s, %s, %s, %s, %s WHERE EXISTS (" + _OWNED + ")",
+    "settled": "UPDATE delegations SET status = %s, summary = %s, settled = %s,"
+               " settled_seq = %s WHERE id = %s AND owner = %s AND epoch = %s",
+}
+_UNCONDITIONED = ("policy", "recorded")  # an insert of this host's own new row
+
+
+def is_postgres_url(store: object) -> bool:
+    """`store` names a PostgreSQL database (`postgresql://` or `postgres://`)."""
+    return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
+
+
+def _shown(url: str) -> str:
+    """The URL without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")
+    user = netloc[0].partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[2]}"))
+
+
+@functools.lru_cache(maxsize=64)
+def _pg(sql: str) -> str:
+    return sql.replace("?", "%s")
+
+
+class _Qmark:
+    """A psycopg connection behind the `?` placeholders the shared readers write."""
+
+    def __init__(self, con: Any) -> None:
+        self._con = con
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        return self._con.execute(_pg(sql), args)
+
+
+def _item_json(item: Any) -> str:
+    return json.dumps(item, default=str, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    """A host incarnation of a shared store. Times are wall-clock epoch seconds as the
+    database's clock gives them; `lease_left_s` is what remained of the lease when read
+    (negative once it has expired)."""
+
+    id: str
+    pid: int
+    host: str
+    since: float
+    lease_until: float
+    lease_left_s: float
+    released: float | None
+    taken_by: str | None
+    owns: int  # open delegations it owns
+
+
+_HOST_COLUMNS = ("h.id, h.pid, h.host, extract(epoch FROM h.since)::float8,"
+                 " extract(epoch FROM h.lease_until)::float8,"
+                 " extract(epoch FROM h.lease_until - now())::float8,"
+                 " extract(epoch FROM h.released)::float8, h.taken_by,"
+                 " (SELECT count(*) FROM delegations d WHERE d.owner = h.id"
+                 " AND d.status IS NULL)")
+
+
+def _host(row: Sequence[Any]) -> Host:
+    return Host(id=row[0], pid=row[1], host=row[2], since=row[3], lease_until=row[4],
+                lease_left_s=row[5], released=row[6], taken_by=row[7], owns=int(row[8]))
+
+
+def hosts(con: Any) -> list[Host]:
+    """Every host of the store, oldest first (the CLI's and the ui's view)."""
+    rows = con.execute(f"SELECT {_HOST_COLUMNS} FROM hosts h ORDER BY h.n").fetchall()
+    return [_host(r) for r in rows]
+
+
+def _connect(url: str, host_id: str, lease_s: float, *, autocommit: bool = True) -> Any:
+    if psycopg is None:
+        raise StoreError(f"{_shown(url)}: a PostgreSQL store needs psycopg: "
+                         "pip install 'zeus-supervisor[postgres]'")
+    # A session idle inside a transaction longer than this is ended by the server, so a
+    # frozen host never holds its row locks past its lease.
+    idle_ms = max(100, int(lease_s * 1000 * 0.5))
+    return psycopg.connect(
+        url, autocommit=autocommit, connect_timeout=_CONNECT_TIMEOUT_S,
+        application_name=f"zeus-{host_id}",
+        options=f"-c idle_in_transaction_session_timeout={idle_ms}",
+        keepalives=1, keepalives_idle=max(1, int(lease_s / 3)), keepalives_interval=1,
+        keepalives_count=3,
+    )
+
+
+def _prepare(con: Any, url: str) -> None:
+    """Create the schema on an empty database, or check the one there, under an advisory
+    lock (hosts that start together on an empty database create it once). `StoreError`,
+    the database unchanged, for tables of another application or a newer schema."""
+    where = _shown(url)
+    with con.transaction():
+        con.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+        tables = {r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_schema = current_schema()")}
+        if "meta" not in tables:
+            if tables:
+                raise StoreError(
+                    f"{where}: the database holds tables of another application "
+                    f"({', '.join(sorted(tables)[:5])}); give an empty database (or "
+                    "one made by Zeus). The database was left as it is.")
+            con.execute(DDL)
+            con.execute("INSERT INTO meta VALUES ('application', %s), ('schema_version', %s)",
+                        (APPLICATION, str(SCHEMA_VERSION)))
+            return
+        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("application") != APPLICATION or not set(_TABLES) <= tables:
+            raise StoreError(f"{where}: the database is not a Zeus store (its meta table "
+                             "is another application's); give an empty database. The "
+                             "database was left as it is.")
+        version = int(meta.get("schema_version", "0"))
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{where}: the store has schema version {version}, newer than "
+                             f"this Zeus reads ({SCHEMA_VERSION}); upgrade zeus-supervisor "
+                             "to open it. The database was left as it is.")
+
+
+class LeaseKeeper:
+    """This host's lease, on a connection of its own: called from one thread (the
+    renewal's), while the store serves Zeus's actor thread."""
+
+    def __init__(self, url: str, host_id: str, lease_s: float) -> None:
+        self._url = url
+        self._host_id = host_id
+        self._lease_s = lease_s
+        self._con: Any = None
+        self._lock = threading.Lock()
+
+    def _run(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        with self._lock:
+            for attempt in (1, 2):  # a connection lost since the last call: once more
+                try:
+                    if self._con is None or self._con.closed:
+                        self._con = _connect(self._url, self._host_id, self._lease_s)
+                    return list(self._con.execute(sql, args).fetchall())
+                except psycopg.OperationalError as exc:
+                    with contextlib.suppress(Exception):
+                        self._con.close()
+                    self._con = None
+                    if attempt == 2:
+                        raise StoreError(f"{_shown(self._url)}: cannot reach the store to "
+                                         f"renew the lease ({exc})") from None
+        raise AssertionError("unreachable")
+
+    def renew(self) -> float | None:
+        """Extend the lease to `lease_s` from now (the database's clock): the seconds it now
+        has left; None when it is lost (expired, taken, or released). `StoreError` when the
+        database cannot be reached (the lease then runs down: the caller stops its
+        children before it ends)."""
+        rows = self._run(
+            "UPDATE hosts SET lease_until = now() + make_interval(secs => %s) WHERE id = %s"
+            " AND taken_by IS NULL AND released IS NULL AND lease_until >= now()"
+            " RETURNING extract(epoch FROM lease_until - now())::float8",
+            (self._lease_s, self._host_id))
+        return float(rows[0][0]) if rows else None
+
+    def expired_hosts(self, margin_s: float = 0.0) -> list[Host]:
+        """Hosts neither released nor taken whose lease ended more than `margin_s` ago
+        (the database's clock): what this host may take over."""
+        rows = self._run(
+            f"SELECT {_HOST_COLUMNS} FROM hosts h WHERE h.released IS NULL AND h.taken_by IS"
+            " NULL AND h.id <> %s AND h.lease_until + make_interval(secs => %s) < now()"
+            " ORDER BY h.lease_until", (self._host_id, margin_s))
+        return [_host(r) for r in rows]
+
+    def release(self) -> None:
+        """End the lease now (a clean stop) and close this connection."""
+        with contextlib.suppress(StoreError):
+            self._run("UPDATE hosts SET released = now(), lease_until = now() WHERE id = %s"
+                      " AND released IS NULL RETURNING 1", (self._host_id,))
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._con is not None:
+                with contextlib.suppress(Exception):
+                    self._con.close()
+                self._con = None
+
+
+class PostgresStore(Store):
+    """The store in a PostgreSQL database. Make one with `PostgresStore.open`."""
+
+    def __init__(self, url: str, con: Any, *, host_id: str, n: int, lease_s: float,
+                 keep_days: float, now: Callable[[], float], owner: Owner) -> None:
+        self.url = url
+        self.path = _shown(url)
+        self.previous_owner: Owner | None = None  # hosts are taken over, not replaced
+        self.host_id = host_id
+        self.lease_s = lease_s
+        self._con: Any = con
+        self._owner = owner
+        self._keep_days = keep_days
+        self._now = now
+        self._buffer: dict[str, list[tuple[Any, ...]]] = {kind: [] for kind in _SQL}
+        self._charges: dict[str, list[float]] = {}
+        self._policies: dict[int, tuple[object, str]] = {}
+        self._stored_policies: set[str] = set()
+        self._epochs: dict[str, int] = {}  # delegation id -> the epoch this host holds
+        self._attempts: dict[str, str] = {}  # attempt id -> its delegation id
+        self._writable = True
+        self._fenced = False
+        self._retry_at = 0.0  # monotonic time before which no reconnect is tried
+        self._failures = 0
+        self._seq = n << 32
+        self._keeper: LeaseKeeper | None = None
+
+    @classmethod
+    def open(cls, url: str, *, lease_s: float = 10.0, keep_days: float = 30.0,
+             now: Callable[[], float] = time.time) -> PostgresStore:
+        """Open (or create) the store at `url` and register this host with a lease of
+        `lease_s` seconds (many live hosts share one store). `StoreError` when the
+        database cannot be reached, holds another application's tables, or a newer
+        schema: it is then not changed. `now` is the wall clock for pruning."""
+        if not lease_s > 0:
+            raise StoreError(f"lease_s must be > 0 (got {lease_s!r})")
+        host_id = uuid.uuid4().hex
+        where = _shown(url)
+        try:
+            con = _connect(url, host_id, lease_s)
+        except StoreError:
+            raise
+        except psycopg.Error as exc:
+            raise StoreError(f"{where}: cannot connect to the store ({exc}); check the "
+                             "URL and that the database is up") from None
+        try:
+            _prepare(con, url)
+            pid = os.getpid()
+            row = con.execute(
+                "INSERT INTO hosts (id, n, pid, pid_start_time, host, lease_until) VALUES"
+                " (%s, nextval('hosts_n'), %s, %s, %s, now() + make_interval(secs => %s))"
+                " RETURNING n, extract(epoch FROM since)::float8",
+                (host_id, pid, process_start_time(pid), socket.gethostname(), lease_s),
+            ).fetchone()
+            owner = Owner(pid=pid, pid_start_time=process_start_time(pid),
+                          host=socket.gethostname(), since=row[1], heartbeat=row[1])
+            store = cls(url, con, host_id=host_id, n=int(row[0]), lease_s=lease_s,
+                        keep_days=keep_days, now=now, owner=owner)
+            store.prune()
+        except psycopg.Error as exc:
+            con.close()
+            raise StoreError(f"{where}: cannot use the store: {exc}") from None
+        except BaseException:
+            con.close()
+            raise
+        return store
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def writable(self) -> bool:
+        return self._writable
+
+    @property
+    def fenced(self) -> bool:
+        """This host was fenced: its lease was lost or taken; it writes nothing more."""
+        return self._fenced
+
+    @property
+    def owner(self) -> Owner:
+        return self._owner
+
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _connection(self) -> Any:
+        """The connection, made again (with backoff between tries) after it was lost.
+        `StoreError` while the database is away."""
+        con = self._con
+        if con is not None and not con.closed and not con.broken:
+            return con
+        if time.monotonic() < self._retry_at:
+            raise StoreError(f"{self.path}: the store is away; nothing new starts until it "
+                             "is reached again (a reconnect is tried with backoff)")
+        try:
+            self._con = _connect(self.url, self.host_id, self.lease_s)
+        except psycopg.Error as exc:
+            self._con = None
+            self._retry_at = time.monotonic() + _BACKOFF_S[
+                min(self._failures, len(_BACKOFF_S) - 1)]
+            self._failures += 1
+            raise StoreError(f"{self.path}: cannot reach the store ({exc}); nothing new "
+                             "starts until it is reached again") from None
+        self._failures = 0
+        return self._con
+
+    def _lost(self, exc: Exception) -> StoreError:
+        """A failed statement: the connection is dropped when it broke (the next call makes
+        it again); the error to raise."""
+        con = self._con
+        if con is not None and (con.broken or isinstance(exc, psycopg.OperationalError)):
+            with contextlib.suppress(Exception):
+                con.close()
+            self._con = None
+        return StoreError(f"{self.path}: cannot use the store ({exc}); nothing new starts "
+                          "until a write succeeds (what this turn wrote is kept and written "
+                          "by the next commit)")
+
+    # -- writes -----------------------------------------------------------------------------
+    def record_delegation(
+        self, delegation_id: str, *, key: str | None, parent_id: str | None,
+        ordinal: int | None, agent: str, brief: Brief, policy: BaseModel | dict[str, Any],
+        deadline: float | None, created: float,
+    ) -> None:
+        self._epochs[delegation_id] = 1
+        self._buffer["recorded"].append((
+            delegation_id, key, parent_id, ordinal, agent, brief.model_dump_json(),
+            self._policy_id(policy), deadline, created, self._next(), self.host_id, 1,
+        ))
+
+    def _policy_id(self, policy: BaseModel | dict[str, Any]) -> str:
+        cached = self._policies.get(id(policy))
+        if cached is not None and cached[0] is policy:
+            return cached[1]
+        text = (json.dumps(policy, default=str, sort_keys=True) if isinstance(policy, dict)
+                else policy.model_dump_json())
+        policy_id = hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+        if policy_id not in self._stored_policies:
+            self._stored_policies.add(policy_id)
+            self._buffer["policy"].append((policy_id, text))
+        if len(self._policies) >= 1024:
+            self._policies.clear()
+        self._policies[id(policy)] = (policy, policy_id)
+        return policy_id
+
+    def _epoch(self, delegation_id: str) -> int:
+        return self._epochs.get(delegation_id, 0)  # 0: never held here, so never written
+
+    def _of(self, attempt_id: str) -> tuple[str, int]:
+        delegation_id = self._attempts.get(attempt_id, "")
+        return self.host_id, self._epoch(delegation_id)
+
+    def attempt_started(
+        self, attempt_id: str, *, delegation_id: str, number: int, agent: str,
+        started: float, deadline: float | None,
+    ) -> None:
+        self._attempts[attempt_id] = delegation_id
+        self._buffer["attempt_started"].append(
+            (attempt_id, delegation_id, number, agent, started, deadline, self._next(),
+             delegation_id, self.host_id, self._epoch(delegation_id)))
+
+    def attempt_identity(
+        self, attempt_id: str, *, pid: int | None, pid_start_time: float | None,
+        pgid: int | None, node: str | None, started: float | None = None,
+        deadline: float | None = None,
+    ) -> None:
+        self._buffer["attempt_identity"].append(
+            (pid, pid_start_time, pgid, node, self._next(), started, deadline, attempt_id,
+             *self._of(attempt_id)))
+
+    def charge(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
+        self._attempts.setdefault(attempt_id, delegation_id)
+        total = self._charges.get(attempt_id)
+        if total is None:
+            self._charges[attempt_id] = [usage.calls, usage.input_tokens,
+                                         usage.output_tokens, usage.cost]
+        else:
+            total[0] += usage.calls
+            total[1] += usage.input_tokens
+            total[2] += usage.output_tokens
+            total[3] += usage.cost
+
+    def partial(self, delegation_id: str, attempt_id: str, item: Any) -> None:
+        self._buffer["partial"].append(
+            (delegation_id, attempt_id, self._next(), _item_json(item), delegation_id,
+             self.host_id, self._epoch(delegation_id)))
+
+    def attempt_ended(
+        self, attempt_id: str, *, outcome: str, ended: float, error: str | None,
+        record: AttemptRecord,
+    ) -> None:
+        self._buffer["attempt_ended"].append(
+            (str(outcome), ended, error, record.model_dump_json(), self._next(), attempt_id,
+             *self._of(attempt_id)))
+
+    def retry_scheduled(
+        self, delegation_id: str, *, after_attempt: str, due: float, agent: str
+    ) -> None:
+        self._buffer["retry_scheduled"].append(
+            (delegation_id, after_attempt, due, agent, self._next(), delegation_id,
+             self.host_id, self._epoch(delegation_id)))
+
+    def settled(self, delegation_id: str, *, status: Status, summary: Summary, at: float) -> None:
+        self._buffer["settled"].append(
+            (str(status), summary.model_dump_json(), at, self._next(), delegation_id,
+             self.host_id, self._epoch(delegation_id)))
+
+    def _fence(self, what: str) -> StoreFenced:
+        self._fenced = True
+        self._writable = False
+        return StoreFenced(f"{self.path}: host {self.host_id} is fenced ({what}): nothing "
+                           "of this commit was written; it must stop its children and "
+                           "write nothing more", host_id=self.host_id)
+
+    def commit(self) -> None:
+        """One transaction for the turn's writes, under this host's lease: `StoreFenced`
+        (nothing written) when the lease is lost or a delegation is no longer this host's
+        under its epoch; `StoreError` (the writes kept for the next try) when the
+        database cannot be reached."""
+        if self._fenced:
+            raise self._fence("its lease was lost earlier")
+        buffer = self._buffer
+        if self._charges:
+            buffer["charge"] = [(*usage, attempt_id, *self._of(attempt_id))
+                                for attempt_id, usage in self._charges.items()]
+        kinds = [kind for kind, rows in buffer.items() if rows]
+        if not kinds and self._writable:
+            return
+        fenced: str | None = None
+        try:
+            con = self._connection()
+            with con.transaction(), con.cursor() as cur:
+                if cur.execute(_HOLD, (self.host_id,)).fetchone() is None:
+                    fenced = "its lease ended or was taken over"
+                    raise _Rollback
+                for kind in kinds:
+                    rows = buffer[kind]
+                    if len(rows) == 1:
+                        cur.execute(_SQL[kind], rows[0])
+                    else:
+                        cur.executemany(_SQL[kind], rows)
+                    if kind not in _UNCONDITIONED and cur.rowcount != len(rows):
+                        fenced = f"a {kind} write for a delegation it no longer holds"
+                        raise _Rollback
+        except _Rollback:
+            pass
+        except psycopg.Error as exc:
+            self._writable = False
+            raise self._lost(exc) from None
+        except StoreError:
+            self._writable = False
+            raise
+        if fenced is not None:
+            raise self._fence(fenced)
+        self._writable = True
+        for kind in kinds:
+            buffer[kind] = []
+        self._charges.clear()
+
+    # -- takeover ---------------------------------------------------------------------------
+    def lease_keeper(self) -> LeaseKeeper:
+        """This host's lease on a connection of its own, for the renewal's thread (one
+        keeper per store; `close()` releases through it)."""
+        if self._keeper is None:
+            self._keeper = LeaseKeeper(self.url, self.host_id, self.lease_s)
+        return self._keeper
+
+    def hosts(self) -> list[Host]:
+        """Every host of the store, oldest first, with its lease and how much it owns."""
+        return self._read(hosts)
+
+    def take_over(self, host_id: str, limit: int, *, margin_s: float = 0.0) -> list[str]:
+        """Claim open delegation trees (a root and its open descendants together) of the
+        host `host_id`, whose lease must have ended more than `margin_s` ago: at most
+        `limit` roots, the epoch of each claimed delegation bumped, committed at once.
+        The ids claimed, parents before children; call again until it gives none (other
+        takers claim other trees meanwhile: `FOR UPDATE SKIP LOCKED`). Its database
+        sessions are ended first, so no frozen transaction of it holds a row. `StoreFenced`
+        when this host's own lease is lost; `StoreError` when the database is away."""
+        if self._fenced:
+            raise self._fence("its lease was lost earlier")
+        self.commit()  # what came before, first
+        try:
+            con = self._connection()
+            con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE"
+                        " application_name = %s", (f"zeus-{host_id}",))
+            with con.transaction():
+                if con.execute(_HOLD, (self.host_id,)).fetchone() is None:
+                    raise _Rollback
+                row = con.execute(
+                    "UPDATE hosts SET taken_by = COALESCE(taken_by, %s), taken_at ="
+                    " COALESCE(taken_at, now()) WHERE id = %s AND id <> %s AND released IS"
+                    " NULL AND lease_until + make_interval(secs => %s) < now() RETURNING 1",
+                    (self.host_id, host_id, self.host_id, margin_s)).fetchone()
+                if row is None:
+                    return []
+                claimed = con.execute(
+                    "WITH RECURSIVE roots AS (SELECT d.id FROM delegations d WHERE d.owner = %s"
+                    " AND d.status IS NULL AND NOT EXISTS (SELECT 1 FROM delegations p WHERE"
+                    " p.id = d.parent_id AND p.owner = %s AND p.status IS NULL)"
+                    " ORDER BY d.seq LIMIT %s FOR UPDATE SKIP LOCKED),"
+                    " tree(id) AS (SELECT id FROM roots UNION SELECT c.id FROM delegations c"
+                    " JOIN tree ON c.parent_id = tree.id WHERE c.owner = %s"
+                    " AND c.status IS NULL)"
+                    " UPDATE delegations SET owner = %s, epoch = epoch + 1 WHERE id IN"
+                    " (SELECT id FROM tree) AND owner = %s RETURNING id, epoch, seq",
+                    (host_id, host_id, limit, host_id, self.host_id, host_id)).fetchall()
+        except _Rollback:
+            raise self._fence("its lease ended or was taken over") from None
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+        for d_id, epoch, _ in claimed:
+            self._epochs[d_id] = int(epoch)
+        return [d_id for d_id, _, _ in sorted(claimed, key=lambda r: r[2])]
+
+    def open_delegations_of(self, ids: Iterable[str]) -> list[OpenDelegation]:
+        """The open delegations among `ids` (those `take_over` claimed), parents before
+        children, as `open_delegations` gives them."""
+        wanted = list(ids)
+        if not wanted:
+            return []
+        return self._opened(self._read(reads.open_delegations, None, "status IS NULL AND"
+                                       " owner = ? AND id = ANY(?)", (self.host_id, wanted)))
+
+    def _opened(self, found: list[OpenDelegation]) -> list[OpenDelegation]:
+        """`found` remembered as this host's (their attempts' delegations) and put parents
+        first (a taker's seq can be lower than the host it took from)."""
+        for o in found:
+            for a in o.attempts:
+                self._attempts[a.id] = o.delegation.id
+        ids = {o.delegation.id for o in found}
+        done: set[str] = set()
+        ordered: list[OpenDelegation] = []
+        by_id = {o.delegation.id: o for o in found}
+
+        def place(o: OpenDelegation) -> None:
+            if o.delegation.id in done:
+                return
+            done.add(o.delegation.id)
+            parent = o.delegation.parent_id
+            if parent is not None and parent in ids:
+                place(by_id[parent])
+            ordered.append(o)
+
+        for o in found:
+            place(o)
+        return ordered
+
+    # -- readers ----------------------------------------------------------------------------
+    def _read(self, fn: Callable[..., _T], *args: Any) -> _T:
+        try:
+            return fn(_Qmark(self._connection()), *args)
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+
+    def open_delegations(self) -> list[OpenDelegation]:
+        """This host's open delegations (what it owns), parents before children."""
+        return self._opened(self._read(reads.open_delegations, None,
+                                       "status IS NULL AND owner = ?", (self.host_id,)))
+
+    def delegation_as_open(self, delegation_id: str) -> OpenDelegation | None:
+        found = self._read(reads.open_delegations, delegation_id)
+        if found:
+            for a in found[0].attempts:
+                self._attempts[a.id] = delegation_id
+        return found[0] if found else None
+
+    def blocked(self) -> list[tuple[StoredDelegation, Summary]]:
+        return self._read(reads.blocked)
+
+    def reopen(self, delegation_id: str) -> None:
+        """Open a settled delegation again and make it this host's (the epoch bumped)."""
+        self.commit()
+        try:
+            con = self._connection()
+            with con.transaction():
+                if con.execute(_HOLD, (self.host_id,)).fetchone() is None:
+                    raise _Rollback
+                row = con.execute(
+                    "UPDATE delegations SET status = NULL, summary = NULL, settled = NULL,"
+                    " settled_seq = NULL, owner = %s, epoch = epoch + 1 WHERE id = %s"
+                    " RETURNING epoch", (self.host_id, delegation_id)).fetchone()
+        except _Rollback:
+            raise self._fence("its lease ended or was taken over") from None
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+        if row is not None:
+            self._epochs[delegation_id] = int(row[0])
+
+    def children(self, parent_id: str) -> list[StoredDelegation]:
+        return self._read(reads.children, parent_id)
+
+    def delegation(self, delegation_id: str) -> StoredDelegation | None:
+        return self._read(reads.one, "id", delegation_id)
+
+    def by_key(self, key: str) -> StoredDelegation | None:
+        return self._read(reads.one, "key", key)
+
+    def summary(self, delegation_id: str) -> Summary | None:
+        return self._read(reads.summary, "id", delegation_id)
+
+    def summary_by_key(self, key: str) -> Summary | None:
+        return self._read(reads.summary, "key", key)
+
+    def counts(self) -> StoreCounts:
+        return self._read(reads.counts)
+
+    def total_spent(self) -> Usage:
+        row = self._read(lambda con: con.execute(
+            "SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(input_tokens), 0)::bigint,"
+            " coalesce(sum(output_tokens), 0)::bigint, coalesce(sum(cost), 0)::float8"
+            " FROM attempts").fetchone())
+        return Usage(calls=row[0], input_tokens=row[1], output_tokens=row[2], cost=row[3])
+
+    def sessions(self) -> set[tuple[str, str]]:
+        rows = self._read(lambda con: con.execute(
+            "SELECT DISTINCT a.agent, d.brief::jsonb ->> 'session' FROM attempts a JOIN"
+            " delegations d ON d.id = a.delegation_id WHERE d.brief::jsonb ->> 'session'"
+            " IS NOT NULL").fetchall())
+        return {(agent, str(key)) for agent, key in rows}
+
+    def agent_sessions(self) -> list[tuple[str, str, str]]:
+        rows = self._read(lambda con: con.execute(
+            "SELECT a.agent, d.brief::jsonb ->> 'session', a.record::jsonb ->> 'session_id'"
+            " FROM attempts a JOIN delegations d ON d.id = a.delegation_id WHERE"
+            " d.brief::jsonb ->> 'session' IS NOT NULL AND a.record IS NOT NULL AND"
+            " a.record::jsonb ->> 'session_id' IS NOT NULL ORDER BY a.end_seq").fetchall())
+        return [(agent, str(key), str(sid)) for agent, key, sid in rows]
+
+    def issued(self) -> dict[str, int]:
+        return self._read(reads.issued)
+
+    # -- life -------------------------------------------------------------------------------
+    def heartbeat(self) -> None:
+        """Renew this host's lease (on the store's own connection)."""
+        try:
+            con = self._connection()
+            con.execute("UPDATE hosts SET lease_until = now() + make_interval(secs => %s)"
+                        " WHERE id = %s AND taken_by IS NULL AND released IS NULL AND"
+                        " lease_until >= now()", (self.lease_s, self.host_id))
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+
+    def prune(self) -> int:
+        cutoff = self._now() - self._keep_days * _DAY_S
+        doomed = ("SELECT d.id FROM delegations d WHERE d.settled < %s AND NOT EXISTS"
+                  " (SELECT 1 FROM delegations p WHERE p.id = d.parent_id AND p.status IS"
+                  " NULL)")
+        try:
+            con = self._connection()
+            with con.transaction():
+                ids = [r[0] for r in con.execute(doomed, (cutoff,)).fetchall()]
+                if ids:
+                    for table in ("attempts", "partials", "retries"):
+                        con.execute(f"DELETE FROM {table} WHERE delegation_id = ANY(%s)",
+                                    (ids,))
+                    con.execute("DELETE FROM delegations WHERE id = ANY(%s)", (ids,))
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+        return len(ids)
+
+    def close(self) -> None:
+        """Commit what is buffered, release this host (its lease ended) and disconnect."""
+        try:
+            if not self._fenced:
+                self.commit()
+                con = self._connection()
+                con.execute("UPDATE hosts SET released = now(), lease_until = now()"
+                            " WHERE id = %s AND taken_by IS NULL", (self.host_id,))
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+        finally:
+            if self._keeper is not None:
+                self._keeper.close()
+            if self._con is not None:
+                with contextlib.suppress(Exception):
+                    self._con.close()
+                self._con = None
+
+
+class _Rollback(Exception):
+    """Leaves a transaction block, rolling it back (psycopg rolls back on any exception)."""
