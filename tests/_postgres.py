@@ -17,8 +17,9 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
-__all__ = ["SKIP", "PostgresServer", "find_bin_dir"]
+__all__ = ["SKIP", "PostgresServer", "count_rows", "find_bin_dir", "is_postgres", "open_store"]
 
 SKIP = ("no PostgreSQL server binaries here (apt-get install postgresql, or put initdb and "
         "pg_ctl on PATH) or no psycopg (pip install 'zeus-supervisor[postgres]')")
@@ -94,3 +95,40 @@ class PostgresServer:
         with contextlib.suppress(subprocess.CalledProcessError):
             self.stop("immediate")
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def is_postgres(where: str | Path) -> bool:
+    return str(where).startswith(("postgresql://", "postgres://"))
+
+
+def open_store(where: str | Path, **kwargs: Any) -> Any:
+    """The store at `where`, a SQLite path or a PostgreSQL URL, opened with `kwargs`
+    (`synchronous` is the SQLite store's and `lease_s` the PostgreSQL store's only)."""
+    if is_postgres(where):
+        from supervisor.store.postgres import PostgresStore
+
+        kwargs.pop("synchronous", None)
+        return PostgresStore.open(str(where), **kwargs)
+    from supervisor.store import SqliteStore
+
+    kwargs.pop("lease_s", None)
+    return SqliteStore.open(where, **kwargs)
+
+
+def count_rows(where: str | Path, table: str) -> int:
+    """How many rows `table` holds, read on a connection of its own."""
+    assert table.isidentifier()
+    if is_postgres(where):
+        import psycopg
+
+        with psycopg.connect(str(where)) as con:
+            row = con.execute(f"SELECT count(*) FROM {table}").fetchone()
+            assert row is not None
+            return int(row[0])
+    import sqlite3
+
+    con = sqlite3.connect(where)
+    try:
+        return int(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    finally:
+        con.close()

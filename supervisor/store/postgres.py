@@ -50,6 +50,7 @@ from supervisor.store.base import (
     StoreCounts,
     StoredDelegation,
 )
+from supervisor.store.owner import owner_alive
 from supervisor.store.schema import APPLICATION, SCHEMA_VERSION
 
 try:
@@ -383,6 +384,7 @@ class PostgresStore(Store):
                           host=socket.gethostname(), since=row[1], heartbeat=row[1])
             store = cls(url, con, host_id=host_id, n=int(row[0]), lease_s=lease_s,
                         keep_days=keep_days, now=now, owner=owner)
+            store._adopt_local_dead()
             store.prune()
         except psycopg.Error as exc:
             con.close()
@@ -596,6 +598,25 @@ class PostgresStore(Store):
         """Every host of the store, oldest first, with its lease and how much it owns."""
         return self._read(hosts)
 
+    def _adopt_local_dead(self) -> None:
+        """Take over, at once and whole, every host of this machine whose process is shown
+        gone (its pid absent or another process now): a restart here recovers what the
+        last host here left open, as with a SQLite store, without waiting for its lease.
+        The last such host is `previous_owner`."""
+        rows = self._con.execute(
+            "SELECT id, pid, pid_start_time, host, extract(epoch FROM since)::float8,"
+            " extract(epoch FROM lease_until)::float8 FROM hosts WHERE released IS NULL"
+            " AND taken_by IS NULL AND host = %s AND id <> %s ORDER BY n",
+            (self._owner.host, self.host_id)).fetchall()
+        for host_id, pid, pid_start, host, since, lease_until in rows:
+            dead = Owner(pid=pid, pid_start_time=pid_start, host=host, since=since,
+                         heartbeat=lease_until - self.lease_s)
+            if owner_alive(dead):
+                continue
+            while self._take(host_id, 1 << 30, None):
+                pass
+            self.previous_owner = dead
+
     def take_over(self, host_id: str, limit: int, *, margin_s: float = 0.0) -> list[str]:
         """Claim open delegation trees (a root and its open descendants together) of the
         host `host_id`, whose lease must have ended more than `margin_s` ago: at most
@@ -604,6 +625,12 @@ class PostgresStore(Store):
         takers claim other trees meanwhile: `FOR UPDATE SKIP LOCKED`). Its database
         sessions are ended first, so no frozen transaction of it holds a row. `StoreFenced`
         when this host's own lease is lost; `StoreError` when the database is away."""
+        return self._take(host_id, limit, margin_s)
+
+    def _take(self, host_id: str, limit: int, margin_s: float | None) -> list[str]:
+        """`take_over`; with `margin_s` None, whatever its lease (its process is gone)."""
+        expired = ("" if margin_s is None else
+                   " AND lease_until + make_interval(secs => %s) < now()")
         if self._fenced:
             raise self._fence("its lease was lost earlier")
         self.commit()  # what came before, first
@@ -617,8 +644,9 @@ class PostgresStore(Store):
                 row = con.execute(
                     "UPDATE hosts SET taken_by = COALESCE(taken_by, %s), taken_at ="
                     " COALESCE(taken_at, now()) WHERE id = %s AND id <> %s AND released IS"
-                    " NULL AND lease_until + make_interval(secs => %s) < now() RETURNING 1",
-                    (self.host_id, host_id, self.host_id, margin_s)).fetchone()
+                    " NULL" + expired + " RETURNING 1",
+                    (self.host_id, host_id, self.host_id,
+                     *(() if margin_s is None else (margin_s,)))).fetchone()
                 if row is None:
                     return []
                 claimed = con.execute(
