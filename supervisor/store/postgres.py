@@ -17,6 +17,9 @@ delegation under its epoch. A commit that finds itself fenced writes nothing and
 raises `StoreFenced`. Times of delegations and attempts are wall-clock epoch
 seconds, as the SQLite store keeps them.
 
+`ZEUS_STORE_CRASH_AFTER=KIND[:N]` ends the process after a commit, as with the SQLite
+store (supervisor/store/sqlite.py says how), for the crash tests.
+
 The store is used from one thread at a time (Zeus's actor thread); its lease
 keeper from one other thread (the renewal's). psycopg is imported only here.
 """
@@ -52,6 +55,7 @@ from supervisor.store.base import (
 )
 from supervisor.store.owner import owner_alive
 from supervisor.store.schema import APPLICATION, SCHEMA_VERSION
+from supervisor.store.sqlite import CRASH_EXIT, _crash_after
 
 try:
     import psycopg
@@ -352,6 +356,8 @@ class PostgresStore(Store):
         self._failures = 0
         self._seq = n << 32
         self._keeper: LeaseKeeper | None = None
+        self._crash = _crash_after()
+        self._crash_seen = 0
 
     @classmethod
     def open(cls, url: str, *, lease_s: float = 10.0, keep_days: float = 30.0,
@@ -585,6 +591,10 @@ class PostgresStore(Store):
         for kind in kinds:
             buffer[kind] = []
         self._charges.clear()
+        if self._crash is not None and self._crash[0] in kinds:  # a test's crash point
+            self._crash_seen += 1
+            if self._crash_seen >= self._crash[1]:
+                os._exit(CRASH_EXIT)
 
     # -- takeover ---------------------------------------------------------------------------
     def lease_keeper(self) -> LeaseKeeper:
