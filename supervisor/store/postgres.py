@@ -78,7 +78,7 @@ CREATE TABLE hosts (
     id TEXT PRIMARY KEY, n BIGINT NOT NULL, pid INTEGER NOT NULL, pid_start_time DOUBLE
     PRECISION, host TEXT NOT NULL, since TIMESTAMPTZ NOT NULL DEFAULT now(),
     lease_until TIMESTAMPTZ NOT NULL, released TIMESTAMPTZ, taken_by TEXT,
-    taken_at TIMESTAMPTZ
+    taken_at TIMESTAMPTZ, commit_no BIGINT NOT NULL DEFAULT 0
 );
 CREATE TABLE policies (id TEXT PRIMARY KEY, policy TEXT NOT NULL);
 CREATE TABLE delegations (
@@ -113,10 +113,12 @@ CREATE TABLE retries (
 CREATE INDEX retries_delegation ON retries (delegation_id, seq);
 """
 
-# This host still holds its lease: the row is locked (shared) for the commit, so a taker
-# (which updates it) waits for the commit to end, and the commit waits for no one.
-_HOLD = ("SELECT 1 FROM hosts WHERE id = %s AND taken_by IS NULL AND released IS NULL"
-         " AND lease_until > now() FOR SHARE")
+# This host still holds its lease: its row is locked for the commit (and stamped with the
+# commit's number), so a taker, which updates it, waits for the commit to end.
+_HOLD = ("UPDATE hosts SET commit_no = %s WHERE id = %s AND taken_by IS NULL AND released"
+         " IS NULL AND lease_until > now() RETURNING 1")
+_LEASED = ("SELECT 1 FROM hosts WHERE id = %s AND taken_by IS NULL AND released IS NULL"
+           " AND lease_until > now() FOR SHARE")
 _OWNED = "SELECT 1 FROM delegations d WHERE d.id = %s AND d.owner = %s AND d.epoch = %s"
 _ATTEMPT_OWNED = (" AND EXISTS (SELECT 1 FROM delegations d WHERE d.id = attempts.delegation_id"
                   " AND d.owner = %s AND d.epoch = %s)")
@@ -358,6 +360,8 @@ class PostgresStore(Store):
         self._keeper: LeaseKeeper | None = None
         self._crash = _crash_after()
         self._crash_seen = 0
+        self._number = 0  # commits made (each stamps the host's row)
+        self._unsure: tuple[int, dict[str, int]] | None = None  # a commit whose end was lost
 
     @classmethod
     def open(cls, url: str, *, lease_s: float = 10.0, keep_days: float = 30.0,
@@ -555,36 +559,26 @@ class PostgresStore(Store):
         if self._fenced:
             raise self._fence("its lease was lost earlier")
         buffer = self._buffer
-        if self._charges:
-            buffer["charge"] = [(*usage, attempt_id, *self._of(attempt_id))
-                                for attempt_id, usage in self._charges.items()]
+        if self._charges:  # a failed commit's charge rows stay, apart from later ones
+            buffer["charge"].extend((*usage, attempt_id, *self._of(attempt_id))
+                                    for attempt_id, usage in self._charges.items())
+            self._charges.clear()
         kinds = [kind for kind, rows in buffer.items() if rows]
         if not kinds and self._writable:
             return
         fenced: str | None = None
-        try:
-            con = self._connection()
-            with con.transaction(), con.cursor() as cur:
-                if cur.execute(_HOLD, (self.host_id,)).fetchone() is None:
-                    fenced = "its lease ended or was taken over"
-                    raise _Rollback
-                for kind in kinds:
-                    rows = buffer[kind]
-                    if len(rows) == 1:
-                        cur.execute(_SQL[kind], rows[0])
-                    else:
-                        cur.executemany(_SQL[kind], rows)
-                    if kind not in _UNCONDITIONED and cur.rowcount != len(rows):
-                        fenced = f"a {kind} write for a delegation it no longer holds"
-                        raise _Rollback
-        except _Rollback:
-            pass
-        except psycopg.Error as exc:
-            self._writable = False
-            raise self._lost(exc) from None
-        except StoreError:
-            self._writable = False
-            raise
+        for attempt in (1, 2):  # a connection found broken: made again at once, once
+            try:
+                fenced = self._write(kinds)
+                break
+            except psycopg.Error as exc:
+                self._writable = False
+                error = self._lost(exc)
+                if attempt == 2 or self._con is not None:
+                    raise error from None
+            except StoreError:
+                self._writable = False
+                raise
         if fenced is not None:
             raise self._fence(fenced)
         self._writable = True
@@ -595,6 +589,42 @@ class PostgresStore(Store):
             self._crash_seen += 1
             if self._crash_seen >= self._crash[1]:
                 os._exit(CRASH_EXIT)
+
+    def _write(self, kinds: list[str]) -> str | None:
+        """The commit's transaction: None when it was written, else why it was fenced
+        (then nothing was). Each commit stamps this host's row with its number, so that
+        after a connection lost during COMMIT the next one knows whether it landed."""
+        con = self._connection()
+        buffer = self._buffer
+        if self._unsure is not None:  # the last commit's COMMIT was sent, its answer lost
+            number, sizes = self._unsure
+            row = con.execute("SELECT commit_no FROM hosts WHERE id = %s",
+                              (self.host_id,)).fetchone()
+            if row is not None and row[0] == number:  # it landed: not again
+                for kind, size in sizes.items():
+                    del buffer[kind][:size]
+                kinds = [kind for kind in kinds if buffer[kind]]
+            self._unsure = None
+        self._number += 1
+        sizes = {kind: len(buffer[kind]) for kind in kinds}
+        try:
+            with con.transaction(), con.cursor() as cur:
+                if cur.execute(_HOLD, (self._number, self.host_id)).fetchone() is None:
+                    raise _Rollback("its lease ended or was taken over")
+                for kind in kinds:
+                    rows = buffer[kind]
+                    if len(rows) == 1:
+                        cur.execute(_SQL[kind], rows[0])
+                    else:
+                        cur.executemany(_SQL[kind], rows)
+                    if kind not in _UNCONDITIONED and cur.rowcount != len(rows):
+                        raise _Rollback(f"a {kind} write for a delegation it no longer holds")
+                self._unsure = (self._number, sizes)  # until COMMIT is answered
+        except _Rollback as fenced:
+            self._unsure = None
+            return str(fenced)
+        self._unsure = None
+        return None
 
     # -- takeover ---------------------------------------------------------------------------
     def lease_keeper(self) -> LeaseKeeper:
@@ -646,10 +676,15 @@ class PostgresStore(Store):
         self.commit()  # what came before, first
         try:
             con = self._connection()
+            args = (host_id, self.host_id, *(() if margin_s is None else (margin_s,)))
+            if con.execute("SELECT 1 FROM hosts WHERE id = %s AND id <> %s AND released IS"
+                           " NULL" + expired, args).fetchone() is None:
+                return []  # alive, released, or unknown: nothing to take
+            # a frozen session of it could hold row locks the claim would skip for good
             con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE"
                         " application_name = %s", (f"zeus-{host_id}",))
             with con.transaction():
-                if con.execute(_HOLD, (self.host_id,)).fetchone() is None:
+                if con.execute(_LEASED, (self.host_id,)).fetchone() is None:
                     raise _Rollback
                 row = con.execute(
                     "UPDATE hosts SET taken_by = COALESCE(taken_by, %s), taken_at ="
@@ -739,7 +774,7 @@ class PostgresStore(Store):
         try:
             con = self._connection()
             with con.transaction():
-                if con.execute(_HOLD, (self.host_id,)).fetchone() is None:
+                if con.execute(_LEASED, (self.host_id,)).fetchone() is None:
                     raise _Rollback
                 row = con.execute(
                     "UPDATE delegations SET status = NULL, summary = NULL, settled = NULL,"
