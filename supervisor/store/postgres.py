@@ -111,7 +111,15 @@ CREATE TABLE retries (
     agent TEXT NOT NULL, seq BIGINT NOT NULL
 );
 CREATE INDEX retries_delegation ON retries (delegation_id, seq);
+CREATE FUNCTION zeus_held(n BIGINT, what TEXT) RETURNS BIGINT LANGUAGE plpgsql AS $$
+BEGIN
+    IF n <> 1 THEN
+        RAISE EXCEPTION USING ERRCODE = 'ZF001', MESSAGE = what;
+    END IF;
+    RETURN n;
+END $$;
 """
+_FENCED = "ZF001"  # the SQLSTATE of a conditioned write that found nothing it holds
 
 # This host still holds its lease: its row is locked for the commit (and stamped with the
 # commit's number), so a taker, which updates it, waits for the commit to end.
@@ -149,6 +157,46 @@ _SQL: dict[str, str] = {
                " settled_seq = %s WHERE id = %s AND owner = %s AND epoch = %s",
 }
 _UNCONDITIONED = ("policy", "recorded")  # an insert of this host's own new row
+
+
+def _checked(statement: str, what: str) -> str:
+    """`statement` made to abort its transaction (SQLSTATE ZF001) unless it wrote one row:
+    the whole commit goes to the server at once and is refused there."""
+    return (f"WITH w AS ({statement} RETURNING 1) SELECT zeus_held(count(*), '{what}')"
+            " FROM w")
+
+
+_T8, _I4, _I8, _F8 = "text", "int", "bigint", "float8"
+_TYPES: dict[str, tuple[str, ...]] = {  # each statement's parameters, in order
+    "hold": (_I8, _T8),
+    "policy": (_T8, _T8),
+    "recorded": (_T8, _T8, _T8, _I4, _T8, _T8, _T8, _F8, _F8, _I8, _T8, _I4),
+    "attempt_started": (_T8, _T8, _I4, _T8, _F8, _F8, _I8, _T8, _T8, _I4),
+    "attempt_identity": (_I4, _F8, _I4, _T8, _I8, _F8, _F8, _T8, _T8, _I4),
+    "charge": (_I8, _I8, _I8, _F8, _T8, _T8, _I4),
+    "partial": (_T8, _T8, _I8, _T8, _T8, _T8, _I4),
+    "attempt_ended": (_T8, _F8, _T8, _T8, _I8, _T8, _T8, _I4),
+    "retry_scheduled": (_T8, _T8, _F8, _T8, _I8, _T8, _T8, _I4),
+    "settled": (_T8, _T8, _F8, _I8, _T8, _T8, _I4),
+}
+
+
+def _numbered(sql: str) -> str:
+    """`%s` placeholders as `$1`, `$2`, ... (a prepared statement's)."""
+    parts = sql.split("%s")
+    return "".join(f"{part}${n}" for n, part in enumerate(parts[:-1], 1)) + parts[-1]
+
+
+_SENT = {kind: sql if kind in _UNCONDITIONED else
+         _checked(sql, f"a {kind} write for a delegation it no longer holds")
+         for kind, sql in _SQL.items()}
+_SENT["hold"] = _checked(_HOLD.removesuffix(" RETURNING 1"), "its lease ended or was taken over")
+# Each session prepares every write once (`zeus_<kind>`); a commit then sends one query of
+# `EXECUTE`s, whose plans the server keeps: one round trip, no planning per commit.
+_PREPARE = ";\n".join(f"PREPARE zeus_{kind} ({', '.join(_TYPES[kind])}) AS {_numbered(sql)}"
+                       for kind, sql in _SENT.items())
+_EXECUTE = {kind: f"EXECUTE zeus_{kind} ({', '.join(['%s'] * len(_TYPES[kind]))})"
+            for kind in _SENT}
 
 
 def is_postgres_url(store: object) -> bool:
@@ -392,6 +440,7 @@ class PostgresStore(Store):
             ).fetchone()
             owner = Owner(pid=pid, pid_start_time=process_start_time(pid),
                           host=socket.gethostname(), since=row[1], heartbeat=row[1])
+            con.execute(_PREPARE.encode())
             store = cls(url, con, host_id=host_id, n=int(row[0]), lease_s=lease_s,
                         keep_days=keep_days, now=now, owner=owner)
             store._adopt_local_dead()
@@ -433,6 +482,7 @@ class PostgresStore(Store):
                              "is reached again (a reconnect is tried with backoff)")
         try:
             self._con = _connect(self.url, self.host_id, self.lease_s)
+            self._con.execute(_PREPARE.encode())
         except psycopg.Error as exc:
             self._con = None
             self._retry_at = time.monotonic() + _BACKOFF_S[
@@ -607,22 +657,23 @@ class PostgresStore(Store):
             self._unsure = None
         self._number += 1
         sizes = {kind: len(buffer[kind]) for kind in kinds}
+        # One round trip: the statements, their values bound here, sent as one query,
+        # which the server runs as one transaction (an error anywhere rolls back all).
+        bind = psycopg.ClientCursor(con).mogrify
+        parts = [bind(_EXECUTE["hold"], (self._number, self.host_id))]
+        for kind in kinds:
+            statement = _EXECUTE[kind]
+            parts.extend(bind(statement, row) for row in buffer[kind])
+        self._unsure = (self._number, sizes)  # until the server answers
         try:
-            with con.transaction(), con.cursor() as cur:
-                if cur.execute(_HOLD, (self._number, self.host_id)).fetchone() is None:
-                    raise _Rollback("its lease ended or was taken over")
-                for kind in kinds:
-                    rows = buffer[kind]
-                    if len(rows) == 1:
-                        cur.execute(_SQL[kind], rows[0])
-                    else:
-                        cur.executemany(_SQL[kind], rows)
-                    if kind not in _UNCONDITIONED and cur.rowcount != len(rows):
-                        raise _Rollback(f"a {kind} write for a delegation it no longer holds")
-                self._unsure = (self._number, sizes)  # until COMMIT is answered
-        except _Rollback as fenced:
-            self._unsure = None
-            return str(fenced)
+            con.execute(";\n".join(parts).encode())
+        except psycopg.Error as exc:
+            if exc.sqlstate == _FENCED:
+                self._unsure = None
+                return exc.diag.message_primary or "fenced"
+            if not (isinstance(exc, psycopg.OperationalError) or con.broken):
+                self._unsure = None  # refused by the server: nothing was written
+            raise
         self._unsure = None
         return None
 
