@@ -408,16 +408,20 @@ class PostgresStore(Store):
         self._keeper: LeaseKeeper | None = None
         self._crash = _crash_after()
         self._crash_seen = 0
+        self.renewer: _Renewer | None = None
         self._number = 0  # commits made (each stamps the host's row)
         self._unsure: tuple[int, dict[str, int]] | None = None  # a commit whose end was lost
 
     @classmethod
     def open(cls, url: str, *, lease_s: float = 10.0, keep_days: float = 30.0,
-             now: Callable[[], float] = time.time) -> PostgresStore:
+             now: Callable[[], float] = time.time, renew: bool = False) -> PostgresStore:
         """Open (or create) the store at `url` and register this host with a lease of
         `lease_s` seconds (many live hosts share one store). `StoreError` when the
         database cannot be reached, holds another application's tables, or a newer
-        schema: it is then not changed. `now` is the wall clock for pruning."""
+        schema: it is then not changed. `now` is the wall clock for pruning. With
+        `renew`, a thread of the store's own renews the lease every `lease_s / 3` until
+        it is lost or the store closes (`renewer`); without, the caller renews it
+        (`lease_keeper`)."""
         if not lease_s > 0:
             raise StoreError(f"lease_s must be > 0 (got {lease_s!r})")
         host_id = uuid.uuid4().hex
@@ -445,6 +449,8 @@ class PostgresStore(Store):
                         keep_days=keep_days, now=now, owner=owner)
             store._adopt_local_dead()
             store.prune()
+            if renew:
+                store.renewer = _Renewer(store.lease_keeper(), lease_s / 3)
         except psycopg.Error as exc:
             con.close()
             raise StoreError(f"{where}: cannot use the store: {exc}") from None
@@ -921,12 +927,44 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise self._lost(exc) from None
         finally:
+            if self.renewer is not None:
+                self.renewer.stop()
             if self._keeper is not None:
                 self._keeper.close()
             if self._con is not None:
                 with contextlib.suppress(Exception):
                     self._con.close()
                 self._con = None
+
+
+class _Renewer:
+    """A daemon thread that renews a lease every `every_s` until it is lost or stopped.
+    `lost` is set when a renewal found the lease gone; a renewal that cannot reach the
+    database is tried again at the next tick (the lease runs down meanwhile)."""
+
+    def __init__(self, keeper: LeaseKeeper, every_s: float) -> None:
+        self._keeper = keeper
+        self._every_s = every_s
+        self._stop = threading.Event()
+        self.lost = threading.Event()
+        self.renewals = 0
+        self._thread = threading.Thread(target=self._run, name="zeus-lease", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:  # the renewal's thread
+        while not self._stop.wait(self._every_s):
+            try:
+                left = self._keeper.renew()
+            except StoreError:
+                continue
+            self.renewals += 1
+            if left is None:
+                self.lost.set()
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(self._every_s + 5)
 
 
 class _Rollback(Exception):
