@@ -372,3 +372,59 @@ def test_a_store_that_renews_its_own_lease_outlives_it_and_stops_renewing_when_c
     assert not renewer.lost.is_set()
     store.close()
     assert sql(pg_url, "SELECT released IS NOT NULL FROM hosts") == [(True,)]
+
+
+# -- read by the CLI and the ui ---------------------------------------------------------------
+def test_zeus_tree_and_blocked_read_a_shared_store_with_its_hosts(
+    opened: Any, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from supervisor.cli.main import main
+
+    a, b = opened(), opened()
+    record(a, "apollo-1")
+    start(a, "apollo-1")
+    record(b, "apollo-2")
+    b.settled("apollo-2", status=Status.blocked, at=13.0, summary=Summary(
+        id="apollo-2", agent="apollo", scope=BRIEF.scope, status=Status.blocked,
+        error="the migration needs a person"))
+    a.commit()
+    b.commit()
+    b.close()
+    assert main(["tree", pg_url]) == 0
+    out = capsys.readouterr().out
+    assert "apollo-1 apollo: in progress" in out and "apollo-2 apollo: blocked" in out
+    hosts = out.split("hosts:", 1)[1]
+    assert f"{a.host_id[:8]}  pid " in hosts and "s left  owns 1 open" in hosts
+    assert f"{b.host_id[:8]}  pid " in hosts and "released  owns 0 open" in hosts
+    assert main(["blocked", pg_url]) == 0
+    out = capsys.readouterr().out
+    assert "apollo-2" in out and "the migration needs a person" in out and "apollo-1" not in out
+
+
+def test_the_ui_source_of_a_shared_store_gives_new_rows_as_they_come(
+    opened: Any, pg_url: str
+) -> None:
+    from supervisor.ui.source import open_source
+
+    a = opened()
+    record(a, "apollo-1")
+    a.commit()
+    source = open_source(pg_url)
+    first = source.read_new()
+    assert [e["event"] for e in first.events] == ["zeus.started", "delegation.dispatched"]
+    assert first.events[0]["hosts"][0]["id"] == a.host_id
+    assert source.read_new().events == []  # nothing new
+    start(a, "apollo-1")
+    a.commit()
+    assert [e["event"] for e in source.read_new().events] == ["attempt.started"]
+
+
+def test_a_database_that_holds_no_store_is_bad_input_for_the_cli_and_left_alone(
+    pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from supervisor.cli.main import main
+
+    assert main(["tree", pg_url]) == 2
+    assert "no Zeus store there" in capsys.readouterr().err
+    assert sql(pg_url, "SELECT count(*) FROM information_schema.tables WHERE"
+               " table_schema = 'public'") == [(0,)]

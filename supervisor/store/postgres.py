@@ -35,7 +35,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -62,7 +62,7 @@ try:
 except ImportError:  # pragma: no cover - the extra is missing
     psycopg = None  # type: ignore[assignment]
 
-__all__ = ["Host", "LeaseKeeper", "PostgresStore", "is_postgres_url"]
+__all__ = ["Host", "LeaseKeeper", "PostgresStore", "hosts", "is_postgres_url", "read_only"]
 
 _T = TypeVar("_T")
 _DAY_S = 86_400.0
@@ -267,6 +267,36 @@ def hosts(con: Any) -> list[Host]:
     """Every host of the store, oldest first (the CLI's and the ui's view)."""
     rows = con.execute(f"SELECT {_HOST_COLUMNS} FROM hosts h ORDER BY h.n").fetchall()
     return [_host(r) for r in rows]
+
+
+@contextlib.contextmanager
+def read_only(url: str) -> Iterator[tuple[Any, list[Host]]]:
+    """A read-only view of the store at `url` for the CLI and the ui (its hosts may run):
+    one read-only transaction, its connection behind `?` placeholders, and the hosts.
+    `StoreError` when it cannot be reached or is not a Zeus store (nothing is created)."""
+    where = _shown(url)
+    if psycopg is None:
+        raise StoreError(f"{where}: a PostgreSQL store needs psycopg: "
+                         "pip install 'zeus-supervisor[postgres]'")
+    try:
+        con = psycopg.connect(url, connect_timeout=_CONNECT_TIMEOUT_S,
+                              application_name="zeus-reader")
+    except psycopg.Error as exc:
+        raise StoreError(f"{where}: cannot connect to the store ({exc}); check the URL and "
+                         "that the database is up") from None
+    try:
+        con.read_only = True
+        with con.transaction():
+            tables = {r[0] for r in con.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = current_schema()")}
+            if not set(_TABLES) <= tables:
+                raise StoreError(f"{where}: no Zeus store there (no tables of one yet)")
+            yield _Qmark(con), hosts(con)
+    except psycopg.Error as exc:
+        raise StoreError(f"{where}: cannot read the store: {exc}") from None
+    finally:
+        con.close()
 
 
 def _connect(url: str, host_id: str, lease_s: float, *, autocommit: bool = True) -> Any:
