@@ -21,24 +21,21 @@ seconds, as the SQLite store keeps them.
 store (supervisor/store/sqlite.py says how), for the crash tests.
 
 The store is used from one thread at a time (Zeus's actor thread); its lease
-keeper from one other thread (the renewal's). psycopg is imported only here.
+keeper from one other thread (the renewal's). psycopg is imported only by this module
+and its two parts (pg_schema: the tables and statements; pg_hosts: hosts and leases).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import os
 import socket
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel
 
@@ -54,7 +51,18 @@ from supervisor.store.base import (
     StoredDelegation,
 )
 from supervisor.store.owner import owner_alive
-from supervisor.store.schema import APPLICATION, SCHEMA_VERSION
+from supervisor.store.pg_hosts import Host, LeaseKeeper, Renewer, connect, hosts, read_only
+from supervisor.store.pg_schema import (
+    EXECUTE,
+    FENCED,
+    KINDS,
+    LEASED,
+    PREPARE,
+    Qmark,
+    is_postgres_url,
+    prepare,
+    shown,
+)
 from supervisor.store.sqlite import CRASH_EXIT, _crash_after
 
 try:
@@ -66,348 +74,11 @@ __all__ = ["Host", "LeaseKeeper", "PostgresStore", "hosts", "is_postgres_url", "
 
 _T = TypeVar("_T")
 _DAY_S = 86_400.0
-_LOCK_KEY = 0x5A455553  # "ZEUS": the advisory lock that creating the schema holds
-_TABLES = ("meta", "hosts", "policies", "delegations", "attempts", "partials", "retries")
 _BACKOFF_S = (0.05, 0.2, 0.5, 1.0, 2.0)  # waits between reconnects; the last repeats
-_CONNECT_TIMEOUT_S = 3
-
-DDL = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE SEQUENCE hosts_n;
-CREATE TABLE hosts (
-    id TEXT PRIMARY KEY, n BIGINT NOT NULL, pid INTEGER NOT NULL, pid_start_time DOUBLE
-    PRECISION, host TEXT NOT NULL, since TIMESTAMPTZ NOT NULL DEFAULT now(),
-    lease_until TIMESTAMPTZ NOT NULL, released TIMESTAMPTZ, taken_by TEXT,
-    taken_at TIMESTAMPTZ, commit_no BIGINT NOT NULL DEFAULT 0
-);
-CREATE TABLE policies (id TEXT PRIMARY KEY, policy TEXT NOT NULL);
-CREATE TABLE delegations (
-    id TEXT PRIMARY KEY, key TEXT UNIQUE, parent_id TEXT, ordinal INTEGER,
-    agent TEXT NOT NULL, brief TEXT NOT NULL, policy TEXT NOT NULL REFERENCES policies,
-    deadline DOUBLE PRECISION, created DOUBLE PRECISION NOT NULL, seq BIGINT NOT NULL,
-    status TEXT, summary TEXT, settled DOUBLE PRECISION, settled_seq BIGINT,
-    owner TEXT NOT NULL, epoch INTEGER NOT NULL DEFAULT 1
-);
-CREATE INDEX delegations_parent ON delegations (parent_id, ordinal)
-    WHERE parent_id IS NOT NULL;
-CREATE INDEX delegations_open ON delegations (owner, seq) WHERE status IS NULL;
-CREATE TABLE attempts (
-    id TEXT PRIMARY KEY, delegation_id TEXT NOT NULL, number INTEGER NOT NULL,
-    agent TEXT NOT NULL, started DOUBLE PRECISION NOT NULL, deadline DOUBLE PRECISION,
-    seq BIGINT NOT NULL, pid INTEGER, pid_start_time DOUBLE PRECISION, pgid INTEGER,
-    node TEXT, identity_seq BIGINT, calls BIGINT NOT NULL DEFAULT 0,
-    input_tokens BIGINT NOT NULL DEFAULT 0, output_tokens BIGINT NOT NULL DEFAULT 0,
-    cost DOUBLE PRECISION NOT NULL DEFAULT 0, outcome TEXT, ended DOUBLE PRECISION,
-    error TEXT, record TEXT, end_seq BIGINT
-);
-CREATE INDEX attempts_delegation ON attempts (delegation_id, number);
-CREATE TABLE partials (
-    delegation_id TEXT NOT NULL, attempt_id TEXT NOT NULL, seq BIGINT NOT NULL,
-    item TEXT NOT NULL
-);
-CREATE INDEX partials_delegation ON partials (delegation_id, seq);
-CREATE TABLE retries (
-    delegation_id TEXT NOT NULL, after_attempt TEXT NOT NULL, due DOUBLE PRECISION NOT NULL,
-    agent TEXT NOT NULL, seq BIGINT NOT NULL
-);
-CREATE INDEX retries_delegation ON retries (delegation_id, seq);
-CREATE FUNCTION zeus_held(n BIGINT, what TEXT) RETURNS BIGINT LANGUAGE plpgsql AS $$
-BEGIN
-    IF n <> 1 THEN
-        RAISE EXCEPTION USING ERRCODE = 'ZF001', MESSAGE = what;
-    END IF;
-    RETURN n;
-END $$;
-"""
-_FENCED = "ZF001"  # the SQLSTATE of a conditioned write that found nothing it holds
-
-# This host still holds its lease: its row is locked for the commit (and stamped with the
-# commit's number), so a taker, which updates it, waits for the commit to end.
-_HOLD = ("UPDATE hosts SET commit_no = %s WHERE id = %s AND taken_by IS NULL AND released"
-         " IS NULL AND lease_until > now() RETURNING 1")
-_LEASED = ("SELECT 1 FROM hosts WHERE id = %s AND taken_by IS NULL AND released IS NULL"
-           " AND lease_until > now() FOR SHARE")
-_OWNED = "SELECT 1 FROM delegations d WHERE d.id = %s AND d.owner = %s AND d.epoch = %s"
-_ATTEMPT_OWNED = (" AND EXISTS (SELECT 1 FROM delegations d WHERE d.id = attempts.delegation_id"
-                  " AND d.owner = %s AND d.epoch = %s)")
-
-# One statement per kind of write, applied in this order by each commit; each row ends with
-# what conditions it (this host and the delegation's epoch), so a fenced row changes nothing.
-_SQL: dict[str, str] = {
-    "policy": "INSERT INTO policies (id, policy) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-    "recorded": "INSERT INTO delegations (id, key, parent_id, ordinal, agent, brief, policy,"
-                " deadline, created, seq, owner, epoch) VALUES (%s, %s, %s, %s, %s, %s, %s,"
-                " %s, %s, %s, %s, %s)",
-    "attempt_started": "INSERT INTO attempts (id, delegation_id, number, agent, started,"
-                       " deadline, seq) SELECT %s, %s, %s, %s, %s, %s, %s WHERE EXISTS ("
-                       + _OWNED + ")",
-    "attempt_identity": "UPDATE attempts SET pid = %s, pid_start_time = %s, pgid = %s,"
-                        " node = %s, identity_seq = %s, started = COALESCE(%s, started),"
-                        " deadline = COALESCE(%s, deadline) WHERE id = %s" + _ATTEMPT_OWNED,
-    "charge": "UPDATE attempts SET calls = calls + %s, input_tokens = input_tokens + %s,"
-              " output_tokens = output_tokens + %s, cost = cost + %s WHERE id = %s"
-              + _ATTEMPT_OWNED,
-    "partial": "INSERT INTO partials (delegation_id, attempt_id, seq, item)"
-               " SELECT %s, %s, %s, %s WHERE EXISTS (" + _OWNED + ")",
-    "attempt_ended": "UPDATE attempts SET outcome = %s, ended = %s, error = %s, record = %s,"
-                     " end_seq = %s WHERE id = %s" + _ATTEMPT_OWNED,
-    "retry_scheduled": "INSERT INTO retries (delegation_id, after_attempt, due, agent, seq)"
-                       " SELECT %s, %s, %s, %s, %s WHERE EXISTS (" + _OWNED + ")",
-    "settled": "UPDATE delegations SET status = %s, summary = %s, settled = %s,"
-               " settled_seq = %s WHERE id = %s AND owner = %s AND epoch = %s",
-}
-_UNCONDITIONED = ("policy", "recorded")  # an insert of this host's own new row
-
-
-def _checked(statement: str, what: str) -> str:
-    """`statement` made to abort its transaction (SQLSTATE ZF001) unless it wrote one row:
-    the whole commit goes to the server at once and is refused there."""
-    return (f"WITH w AS ({statement} RETURNING 1) SELECT zeus_held(count(*), '{what}')"
-            " FROM w")
-
-
-_T8, _I4, _I8, _F8 = "text", "int", "bigint", "float8"
-_TYPES: dict[str, tuple[str, ...]] = {  # each statement's parameters, in order
-    "hold": (_I8, _T8),
-    "policy": (_T8, _T8),
-    "recorded": (_T8, _T8, _T8, _I4, _T8, _T8, _T8, _F8, _F8, _I8, _T8, _I4),
-    "attempt_started": (_T8, _T8, _I4, _T8, _F8, _F8, _I8, _T8, _T8, _I4),
-    "attempt_identity": (_I4, _F8, _I4, _T8, _I8, _F8, _F8, _T8, _T8, _I4),
-    "charge": (_I8, _I8, _I8, _F8, _T8, _T8, _I4),
-    "partial": (_T8, _T8, _I8, _T8, _T8, _T8, _I4),
-    "attempt_ended": (_T8, _F8, _T8, _T8, _I8, _T8, _T8, _I4),
-    "retry_scheduled": (_T8, _T8, _F8, _T8, _I8, _T8, _T8, _I4),
-    "settled": (_T8, _T8, _F8, _I8, _T8, _T8, _I4),
-}
-
-
-def _numbered(sql: str) -> str:
-    """`%s` placeholders as `$1`, `$2`, ... (a prepared statement's)."""
-    parts = sql.split("%s")
-    return "".join(f"{part}${n}" for n, part in enumerate(parts[:-1], 1)) + parts[-1]
-
-
-_SENT = {kind: sql if kind in _UNCONDITIONED else
-         _checked(sql, f"a {kind} write for a delegation it no longer holds")
-         for kind, sql in _SQL.items()}
-_SENT["hold"] = _checked(_HOLD.removesuffix(" RETURNING 1"), "its lease ended or was taken over")
-# Each session prepares every write once (`zeus_<kind>`); a commit then sends one query of
-# `EXECUTE`s, whose plans the server keeps: one round trip, no planning per commit.
-_PREPARE = ";\n".join(f"PREPARE zeus_{kind} ({', '.join(_TYPES[kind])}) AS {_numbered(sql)}"
-                       for kind, sql in _SENT.items())
-_EXECUTE = {kind: f"EXECUTE zeus_{kind} ({', '.join(['%s'] * len(_TYPES[kind]))})"
-            for kind in _SENT}
-
-
-def is_postgres_url(store: object) -> bool:
-    """`store` names a PostgreSQL database (`postgresql://` or `postgres://`)."""
-    return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
-
-
-def _shown(url: str) -> str:
-    """The URL without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rpartition("@")
-    user = netloc[0].partition(":")[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[2]}"))
-
-
-@functools.lru_cache(maxsize=64)
-def _pg(sql: str) -> str:
-    return sql.replace("?", "%s")
-
-
-class _Qmark:
-    """A psycopg connection behind the `?` placeholders the shared readers write."""
-
-    def __init__(self, con: Any) -> None:
-        self._con = con
-
-    def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
-        return self._con.execute(_pg(sql), args)
 
 
 def _item_json(item: Any) -> str:
     return json.dumps(item, default=str, separators=(",", ":"))
-
-
-@dataclass(frozen=True, slots=True)
-class Host:
-    """A host incarnation of a shared store. Times are wall-clock epoch seconds as the
-    database's clock gives them; `lease_left_s` is what remained of the lease when read
-    (negative once it has expired)."""
-
-    id: str
-    pid: int
-    host: str
-    since: float
-    lease_until: float
-    lease_left_s: float
-    released: float | None
-    taken_by: str | None
-    owns: int  # open delegations it owns
-
-
-_HOST_COLUMNS = ("h.id, h.pid, h.host, extract(epoch FROM h.since)::float8,"
-                 " extract(epoch FROM h.lease_until)::float8,"
-                 " extract(epoch FROM h.lease_until - now())::float8,"
-                 " extract(epoch FROM h.released)::float8, h.taken_by,"
-                 " (SELECT count(*) FROM delegations d WHERE d.owner = h.id"
-                 " AND d.status IS NULL)")
-
-
-def _host(row: Sequence[Any]) -> Host:
-    return Host(id=row[0], pid=row[1], host=row[2], since=row[3], lease_until=row[4],
-                lease_left_s=row[5], released=row[6], taken_by=row[7], owns=int(row[8]))
-
-
-def hosts(con: Any) -> list[Host]:
-    """Every host of the store, oldest first (the CLI's and the ui's view)."""
-    rows = con.execute(f"SELECT {_HOST_COLUMNS} FROM hosts h ORDER BY h.n").fetchall()
-    return [_host(r) for r in rows]
-
-
-@contextlib.contextmanager
-def read_only(url: str) -> Iterator[tuple[Any, list[Host]]]:
-    """A read-only view of the store at `url` for the CLI and the ui (its hosts may run):
-    one read-only transaction, its connection behind `?` placeholders, and the hosts.
-    `StoreError` when it cannot be reached or is not a Zeus store (nothing is created)."""
-    where = _shown(url)
-    if psycopg is None:
-        raise StoreError(f"{where}: a PostgreSQL store needs psycopg: "
-                         "pip install 'zeus-supervisor[postgres]'")
-    try:
-        con = psycopg.connect(url, connect_timeout=_CONNECT_TIMEOUT_S,
-                              application_name="zeus-reader")
-    except psycopg.Error as exc:
-        raise StoreError(f"{where}: cannot connect to the store ({exc}); check the URL and "
-                         "that the database is up") from None
-    try:
-        con.read_only = True
-        with con.transaction():
-            tables = {r[0] for r in con.execute(
-                "SELECT table_name FROM information_schema.tables"
-                " WHERE table_schema = current_schema()")}
-            if not set(_TABLES) <= tables:
-                raise StoreError(f"{where}: no Zeus store there (no tables of one yet)")
-            yield _Qmark(con), hosts(con)
-    except psycopg.Error as exc:
-        raise StoreError(f"{where}: cannot read the store: {exc}") from None
-    finally:
-        con.close()
-
-
-def _connect(url: str, host_id: str, lease_s: float, *, autocommit: bool = True) -> Any:
-    if psycopg is None:
-        raise StoreError(f"{_shown(url)}: a PostgreSQL store needs psycopg: "
-                         "pip install 'zeus-supervisor[postgres]'")
-    # A session idle inside a transaction longer than this is ended by the server, so a
-    # frozen host never holds its row locks past its lease.
-    idle_ms = max(100, int(lease_s * 1000 * 0.5))
-    return psycopg.connect(
-        url, autocommit=autocommit, connect_timeout=_CONNECT_TIMEOUT_S,
-        application_name=f"zeus-{host_id}",
-        options=f"-c idle_in_transaction_session_timeout={idle_ms}",
-        keepalives=1, keepalives_idle=max(1, int(lease_s / 3)), keepalives_interval=1,
-        keepalives_count=3,
-    )
-
-
-def _prepare(con: Any, url: str) -> None:
-    """Create the schema on an empty database, or check the one there, under an advisory
-    lock (hosts that start together on an empty database create it once). `StoreError`,
-    the database unchanged, for tables of another application or a newer schema."""
-    where = _shown(url)
-    with con.transaction():
-        con.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-        tables = {r[0] for r in con.execute(
-            "SELECT table_name FROM information_schema.tables"
-            " WHERE table_schema = current_schema()")}
-        if "meta" not in tables:
-            if tables:
-                raise StoreError(
-                    f"{where}: the database holds tables of another application "
-                    f"({', '.join(sorted(tables)[:5])}); give an empty database (or "
-                    "one made by Zeus). The database was left as it is.")
-            con.execute(DDL)
-            con.execute("INSERT INTO meta VALUES ('application', %s), ('schema_version', %s)",
-                        (APPLICATION, str(SCHEMA_VERSION)))
-            return
-        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("application") != APPLICATION or not set(_TABLES) <= tables:
-            raise StoreError(f"{where}: the database is not a Zeus store (its meta table "
-                             "is another application's); give an empty database. The "
-                             "database was left as it is.")
-        version = int(meta.get("schema_version", "0"))
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"{where}: the store has schema version {version}, newer than "
-                             f"this Zeus reads ({SCHEMA_VERSION}); upgrade zeus-supervisor "
-                             "to open it. The database was left as it is.")
-
-
-class LeaseKeeper:
-    """This host's lease, on a connection of its own: called from one thread (the
-    renewal's), while the store serves Zeus's actor thread."""
-
-    def __init__(self, url: str, host_id: str, lease_s: float) -> None:
-        self._url = url
-        self._host_id = host_id
-        self._lease_s = lease_s
-        self._con: Any = None
-        self._lock = threading.Lock()
-
-    def _run(self, sql: str, args: Sequence[Any]) -> list[Any]:
-        with self._lock:
-            for attempt in (1, 2):  # a connection lost since the last call: once more
-                try:
-                    if self._con is None or self._con.closed:
-                        self._con = _connect(self._url, self._host_id, self._lease_s)
-                    return list(self._con.execute(sql, args).fetchall())
-                except psycopg.OperationalError as exc:
-                    with contextlib.suppress(Exception):
-                        self._con.close()
-                    self._con = None
-                    if attempt == 2:
-                        raise StoreError(f"{_shown(self._url)}: cannot reach the store to "
-                                         f"renew the lease ({exc})") from None
-        raise AssertionError("unreachable")
-
-    def renew(self) -> float | None:
-        """Extend the lease to `lease_s` from now (the database's clock): the seconds it now
-        has left; None when it is lost (expired, taken, or released). `StoreError` when the
-        database cannot be reached (the lease then runs down: the caller stops its
-        children before it ends)."""
-        rows = self._run(
-            "UPDATE hosts SET lease_until = now() + make_interval(secs => %s) WHERE id = %s"
-            " AND taken_by IS NULL AND released IS NULL AND lease_until >= now()"
-            " RETURNING extract(epoch FROM lease_until - now())::float8",
-            (self._lease_s, self._host_id))
-        return float(rows[0][0]) if rows else None
-
-    def expired_hosts(self, margin_s: float = 0.0) -> list[Host]:
-        """Hosts neither released nor taken whose lease ended more than `margin_s` ago
-        (the database's clock): what this host may take over."""
-        rows = self._run(
-            f"SELECT {_HOST_COLUMNS} FROM hosts h WHERE h.released IS NULL AND h.taken_by IS"
-            " NULL AND h.id <> %s AND h.lease_until + make_interval(secs => %s) < now()"
-            " ORDER BY h.lease_until", (self._host_id, margin_s))
-        return [_host(r) for r in rows]
-
-    def release(self) -> None:
-        """End the lease now (a clean stop) and close this connection."""
-        with contextlib.suppress(StoreError):
-            self._run("UPDATE hosts SET released = now(), lease_until = now() WHERE id = %s"
-                      " AND released IS NULL RETURNING 1", (self._host_id,))
-        self.close()
-
-    def close(self) -> None:
-        with self._lock:
-            if self._con is not None:
-                with contextlib.suppress(Exception):
-                    self._con.close()
-                self._con = None
 
 
 class PostgresStore(Store):
@@ -416,7 +87,7 @@ class PostgresStore(Store):
     def __init__(self, url: str, con: Any, *, host_id: str, n: int, lease_s: float,
                  keep_days: float, now: Callable[[], float], owner: Owner) -> None:
         self.url = url
-        self.path = _shown(url)
+        self.path = shown(url)
         self.previous_owner: Owner | None = None  # hosts are taken over, not replaced
         self.host_id = host_id
         self.lease_s = lease_s
@@ -424,7 +95,7 @@ class PostgresStore(Store):
         self._owner = owner
         self._keep_days = keep_days
         self._now = now
-        self._buffer: dict[str, list[tuple[Any, ...]]] = {kind: [] for kind in _SQL}
+        self._buffer: dict[str, list[tuple[Any, ...]]] = {kind: [] for kind in KINDS}
         self._charges: dict[str, list[float]] = {}
         self._policies: dict[int, tuple[object, str]] = {}
         self._stored_policies: set[str] = set()
@@ -438,7 +109,7 @@ class PostgresStore(Store):
         self._keeper: LeaseKeeper | None = None
         self._crash = _crash_after()
         self._crash_seen = 0
-        self.renewer: _Renewer | None = None
+        self.renewer: Renewer | None = None
         self._number = 0  # commits made (each stamps the host's row)
         self._unsure: tuple[int, dict[str, int]] | None = None  # a commit whose end was lost
 
@@ -455,16 +126,16 @@ class PostgresStore(Store):
         if not lease_s > 0:
             raise StoreError(f"lease_s must be > 0 (got {lease_s!r})")
         host_id = uuid.uuid4().hex
-        where = _shown(url)
+        where = shown(url)
         try:
-            con = _connect(url, host_id, lease_s)
+            con = connect(url, host_id, lease_s)
         except StoreError:
             raise
         except psycopg.Error as exc:
             raise StoreError(f"{where}: cannot connect to the store ({exc}); check the "
                              "URL and that the database is up") from None
         try:
-            _prepare(con, url)
+            prepare(con, url)
             pid = os.getpid()
             row = con.execute(
                 "INSERT INTO hosts (id, n, pid, pid_start_time, host, lease_until) VALUES"
@@ -474,13 +145,13 @@ class PostgresStore(Store):
             ).fetchone()
             owner = Owner(pid=pid, pid_start_time=process_start_time(pid),
                           host=socket.gethostname(), since=row[1], heartbeat=row[1])
-            con.execute(_PREPARE.encode())
+            con.execute(PREPARE.encode())
             store = cls(url, con, host_id=host_id, n=int(row[0]), lease_s=lease_s,
                         keep_days=keep_days, now=now, owner=owner)
             store._adopt_local_dead()
             store.prune()
             if renew:
-                store.renewer = _Renewer(store.lease_keeper(), lease_s / 3)
+                store.renewer = Renewer(store.lease_keeper(), lease_s / 3)
         except psycopg.Error as exc:
             con.close()
             raise StoreError(f"{where}: cannot use the store: {exc}") from None
@@ -517,8 +188,8 @@ class PostgresStore(Store):
             raise StoreError(f"{self.path}: the store is away; nothing new starts until it "
                              "is reached again (a reconnect is tried with backoff)")
         try:
-            self._con = _connect(self.url, self.host_id, self.lease_s)
-            self._con.execute(_PREPARE.encode())
+            self._con = connect(self.url, self.host_id, self.lease_s)
+            self._con.execute(PREPARE.encode())
         except psycopg.Error as exc:
             self._con = None
             self._retry_at = time.monotonic() + _BACKOFF_S[
@@ -696,15 +367,15 @@ class PostgresStore(Store):
         # One round trip: the statements, their values bound here, sent as one query,
         # which the server runs as one transaction (an error anywhere rolls back all).
         bind = psycopg.ClientCursor(con).mogrify
-        parts = [bind(_EXECUTE["hold"], (self._number, self.host_id))]
+        parts = [bind(EXECUTE["hold"], (self._number, self.host_id))]
         for kind in kinds:
-            statement = _EXECUTE[kind]
+            statement = EXECUTE[kind]
             parts.extend(bind(statement, row) for row in buffer[kind])
         self._unsure = (self._number, sizes)  # until the server answers
         try:
             con.execute(";\n".join(parts).encode())
         except psycopg.Error as exc:
-            if exc.sqlstate == _FENCED:
+            if exc.sqlstate == FENCED:
                 self._unsure = None
                 return exc.diag.message_primary or "fenced"
             if not (isinstance(exc, psycopg.OperationalError) or con.broken):
@@ -771,7 +442,7 @@ class PostgresStore(Store):
             con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE"
                         " application_name = %s", (f"zeus-{host_id}",))
             with con.transaction():
-                if con.execute(_LEASED, (self.host_id,)).fetchone() is None:
+                if con.execute(LEASED, (self.host_id,)).fetchone() is None:
                     raise _Rollback
                 row = con.execute(
                     "UPDATE hosts SET taken_by = COALESCE(taken_by, %s), taken_at ="
@@ -836,7 +507,7 @@ class PostgresStore(Store):
     # -- readers ----------------------------------------------------------------------------
     def _read(self, fn: Callable[..., _T], *args: Any) -> _T:
         try:
-            return fn(_Qmark(self._connection()), *args)
+            return fn(Qmark(self._connection()), *args)
         except psycopg.Error as exc:
             raise self._lost(exc) from None
 
@@ -861,7 +532,7 @@ class PostgresStore(Store):
         try:
             con = self._connection()
             with con.transaction():
-                if con.execute(_LEASED, (self.host_id,)).fetchone() is None:
+                if con.execute(LEASED, (self.host_id,)).fetchone() is None:
                     raise _Rollback
                 row = con.execute(
                     "UPDATE delegations SET status = NULL, summary = NULL, settled = NULL,"
@@ -965,36 +636,6 @@ class PostgresStore(Store):
                 with contextlib.suppress(Exception):
                     self._con.close()
                 self._con = None
-
-
-class _Renewer:
-    """A daemon thread that renews a lease every `every_s` until it is lost or stopped.
-    `lost` is set when a renewal found the lease gone; a renewal that cannot reach the
-    database is tried again at the next tick (the lease runs down meanwhile)."""
-
-    def __init__(self, keeper: LeaseKeeper, every_s: float) -> None:
-        self._keeper = keeper
-        self._every_s = every_s
-        self._stop = threading.Event()
-        self.lost = threading.Event()
-        self.renewals = 0
-        self._thread = threading.Thread(target=self._run, name="zeus-lease", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:  # the renewal's thread
-        while not self._stop.wait(self._every_s):
-            try:
-                left = self._keeper.renew()
-            except StoreError:
-                continue
-            self.renewals += 1
-            if left is None:
-                self.lost.set()
-                return
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(self._every_s + 5)
 
 
 class _Rollback(Exception):

@@ -151,9 +151,9 @@ class StoreDatabase(Source):
 
     @property
     def label(self) -> str:
-        from supervisor.store.postgres import _shown
+        from supervisor.store.pg_schema import shown
 
-        return _shown(self._url)
+        return shown(self._url)
 
     def read_new(self) -> Batch:
         from supervisor.store import store_events
