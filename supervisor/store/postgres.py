@@ -375,9 +375,10 @@ class PostgresStore(Store):
         try:
             con.execute(";\n".join(parts).encode())
         except psycopg.Error as exc:
-            if exc.sqlstate == FENCED:
+            message = exc.diag.message_primary or ""
+            if exc.sqlstate == "22P02" and FENCED in message:
                 self._unsure = None
-                return exc.diag.message_primary or "fenced"
+                return message.split(FENCED, 1)[1].rpartition(":")[0]
             if not (isinstance(exc, psycopg.OperationalError) or con.broken):
                 self._unsure = None  # refused by the server: nothing was written
             raise
