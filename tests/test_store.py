@@ -380,3 +380,12 @@ def test_a_large_store_is_checked_in_its_small_tables_and_refused_unchanged(
     with pytest.raises(StoreError, match="corrupt"):
         SqliteStore.open(path)
     assert fingerprint(path) == before
+
+
+def test_the_core_and_the_cli_import_no_postgresql_driver() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, supervisor, supervisor.cli.main, supervisor.store; "
+            "assert 'psycopg' not in sys.modules, 'psycopg imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

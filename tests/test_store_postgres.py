@@ -93,6 +93,10 @@ def test_many_live_hosts_share_a_store_and_each_sees_only_what_it_owns(
     assert hosts[a.host_id].owns == 1 and hosts[b.host_id].owns == 0
     assert all(h.lease_left_s > 0 and h.taken_by is None for h in hosts.values())
     assert sql(pg_url, "SELECT owner, epoch FROM delegations") == [(a.host_id, 1)]
+    # its sessions are found by name, and end a transaction left idle within the lease
+    assert a._con.execute("SHOW idle_in_transaction_session_timeout").fetchone()[0] == "5s"
+    assert sql(pg_url, "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+               f"zeus-{a.host_id}") == [(1,)]
 
 
 def test_a_clean_close_releases_the_host_and_ends_its_lease(opened: Any, pg_url: str) -> None:
