@@ -110,6 +110,7 @@ class Durable(MemoryDurable):
         self._resolve: list[Callable[[], object]] = []  # handles waiting for the commit
         self._held = 0  # turns whose writes wait for the next commit
         self._uncommitted: dict[str, Summary] = {}  # settled since the last commit
+        self.fenced = False  # the host's lease on a shared store is lost: nothing is written
 
     def wall(self, when: float) -> float:
         """Clock time `when` as wall-clock time (epoch seconds), as the store keeps time."""
@@ -209,6 +210,8 @@ class Durable(MemoryDurable):
         be written: the writes stay buffered for the next commit."""
         if not self._dirty:
             return True
+        if self.fenced:
+            return False
         try:
             self.store.commit()
         except StoreError as exc:
@@ -235,6 +238,14 @@ class Durable(MemoryDurable):
             return
         self.commit_now()
 
+    def fence(self) -> None:
+        """This host's lease is lost (Zeus's thread): nothing more reaches the store, and
+        what waited for a commit is let go unwritten."""
+        self.fenced = True
+        self._dirty = False
+        self._resolve.clear()
+        self._uncommitted.clear()
+
     @property
     def writable(self) -> bool:
-        return self.store.writable
+        return not self.fenced and self.store.writable

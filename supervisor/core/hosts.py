@@ -1,0 +1,85 @@
+"""This host among several on a shared store: what it does when its lease is lost, and
+when it takes over the delegations of a host whose lease ended (docs/design.md,
+"Several hosts"). Owned by Zeus's actor thread; the lease keeper's thread only sends
+it messages (`LeaseLost`, `TakeOver`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from supervisor.core.future import DelegationFuture
+from supervisor.errors import StoreError
+
+if TYPE_CHECKING:
+    from supervisor.core.supervisor import Supervisor
+
+__all__ = ["HostLife"]
+
+KeepHandle = Callable[[str, DelegationFuture], object]
+# Hands the futures of the host's own delegations to whoever resolves them from the
+# store once the host that takes them over settles them.
+WatchElsewhere = Callable[[str, DelegationFuture], None]
+
+
+class HostLife:
+    """This host's part in a shared store's life, run in Zeus's actor thread."""
+
+    def __init__(self, sup: Supervisor, host_id: str) -> None:
+        self._sup = sup
+        self.host_id = host_id
+        self.lost: str | None = None  # why the lease was lost, once it is
+        self.taken_over: dict[str, int] = {}  # host id -> delegations this host took
+
+    # -- the lease lost ---------------------------------------------------------------------
+
+    def lease_lost(self, why: str, watch_elsewhere: WatchElsewhere) -> None:
+        """Fence everything: no child of this host runs on and nothing more is written.
+        The host's handles resolve when the taker settles their delegations."""
+        if self.lost is not None:
+            return
+        self.lost = why
+        sup = self._sup
+        sup.accepting = False
+        sup.durable.fence()
+        roots = [d for d in sup.tree.delegations.values() if d.parent_id is None]
+        sup.events.emit("host.lease_lost", host=self.host_id, why=why,
+                        delegations=len(sup.tree.delegations))
+        sup.fence_all()
+        for d in roots:
+            watch_elsewhere(d.id, d.settled)
+
+    # -- taking over ------------------------------------------------------------------------
+
+    def take_over(self, hosts: Sequence[str], keep_handle: KeepHandle) -> dict[str, int]:
+        """Claim what each expired host left open, tree by tree, as many as there are free
+        slots, and recover it as a restart would: its children are gone (the lease and the
+        ladder's bound have passed), so writers run again too. What one batch leaves is
+        claimed at a later renewal, here or by another host."""
+        sup = self._sup
+        if self.lost is not None or not sup.accepting:
+            return {}
+        claimed: dict[str, list[str]] = {}
+        for host in hosts:
+            free = sup.free_slots()
+            if free <= 0:
+                break
+            try:
+                ids = sup.durable.store.take_over(host, limit=free)
+            except StoreError as exc:
+                sup.events.emit("zeus.internal_error", message="take_over", error=str(exc))
+                continue
+            if not ids:
+                continue
+            claimed[host] = ids
+            opens = sup.durable.store.open_delegations_of(ids)
+            for stored in opens:
+                sd = stored.delegation
+                sup.events.emit("delegation.taken_over", delegation_id=sd.id,
+                                    agent=sd.agent, from_host=host, by=self.host_id)
+            sup.recover(opens, keep_handle, taken_over=True)
+            self.taken_over[host] = self.taken_over.get(host, 0) + len(ids)
+            sup.events.emit("host.taken_over", host=host, by=self.host_id,
+                                delegations=len(ids))
+        return {host: len(ids) for host, ids in claimed.items()}
