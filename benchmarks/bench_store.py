@@ -9,7 +9,10 @@ without a store, and `Zeus.start` recovering 10,000 open delegations. The store
 alone (`SqliteStore`), driven the way Zeus's thread drives it: a record and an
 attempt (one commit) then the attempt's end and the settlement (one commit).
 DBOS (the `bench-dbos` extra) runs a workflow of one no-op step on SQLite at its
-default settings; without it installed, its rows are skipped.
+default settings; without it installed, its rows are skipped. The engines side by side
+(`python -m benchmarks store engines` runs only these): the same no-op delegation in
+memory, on SQLite and on PostgreSQL (`ZEUS_BENCH_POSTGRES`, else a throwaway local
+server), in alternating rounds.
 """
 
 from __future__ import annotations
@@ -175,6 +178,69 @@ def bench_wired(rows: list[Row]) -> tuple[float, float]:
     return p50(stored), lookup
 
 
+@contextlib.contextmanager
+def postgres_url() -> Iterator[str | None]:
+    """A PostgreSQL database for the engines' row: `ZEUS_BENCH_POSTGRES` (a URL), else a
+    throwaway local server on a Unix socket (tests/_postgres.py); None without one."""
+    import os
+
+    url = os.environ.get("ZEUS_BENCH_POSTGRES")
+    if url:
+        yield url
+        return
+    try:
+        from tests._postgres import PostgresServer, find_bin_dir
+    except ImportError:
+        yield None
+        return
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        yield None
+        return
+    server = PostgresServer(bin_dir)
+    try:
+        yield server.database()
+    finally:
+        server.close()
+
+
+def bench_engines(rows: list[Row], rounds: int = 5, per_round: int = 400) -> None:
+    """A no-op delegation through Zeus in memory, on SQLite and on PostgreSQL, the three
+    side by side in alternating rounds: each row gives the median of the rounds' medians
+    and their spread (lowest to highest round)."""
+    routing = Routing.from_dict({"version": 1, "agents": {}})
+    with tempfile.TemporaryDirectory() as tmp, postgres_url() as pg, \
+            contextlib.ExitStack() as stack:
+        zeuses = {"memory": stack.enter_context(Zeus.start(routing, agents={"noop": noop}))}
+        zeuses["sqlite"] = stack.enter_context(
+            Zeus.start(routing, agents={"noop": noop}, store=Path(tmp) / "zeus.db"))
+        if pg is not None:
+            zeuses["postgres"] = stack.enter_context(
+                Zeus.start(routing, agents={"noop": noop}, store=pg))
+        for zeus in zeuses.values():
+            samples(lambda i, z=zeus: z.dispatch(BRIEF).result(5), 200)  # type: ignore[misc]
+        medians: dict[str, list[float]] = {name: [] for name in zeuses}
+        for _ in range(rounds):
+            for name, zeus in zeuses.items():
+                medians[name].append(p50(samples(
+                    lambda i, z=zeus: z.dispatch(BRIEF).result(5), per_round)))  # type: ignore[misc]
+    memory = p50(medians["memory"])
+    for name, target in (("sqlite", "ratio<=1.5"), ("postgres", "ratio<=3.0")):
+        if name not in medians:
+            rows.append(Row(f"durable no-op delegation on {name} (side by side)", float("nan"),
+                            None, "us", note="skipped: no PostgreSQL server here"))
+            continue
+        got = medians[name]
+        rows.append(Row(
+            f"durable no-op delegation on {name} (side by side)", p50(got) * 1e6,
+            memory * 1e6, "us", "the same delegation, Zeus without a store", target,
+            note=f"{rounds} rounds of {per_round}: round medians {min(got) * 1e6:.0f}.."
+                 f"{max(got) * 1e6:.0f} us; memory {min(medians['memory']) * 1e6:.0f}.."
+                 f"{max(medians['memory']) * 1e6:.0f} us"
+                 + ("; local server, Unix socket" if name == "postgres" else ""),
+            extra={"rounds": got, "memory_rounds": medians["memory"]}))
+
+
 def _in_flight(zeus: Zeus, width: int, n: int) -> float:
     """Delegations per second with at most `width` in flight."""
     import threading
@@ -332,6 +398,11 @@ def bench_startup(rows: list[Row]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     rows: list[Row] = []
+    if argv and argv[0] == "engines":  # `python -m benchmarks store engines`: that row only
+        bench_engines(rows)
+        report("store-engines", rows)
+        return
+    bench_engines(rows)
     durable, lookup = bench_wired(rows)
     bench_writes(rows)
     bench_dbos(rows, durable, lookup)

@@ -14,6 +14,7 @@ __all__ = [
     "RoutingError",
     "StoreBusy",
     "StoreError",
+    "StoreFenced",
     "SupervisorError",
     "UnknownAgent",
     "UnknownDelegation",
@@ -65,6 +66,16 @@ class StoreBusy(StoreError):
         self.pid = pid
         self.host = host
         self.since = since
+
+
+class StoreFenced(StoreError):
+    """This host no longer owns what it tried to write (its lease was lost or taken over,
+    or a delegation was claimed by another host): nothing of that commit was written.
+    The host must stop its children and write nothing more; `host_id` names it."""
+
+    def __init__(self, message: str, *, host_id: str) -> None:
+        super().__init__(message)
+        self.host_id = host_id
 
 
 class NotBlocked(SupervisorError):

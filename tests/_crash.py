@@ -33,7 +33,7 @@ def brief(agent_name: str, folder: Path, name: str, **inputs: Any) -> dict[str, 
 class Host:
     """A host process on `store` running `plan`; killed or waited for by the test."""
 
-    def __init__(self, tmp: Path, store: Path, plan: dict[str, Any],
+    def __init__(self, tmp: Path, store: Path | str, plan: dict[str, Any],
                  env: dict[str, str] | None = None) -> None:
         # Without a grace of its own a plan's process children die with their host, as
         # they did before children could wait to be picked up (docs/design.md, "Reattach").
@@ -90,7 +90,7 @@ def wait_for(path: Path, host: Host | None = None) -> None:
         time.sleep(0.01)
 
 
-def wait_charged(store: Path, calls: int, host: Host) -> None:
+def wait_charged(store: Path | str, calls: int, host: Host) -> None:
     """Until the store holds `calls` charged calls: Zeus had them and committed them."""
     deadline = time.monotonic() + WAIT_S
     while stored_calls(store) < calls:
@@ -100,7 +100,7 @@ def wait_charged(store: Path, calls: int, host: Host) -> None:
         time.sleep(0.01)
 
 
-def wait_partials(store: Path, count: int, host: Host) -> None:
+def wait_partials(store: Path | str, count: int, host: Host) -> None:
     """Until the store holds `count` partial results: Zeus had them and committed them."""
     deadline = time.monotonic() + WAIT_S
     while _count(store, "SELECT count(*) FROM partials") < count:
@@ -110,31 +110,42 @@ def wait_partials(store: Path, count: int, host: Host) -> None:
         time.sleep(0.01)
 
 
-def _count(store: Path, query: str) -> int:
+def store_rows(store: Path | str, query: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The rows of `query` (`?` placeholders) on the store, a SQLite file (read-only) or a
+    PostgreSQL URL; none when the store holds no such table yet."""
+    if str(store).startswith("postgresql://"):
+        import psycopg
+
+        try:
+            with psycopg.connect(str(store)) as pg:
+                return [tuple(r) for r in pg.execute(query.replace("?", "%s"), args)]
+        except psycopg.Error:
+            return []  # not created yet
     try:
         with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
-            (n,) = con.execute(query).fetchone()
+            return [tuple(r) for r in con.execute(query, args).fetchall()]
     except sqlite3.Error:
-        return 0  # not created yet
-    return int(n)
+        return []  # not created yet
 
 
-def stored_calls(store: Path) -> int:
-    try:
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
-            (calls,) = con.execute("SELECT coalesce(sum(calls), 0) FROM attempts").fetchone()
-    except sqlite3.Error:
-        return 0  # not created yet
-    return int(calls)
+def store_row(store: Path | str, query: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+    """The first row of `query` on the store (`store_rows`), or None."""
+    rows = store_rows(store, query, args)
+    return rows[0] if rows else None
 
 
-def settled(store: Path, key: str) -> bool:
+def _count(store: Path | str, query: str) -> int:
+    row = store_row(store, query)
+    return 0 if row is None else int(row[0])
+
+
+def stored_calls(store: Path | str) -> int:
+    return _count(store, "SELECT coalesce(sum(calls), 0) FROM attempts")
+
+
+def settled(store: Path | str, key: str) -> bool:
     """Whether the store holds the delegation of `key` settled (committed)."""
-    try:
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as con:
-            row = con.execute("SELECT status FROM delegations WHERE key = ?", (key,)).fetchone()
-    except sqlite3.Error:
-        return False  # not created yet
+    row = store_row(store, "SELECT status FROM delegations WHERE key = ?", (key,))
     return row is not None and row[0] is not None
 
 

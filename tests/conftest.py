@@ -1,4 +1,5 @@
-"""Shared fixtures: a fake clock, an event recorder, and a Zeus factory."""
+"""Shared fixtures: a fake clock, an event recorder, a Zeus factory, and the stores (a
+SQLite file, or a fresh database on the session's throwaway PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -81,3 +82,32 @@ def _shut_ray_down() -> Iterator[None]:
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """The session's throwaway PostgreSQL (tests/_postgres.py); skipped without one."""
+    from tests._postgres import SKIP, PostgresServer, find_bin_dir
+
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        pytest.skip(SKIP)
+    server = PostgresServer(bin_dir)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> str:
+    """A fresh, empty database on the session's PostgreSQL: its URL."""
+    return str(pg_server.database())
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a store lives, once per engine: a SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "zeus.db")
+    return str(request.getfixturevalue("pg_url"))

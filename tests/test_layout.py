@@ -168,6 +168,10 @@ ONE_CONCEPT_OVER_THE_LIMIT: dict[str, str] = {
         "the host's facade: every public call of Zeus, each a short hand-off to the actor; "
         "split, one public class would be spread over modules"
     ),
+    "supervisor/store/postgres.py": (
+        "the Store interface on PostgreSQL: the buffered writes, the fenced commit, the "
+        "takeover and the readers of one class, as the SQLite store keeps them in one"
+    ),
     "actors/backends/command/work.py": (
         "one run of a program inside a worker: its start, its stops (cancel, the ladder, the "
         "exit grace) and its reading are one loop in the worker's main thread"

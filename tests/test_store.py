@@ -1,6 +1,7 @@
-"""The SQLite store on its own: write-ahead writes grouped per commit, the readers,
-pruning by an injected wall clock, bad files refused unchanged, a store that
-cannot be written, and the store read back as journal events."""
+"""The store on its own: write-ahead writes grouped per commit, the readers and pruning
+by an injected wall clock on both engines (a SQLite file and a PostgreSQL database);
+then, of the SQLite file only, its one owner, bad files refused unchanged, a store
+that cannot be written, and the store read back as journal events."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from supervisor.routing import AgentPolicy
 from supervisor.store import Recovery, SqliteStore, is_sqlite_file, store_events
 from supervisor.store.schema import SCHEMA_VERSION
 from supervisor.testing import store_full
+from tests._postgres import count_rows, open_store
 
 DAY = 86_400.0
 BRIEF = Brief(agent="apollo", scope="scan the routes")
@@ -66,7 +68,16 @@ def wall() -> Wall:
 
 
 @pytest.fixture
-def store(tmp_path: Path, wall: Wall) -> Any:
+def store(store_url: str, wall: Wall) -> Any:
+    """A store on each engine."""
+    s = open_store(store_url, now=wall)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path, wall: Wall) -> Any:
+    """A SQLite store, for what only its file has (one owner, the file's faults)."""
     s = SqliteStore.open(tmp_path / "zeus.db", now=wall)
     yield s
     s.close()
@@ -77,9 +88,7 @@ def fingerprint(path: Path) -> tuple[bytes, int]:
 
 
 # -- writes and readers --------------------------------------------------------------------
-def test_nothing_is_durable_before_commit_and_everything_is_after(
-    store: SqliteStore, tmp_path: Path
-) -> None:
+def test_nothing_is_durable_before_commit_and_everything_is_after(store: SqliteStore) -> None:
     record(store, "d1", key="k1")
     a = start(store, "d1")
     assert store.counts().open == 0  # buffered, not written
@@ -91,16 +100,14 @@ def test_nothing_is_durable_before_commit_and_everything_is_after(
     assert [x.id for x in found.attempts] == [a] and found.attempts[0].open
 
 
-def test_one_commit_is_one_transaction(store: SqliteStore, tmp_path: Path) -> None:
+def test_one_commit_is_one_transaction(store: SqliteStore, store_url: str) -> None:
     # a second connection sees all of a turn's writes or none of them
-    other = sqlite3.connect(tmp_path / "zeus.db")
     for n in range(5):
         record(store, f"d{n}")
         start(store, f"d{n}")
-    assert other.execute("SELECT count(*) FROM delegations").fetchone()[0] == 0
+    assert count_rows(store_url, "delegations") == 0
     store.commit()
-    assert other.execute("SELECT count(*) FROM attempts").fetchone()[0] == 5
-    other.close()
+    assert count_rows(store_url, "attempts") == 5
 
 
 def test_charges_partials_identity_and_retries_come_back_for_recovery(
@@ -173,10 +180,8 @@ def test_children_come_in_the_order_of_their_parents_delegate_calls(store: Sqlit
     assert store.open_delegations()[0].delegation.id == "p"
 
 
-def test_settled_delegations_older_than_keep_days_are_pruned(
-    tmp_path: Path, wall: Wall
-) -> None:
-    store = SqliteStore.open(tmp_path / "z.db", now=wall, keep_days=30)
+def test_settled_delegations_older_than_keep_days_are_pruned(store_url: str, wall: Wall) -> None:
+    store = open_store(store_url, now=wall, keep_days=30)
     record(store, "old")
     record(store, "young")
     record(store, "open")
@@ -187,15 +192,15 @@ def test_settled_delegations_older_than_keep_days_are_pruned(
     assert store.delegation("old") is None and store.delegation("young") is not None
     wall.t += 2 * DAY
     store.close()
-    store = SqliteStore.open(tmp_path / "z.db", now=wall, keep_days=30)  # prunes on open
+    store = open_store(store_url, now=wall, keep_days=30)  # prunes on open
     assert store.delegation("young") is None and store.delegation("open") is not None
     store.close()
 
 
-# -- one owner --------------------------------------------------------------------------------
-def test_a_second_opener_in_the_same_live_process_is_refused(store: SqliteStore) -> None:
+# -- one owner (SQLite only: a PostgreSQL store has many live hosts) --------------------------
+def test_a_second_opener_in_the_same_live_process_is_refused(sqlite_store: SqliteStore) -> None:
     with pytest.raises(StoreBusy) as err:
-        SqliteStore.open(store.path)
+        SqliteStore.open(sqlite_store.path)
     assert err.value.pid == os.getpid() and str(os.getpid()) in str(err.value)
 
 
@@ -306,8 +311,9 @@ def test_a_read_only_directory_is_a_store_error(tmp_path: Path) -> None:
 
 
 def test_a_full_disk_fails_the_commit_and_keeps_the_turn_for_the_next(
-    store: SqliteStore,
+    sqlite_store: SqliteStore,
 ) -> None:
+    store = sqlite_store  # a full disk under a SQLite file
     record(store, "before")
     store.commit()
     with store_full(store):
@@ -324,7 +330,8 @@ def test_a_full_disk_fails_the_commit_and_keeps_the_turn_for_the_next(
 
 
 # -- read as a journal ----------------------------------------------------------------------------
-def test_a_store_reads_back_as_the_events_a_journal_holds(store: SqliteStore) -> None:
+def test_a_store_reads_back_as_the_events_a_journal_holds(sqlite_store: SqliteStore) -> None:
+    store = sqlite_store
     record(store, "d1", created=10.0)
     a1 = start(store, "d1", at=11.0)
     store.attempt_identity(a1, pid=77, pid_start_time=5.0, pgid=77, node=None)
@@ -373,3 +380,12 @@ def test_a_large_store_is_checked_in_its_small_tables_and_refused_unchanged(
     with pytest.raises(StoreError, match="corrupt"):
         SqliteStore.open(path)
     assert fingerprint(path) == before
+
+
+def test_the_core_and_the_cli_import_no_postgresql_driver() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, supervisor, supervisor.cli.main, supervisor.store; "
+            "assert 'psycopg' not in sys.modules, 'psycopg imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

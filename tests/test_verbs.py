@@ -1,11 +1,14 @@
 """The operator's verbs on a store's blocked delegations (docs/design.md, "The store"):
 `zeus.resume(id)` runs one again as a new attempt, `zeus.resolve(id, status, note)`
 settles it by hand, both journalled with who and why; a verb on anything not blocked is
-`NotBlocked`; `dispatch(key=K)` on a blocked key says which verb to use."""
+`NotBlocked`; `dispatch(key=K)` on a blocked key says which verb to use. The verbs run
+on both engines (a SQLite file, a PostgreSQL database); the stores left by a dead host
+are built here as a SQLite file's owner leaves them."""
 
 from __future__ import annotations
 
 import getpass
+import shlex
 import subprocess
 import sys
 import threading
@@ -38,7 +41,7 @@ class Agent:
         return Report(output=f"run {self.runs}", changes=["db/migrations/0042.sql"])
 
 
-def start(store: Path, agent: Agent | None = None, events: list[dict[str, Any]] | None = None,
+def start(store: Path | str, agent: Agent | None = None, events: list[dict[str, Any]] | None = None,
           ) -> Zeus:
     zeus = Zeus.start(store=store, log=(events.append if events is not None else None),
                       agents={"hermes": agent or Agent()})
@@ -49,9 +52,9 @@ BRIEF = Brief(agent="hermes", scope="apply the migration")
 
 
 def test_resume_runs_a_blocked_delegation_again_keeping_its_id_key_spend_and_history(
-    tmp_path: Path,
+    store_url: str,
 ) -> None:
-    store, agent, events = tmp_path / "zeus.db", Agent(), []
+    store, agent, events = store_url, Agent(), []
     with start(store, agent, events) as zeus:
         blocked = zeus.dispatch(BRIEF, key="ticket-42").result()
         assert blocked.status is Status.blocked
@@ -74,9 +77,9 @@ def test_resume_runs_a_blocked_delegation_again_keeping_its_id_key_spend_and_his
 
 @pytest.mark.parametrize("status", [Status.completed, "completed", "failed"])
 def test_resolve_settles_a_blocked_delegation_by_hand_with_the_note_in_its_summary(
-    tmp_path: Path, status: Status | str
+    store_url: str, status: Status | str
 ) -> None:
-    store, agent, events = tmp_path / "zeus.db", Agent(), []
+    store, agent, events = store_url, Agent(), []
     with start(store, agent, events) as zeus:
         blocked = zeus.dispatch(BRIEF, key="ticket-7").result()
         summary = zeus.resolve(blocked.id, status, "checked by hand: the migration had run")
@@ -96,7 +99,7 @@ def test_resolve_settles_a_blocked_delegation_by_hand_with_the_note_in_its_summa
             again.resolve(blocked.id, "completed", "twice")
 
 
-def test_verbs_on_what_is_not_blocked_say_why(tmp_path: Path) -> None:
+def test_verbs_on_what_is_not_blocked_say_why(store_url: str) -> None:
     release = threading.Event()
 
     def slow(brief: Brief, ctx: Context) -> str:
@@ -104,7 +107,7 @@ def test_verbs_on_what_is_not_blocked_say_why(tmp_path: Path) -> None:
             ctx.sleep(0.01)
         return "done"
 
-    with Zeus.start(store=tmp_path / "zeus.db",
+    with Zeus.start(store=store_url,
                     agents={"hermes": Agent(blocks=(1, 3)), "slow": slow}) as zeus:
         done = zeus.dispatch(BRIEF).result()  # blocked: its first run
         completed = zeus.resume(done.id).result()
@@ -135,9 +138,9 @@ def test_verbs_on_what_is_not_blocked_say_why(tmp_path: Path) -> None:
 
 
 def test_dispatch_on_a_blocked_key_returns_the_blocked_summary_saying_which_verb(
-    tmp_path: Path,
+    store_url: str,
 ) -> None:
-    store = tmp_path / "zeus.db"
+    store = store_url
     with start(store) as zeus:
         blocked = zeus.dispatch(BRIEF, key="ticket-9").result()
         again = zeus.dispatch(BRIEF, key="ticket-9").result()
@@ -146,8 +149,9 @@ def test_dispatch_on_a_blocked_key_returns_the_blocked_summary_saying_which_verb
     for summary in (again, stored):
         assert summary.status is Status.blocked and summary.id == blocked.id
         assert summary.error is not None and "needs a person to approve" in summary.error
-        assert f"zeus resume {store} {blocked.id}" in summary.error
-        assert f"zeus resolve {store} {blocked.id} --status completed --note" in summary.error
+        shown = shlex.quote(store)  # a URL's `?` is quoted
+        assert f"zeus resume {shown} {blocked.id}" in summary.error
+        assert f"zeus resolve {shown} {blocked.id} --status completed --note" in summary.error
 
 
 def _left_open_by_a_dead_host(store: Path) -> None:

@@ -34,6 +34,11 @@ def open_store(routing: Routing, store: str | Path | None, clock: Clock) -> Stor
     path = store if store is not None else policy.path
     if path is None:
         return None
+    if str(path).startswith(("postgresql://", "postgres://")):
+        from supervisor.store.postgres import PostgresStore  # psycopg: only for this store
+
+        return PostgresStore.open(str(path), lease_s=policy.lease_s,
+                                  keep_days=policy.keep_days, now=clock.wall, renew=True)
     return SqliteStore.open(path, synchronous=policy.synchronous, keep_days=policy.keep_days,
                             now=clock.wall)
 

@@ -66,6 +66,9 @@ class Journal:
             alive = event.get("owner_alive")
             run.owner_alive = alive if isinstance(alive, bool) else None
             run.owner_heartbeat_ts = num(event.get("heartbeat"))
+            hosts = event.get("hosts")
+            run.hosts = [h for h in hosts if isinstance(h, dict)] if isinstance(
+                hosts, list) else []
             return
         if name == "zeus.stopped":
             run.stopped_ts = ts

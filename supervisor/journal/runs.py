@@ -176,6 +176,8 @@ class Run:
     store: bool = False
     owner_alive: bool | None = None
     owner_heartbeat_ts: float | None = None
+    # A store shared by many hosts (PostgreSQL): each host, its lease and what it owns.
+    hosts: list[Event] = field(default_factory=list)
 
     @property
     def stopped(self) -> bool:

@@ -223,12 +223,20 @@ class RayPolicy(Frozen):
 class StorePolicy(Frozen):
     """Where delegations outlive the supervisor's process (docs/design.md, the store)."""
 
-    path: str | None = Field(default=None, description="The SQLite store; null: memory only.")
+    path: str | None = Field(
+        default=None, description="The SQLite store, or a postgresql:// URL; null: memory only."
+    )
     # normal: survives any crash of the host process; full: also a power loss.
     synchronous: Literal["normal", "full"] = "normal"
     keep_days: float = Field(
         default=30.0, gt=0, allow_inf_nan=False,
         description="Settled delegations are pruned after this many days.",
+    )
+    # A PostgreSQL store (`path` a postgresql:// URL): each host's lease, judged by the
+    # database's clock; docs/design.md, "The store".
+    lease_s: float = Field(
+        default=10.0, gt=0, allow_inf_nan=False,
+        description="A host's lease on a shared PostgreSQL store, in seconds.",
     )
 
 

@@ -2,7 +2,8 @@
 
 `Store` is the interface (base), `SqliteStore` the SQLite file (sqlite), with
 the read-only check of a file (schema), ownership (owner), the readers (reads)
-and the store read as a journal for the CLI (journal). docs/design.md, "The
+and the store read as a journal for the CLI (journal). `PostgresStore` (postgres,
+imported only when used: it needs psycopg) is the store many hosts share. docs/design.md, "The
 store", says what is written when.
 """
 
@@ -20,7 +21,9 @@ from supervisor.store.base import (
 from supervisor.store.journal import (
     blocked_delegations,
     is_sqlite_file,
+    is_store_url,
     open_count,
+    path_or_url,
     store_events,
 )
 from supervisor.store.sqlite import CRASH_ENV, CRASH_EXIT, SqliteStore
@@ -40,6 +43,8 @@ __all__ = [
     "StoredRetry",
     "blocked_delegations",
     "is_sqlite_file",
+    "is_store_url",
     "open_count",
+    "path_or_url",
     "store_events",
 ]

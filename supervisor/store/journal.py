@@ -26,7 +26,8 @@ from supervisor.store.base import Owner, StoredDelegation
 from supervisor.store.owner import owner_alive
 from supervisor.store.schema import inspect, is_sqlite_file, readonly_uri
 
-__all__ = ["blocked_delegations", "is_sqlite_file", "open_count", "store_events"]
+__all__ = ["blocked_delegations", "is_sqlite_file", "is_store_url", "open_count", "path_or_url",
+           "store_events"]
 
 Event = dict[str, Any]
 _STOPPED = {"timeout": "attempt.timed_out", "stale": "attempt.stale",
@@ -51,8 +52,30 @@ def _owner_state(owner: tuple[Any, ...] | None) -> Event:
     return {"owner_alive": alive, "heartbeat": heartbeat}
 
 
+def is_store_url(where: object) -> bool:
+    """`where` names a PostgreSQL store (`postgresql://` or `postgres://`)."""
+    return isinstance(where, str) and where.startswith(("postgresql://", "postgres://"))
+
+
+_is_url = is_store_url
+
+
+def path_or_url(text: str) -> Path | str:
+    """A command-line argument naming a journal or a store: a PostgreSQL URL as given
+    (a path would fold its `//`), anything else a path."""
+    return text if is_store_url(text) else Path(text)
+
+
 def store_events(path: str | Path) -> Iterator[Event]:
-    """The store's events in write order. `StoreError` when it is not a Zeus store."""
+    """The store's events in write order. `StoreError` when it is not a Zeus store. A
+    PostgreSQL store (a URL) is read in one read-only transaction; its `zeus.started`
+    carries `hosts`, every host with its lease and how many open delegations it owns."""
+    if _is_url(path):
+        from supervisor.store.postgres import read_only
+
+        with read_only(str(path)) as (con, hosts):
+            yield from _events(con, _hosts_head(hosts))
+        return
     con = _read_only(path)
     try:
         yield from _events(con)
@@ -60,6 +83,24 @@ def store_events(path: str | Path) -> Iterator[Event]:
         raise StoreError(f"{path}: cannot read the store: {exc}") from None
     finally:
         con.close()
+
+
+def _hosts_head(hosts: list[Any]) -> tuple[Event, float | None]:
+    """`zeus.started`'s fields for a store of many hosts (the first host's pid; live
+    while a host holds its lease), and when the last host stopped if all did."""
+    live = [h for h in hosts if h.released is None and h.taken_by is None
+            and h.lease_left_s > 0]
+    ended = [h.released for h in hosts if h.released is not None]
+    stopped = max(ended) if hosts and len(ended) == len(hosts) else None
+    return {
+        "pid": hosts[0].pid if hosts else None, "since": hosts[0].since if hosts else None,
+        "owner_alive": bool(live) if hosts else None,
+        "heartbeat": max((h.lease_until for h in hosts), default=None),
+        "hosts": [{"id": h.id, "pid": h.pid, "host": h.host, "since": h.since,
+                   "lease_until": h.lease_until, "lease_left_s": round(h.lease_left_s, 3),
+                   "released": h.released, "taken_by": h.taken_by, "owns": h.owns}
+                  for h in hosts],
+    }, stopped
 
 
 def _read_only(path: str | Path) -> sqlite3.Connection:
@@ -71,6 +112,11 @@ def _read_only(path: str | Path) -> sqlite3.Connection:
 def blocked_delegations(path: str | Path) -> list[tuple[StoredDelegation, Summary]]:
     """What waits for a person in the store: each delegation settled `blocked`, oldest
     first, with its summary (its reason in `error`). Read-only: its owner may run."""
+    if _is_url(path):
+        from supervisor.store.postgres import read_only
+
+        with read_only(str(path)) as (con, _):
+            return reads.blocked(con)
     con = _read_only(path)
     try:
         return reads.blocked(con)
@@ -82,6 +128,11 @@ def blocked_delegations(path: str | Path) -> list[tuple[StoredDelegation, Summar
 
 def open_count(path: str | Path) -> int:
     """How many delegations the store holds open (0 for no store). Read-only."""
+    if _is_url(path):
+        from supervisor.store.postgres import read_only
+
+        with read_only(str(path)) as (con, _):
+            return reads.counts(con).open
     if inspect(path) is None:
         return 0
     con = sqlite3.connect(readonly_uri(path), uri=True)
@@ -93,15 +144,22 @@ def open_count(path: str | Path) -> int:
         con.close()
 
 
-def _events(con: sqlite3.Connection) -> Iterator[Event]:
-    owner = con.execute("SELECT pid, since, released, pid_start_time, host, heartbeat"
-                        " FROM owner").fetchone()
+def _events(con: Any, hosts: tuple[Event, float | None] | None = None) -> Iterator[Event]:
+    """The events of the store on `con`: a SQLite file's (its one owner), or, with
+    `hosts` (`zeus.started`'s fields and when the last host stopped), a shared store's."""
+    if hosts is None:
+        owner = con.execute("SELECT pid, since, released, pid_start_time, host, heartbeat"
+                            " FROM owner").fetchone()
+        head = {"pid": owner[0] if owner else None, **_owner_state(owner)}
+        since, stopped = (owner[1], owner[2]) if owner else (None, None)
+    else:
+        head, stopped = dict(hosts[0]), hosts[1]
+        since = head.pop("since")
     first = con.execute("SELECT min(created) FROM delegations").fetchone()[0]
-    known = [x for x in (owner[1] if owner else None, first) if x is not None]
+    known = [x for x in (since, first) if x is not None]
     started = min(known) if known else 0.0
     yield {"ts": started, "event": "zeus.started", "delegation_id": None, "attempt_id": None,
-           "parent_id": None, "agent": None, "pid": owner[0] if owner else None,
-           "routing": None, "store": True, **_owner_state(owner)}
+           "parent_id": None, "agent": None, "routing": None, "store": True, **head}
     depth: dict[str, int] = {}
     parents: dict[str, str | None] = {}
     rows: list[tuple[int, tuple[float, Event]]] = []
@@ -156,6 +214,6 @@ def _events(con: sqlite3.Connection) -> Iterator[Event]:
                                 backoff_s=round(max(0.0, due - at), 6), next_agent=agent)))
     rows.sort(key=lambda r: r[0])
     yield from (event for _, (_, event) in rows)
-    if owner is not None and owner[2] is not None:
-        yield {"ts": owner[2], "event": "zeus.stopped", "delegation_id": None,
+    if stopped is not None:
+        yield {"ts": stopped, "event": "zeus.stopped", "delegation_id": None,
                "attempt_id": None, "parent_id": None, "agent": None}

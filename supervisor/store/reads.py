@@ -146,10 +146,13 @@ def _grouped(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]
     return out
 
 
-def open_delegations(con: sqlite3.Connection, only: str | None = None) -> list[OpenDelegation]:
+def open_delegations(con: Any, only: str | None = None, where: str | None = None,
+                     args: tuple[Any, ...] = ()) -> list[OpenDelegation]:
     """Every open delegation in the order they were recorded (parents before children);
-    with `only`, that one delegation, open or settled, as recovery would see it."""
-    where, args = ("status IS NULL", ()) if only is None else ("id = ?", (only,))
+    with `only`, that one delegation, open or settled, as recovery would see it; with
+    `where` (a condition on the delegations' own columns) and its `args`, those."""
+    if where is None:
+        where, args = ("status IS NULL", ()) if only is None else ("id = ?", (only,))
     open_ids = f"SELECT id FROM delegations WHERE {where}"
     rows = con.execute(f"SELECT {DELEGATION_COLUMNS} {FROM_DELEGATIONS} WHERE d.{where}"
                        " ORDER BY d.seq", args).fetchall()

@@ -19,7 +19,7 @@ from typing import IO
 from supervisor.errors import SupervisorError
 from supervisor.journal import Event, load, no_events, parse_line
 
-__all__ = ["Batch", "JournalFile", "Source", "StoreFile", "open_source"]
+__all__ = ["Batch", "JournalFile", "Source", "StoreDatabase", "StoreFile", "open_source"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -141,8 +141,47 @@ def _stat(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
-def open_source(path: Path) -> Source:
-    """The source at `path`; `SupervisorError` says why it cannot be read."""
+class StoreDatabase(Source):
+    """A PostgreSQL store, read only (one read-only transaction a poll): its rows read
+    again as events at every poll, new ones given when they changed."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._seen: list[Event] = []
+
+    @property
+    def label(self) -> str:
+        from supervisor.store.pg_schema import shown
+
+        return shown(self._url)
+
+    def read_new(self) -> Batch:
+        from supervisor.store import store_events
+
+        events = list(store_events(self._url))
+        seen = self._seen
+        if events == seen:
+            return Batch()
+        self._seen = events
+        if seen and len(events) >= len(seen) and events[1:len(seen)] == seen[1:]:
+            return Batch(events[len(seen):])  # grown (the hosts' leases move: not news)
+        return Batch(events, reset=True)
+
+    def close(self) -> None:
+        self._seen = []
+
+
+def open_source(path: Path | str) -> Source:
+    """The source at `path` (or a PostgreSQL store's URL); `SupervisorError` says why it
+    cannot be read."""
+    if isinstance(path, str):
+        from supervisor.store import is_store_url, store_events
+
+        if not is_store_url(path):
+            path = Path(path)
+        else:
+            next(iter(store_events(path)))  # StoreError when it is no store
+            return StoreDatabase(path)
     if path.is_dir():
         raise SupervisorError(f"{path} is a directory; give the journal file (log=)")
     try:

@@ -77,7 +77,11 @@ class ReattachPlace:
 def children_dir(store_path: str | Path) -> Path:
     """`<store path resolved>.children` when `<that>/<7 digit pid>.sock` fits in a unix
     socket path (at most 100 bytes), else `<tempfile.gettempdir()>/zeus-<uid>/<sha256 of
-    the resolved store path, 16 hex>`."""
+    the resolved store path, 16 hex>`. A store named by a URL (a PostgreSQL database) has
+    no file to lie beside: always the second, by the sha256 of the URL."""
+    if "://" in str(store_path):
+        digest = hashlib.sha256(os.fsencode(str(store_path))).hexdigest()[:16]
+        return Path(tempfile.gettempdir()) / f"zeus-{os.getuid()}" / digest
     resolved = Path(store_path).resolve()
     beside = resolved.with_name(resolved.name + ".children")
     if len(os.fsencode(beside)) + len(_LONGEST_NAME) <= _SOCKET_PATH_MAX:

@@ -14,12 +14,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK, console, print_table
 from supervisor.errors import StoreError
-from supervisor.store import blocked_delegations
+from supervisor.store import blocked_delegations, path_or_url
 
 __all__ = ["add_parser", "run"]
 
@@ -32,7 +31,8 @@ def add_parser(subparsers: Any) -> None:
         help="what waits for a person in a store, with each reason",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    parser.add_argument("store", metavar="STORE", type=Path, help="the store file")
+    parser.add_argument("store", metavar="STORE", type=path_or_url,
+                        help="the store: a file or a postgresql:// URL")
     parser.set_defaults(run=run)
 
 

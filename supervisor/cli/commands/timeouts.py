@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -23,6 +22,7 @@ from supervisor import journal as jr
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK, console, print_table
 from supervisor.cli.commands.tree import load_or_fail, shown_runs
 from supervisor.cli.render import seconds, status_mark
+from supervisor.store import path_or_url
 
 __all__ = ["add_parser", "log_rows", "run", "tracking_table_rows"]
 
@@ -36,7 +36,8 @@ def add_parser(subparsers: Any) -> None:
         help="the timeout tracking table and timeout log of an event journal",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    parser.add_argument("journal", metavar="EVENTS.jsonl", type=Path, help="the journal file")
+    parser.add_argument("journal", metavar="EVENTS.jsonl", type=path_or_url,
+                        help="the journal file, or a store (a file or a postgresql:// URL)")
     parser.add_argument(
         "--all", action="store_true", help="every run the file holds, not only the last"
     )

@@ -39,7 +39,7 @@ from supervisor.cli.rows import (
     tree_of,
 )
 from supervisor.errors import StoreError
-from supervisor.store import is_sqlite_file, store_events
+from supervisor.store import is_sqlite_file, is_store_url, path_or_url, store_events
 
 __all__ = ["add_parser", "load_or_fail", "run"]
 
@@ -52,7 +52,8 @@ def add_parser(subparsers: Any) -> None:
         help="the supervision tree rebuilt from an event journal",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    parser.add_argument("journal", metavar="EVENTS.jsonl", type=Path, help="the journal file")
+    parser.add_argument("journal", metavar="EVENTS.jsonl", type=path_or_url,
+                        help="the journal file, or a store (a file or a postgresql:// URL)")
     parser.add_argument(
         "--follow", "-f", action="store_true", help="keep reading as the journal grows"
     )
@@ -66,7 +67,7 @@ def add_parser(subparsers: Any) -> None:
 def load_or_fail(path: Path, command: str) -> jr.Journal | None:
     """The journal at `path` (a JSONL journal, or a store read as one), or None after
     saying on stderr why it cannot be read."""
-    if is_sqlite_file(path):
+    if is_store_url(path) or is_sqlite_file(path):
         return _load_store(path, command)
     try:
         journal = jr.load(path)
@@ -155,11 +156,33 @@ def run(args: argparse.Namespace) -> int:
             out.print(f"[dim]{len(journal.runs) - 1} earlier run(s) in the file: --all[/]")
     else:
         print(render_plain(journal, runs))
+    if is_store_url(path):
+        print("\n".join(host_lines(journal)))
     return EXIT_OK
 
 
+def host_lines(journal: jr.Journal) -> list[str]:
+    """A shared store's hosts, as its `zeus.started` names them: each one's lease (left,
+    ended, released or taken over, and by whom) and how many open delegations it owns."""
+    lines = ["hosts:"]
+    for h in journal.run.hosts:
+        if h["released"] is not None:
+            lease = "released"
+        elif h["taken_by"] is not None:
+            lease = f"taken over by {h['taken_by'][:8]}"
+        elif h["lease_left_s"] > 0:
+            lease = f"lease {h['lease_left_s']:.1f}s left"
+        else:
+            lease = f"lease ended {-h['lease_left_s']:.1f}s ago"
+        lines.append(f"  {h['id'][:8]}  pid {h['pid']} on {h['host']}  {lease}"
+                     f"  owns {h['owns']} open")
+    if len(lines) == 1:
+        lines.append("  (none)")
+    return lines
+
+
 def _follow(path: Path, console: Console, all_runs: bool) -> int:
-    if is_sqlite_file(path):
+    if is_store_url(path) or is_sqlite_file(path):
         print(f"zeus tree: {path} is a store; --follow takes a journal (log=)", file=sys.stderr)
         return EXIT_BAD_INPUT
     if not path.is_file():

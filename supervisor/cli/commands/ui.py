@@ -25,6 +25,7 @@ from typing import Any
 
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK
 from supervisor.errors import SupervisorError
+from supervisor.store.journal import path_or_url
 
 __all__ = ["Beside", "add_parser", "is_local", "run"]
 
@@ -39,7 +40,8 @@ def add_parser(subparsers: Any) -> None:
         help="the supervision tree in a browser, live, over a journal",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    parser.add_argument("source", metavar="SOURCE", type=Path, help="the journal file (log=)")
+    parser.add_argument("source", metavar="SOURCE", type=path_or_url,
+                        help="the journal file (log=), or a store (a file or a postgresql:// URL)")
     parser.add_argument("--host", default="127.0.0.1", help="the address to bind (127.0.0.1)")
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"the port ({DEFAULT_PORT}; 0: any free)"

@@ -1,0 +1,200 @@
+"""The hosts of a PostgreSQL store and their leases: a host's row read (`Host`, `hosts`),
+a connection as a host makes it (its name and its idle-in-transaction limit), a
+read-only view for the CLI and the ui, and the lease kept from a thread of its own
+(`LeaseKeeper`, and the store's own renewer)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from supervisor.errors import StoreError
+from supervisor.store.pg_schema import TABLES, Qmark, shown
+
+try:
+    import psycopg
+except ImportError:  # pragma: no cover - the extra is missing
+    psycopg = None  # type: ignore[assignment]
+
+__all__ = ["Host", "LeaseKeeper", "Renewer", "connect", "hosts", "read_only"]
+
+CONNECT_TIMEOUT_S = 3
+
+@dataclass(frozen=True, slots=True)
+class Host:
+    """A host incarnation of a shared store. Times are wall-clock epoch seconds as the
+    database's clock gives them; `lease_left_s` is what remained of the lease when read
+    (negative once it has expired)."""
+
+    id: str
+    pid: int
+    host: str
+    since: float
+    lease_until: float
+    lease_left_s: float
+    released: float | None
+    taken_by: str | None
+    owns: int  # open delegations it owns
+
+
+_HOST_COLUMNS = ("h.id, h.pid, h.host, extract(epoch FROM h.since)::float8,"
+                 " extract(epoch FROM h.lease_until)::float8,"
+                 " extract(epoch FROM h.lease_until - now())::float8,"
+                 " extract(epoch FROM h.released)::float8, h.taken_by,"
+                 " (SELECT count(*) FROM delegations d WHERE d.owner = h.id"
+                 " AND d.status IS NULL)")
+
+
+def _host(row: Sequence[Any]) -> Host:
+    return Host(id=row[0], pid=row[1], host=row[2], since=row[3], lease_until=row[4],
+                lease_left_s=row[5], released=row[6], taken_by=row[7], owns=int(row[8]))
+
+
+def hosts(con: Any) -> list[Host]:
+    """Every host of the store, oldest first (the CLI's and the ui's view)."""
+    rows = con.execute(f"SELECT {_HOST_COLUMNS} FROM hosts h ORDER BY h.n").fetchall()
+    return [_host(r) for r in rows]
+
+
+@contextlib.contextmanager
+def read_only(url: str) -> Iterator[tuple[Any, list[Host]]]:
+    """A read-only view of the store at `url` for the CLI and the ui (its hosts may run):
+    one read-only transaction, its connection behind `?` placeholders, and the hosts.
+    `StoreError` when it cannot be reached or is not a Zeus store (nothing is created)."""
+    where = shown(url)
+    if psycopg is None:
+        raise StoreError(f"{where}: a PostgreSQL store needs psycopg: "
+                         "pip install 'zeus-supervisor[postgres]'")
+    try:
+        con = psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT_S,
+                              application_name="zeus-reader")
+    except psycopg.Error as exc:
+        raise StoreError(f"{where}: cannot connect to the store ({exc}); check the URL and "
+                         "that the database is up") from None
+    try:
+        con.read_only = True
+        with con.transaction():
+            tables = {r[0] for r in con.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = current_schema()")}
+            if not set(TABLES) <= tables:
+                raise StoreError(f"{where}: no Zeus store there (no tables of one yet)")
+            yield Qmark(con), hosts(con)
+    except psycopg.Error as exc:
+        raise StoreError(f"{where}: cannot read the store: {exc}") from None
+    finally:
+        con.close()
+
+
+def connect(url: str, host_id: str, lease_s: float, *, autocommit: bool = True) -> Any:
+    if psycopg is None:
+        raise StoreError(f"{shown(url)}: a PostgreSQL store needs psycopg: "
+                         "pip install 'zeus-supervisor[postgres]'")
+    # A session idle inside a transaction longer than this is ended by the server, so a
+    # frozen host never holds its row locks past its lease.
+    idle_ms = max(100, int(lease_s * 1000 * 0.5))
+    return psycopg.connect(
+        url, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT_S,
+        application_name=f"zeus-{host_id}",
+        options=f"-c idle_in_transaction_session_timeout={idle_ms}",
+        keepalives=1, keepalives_idle=max(1, int(lease_s / 3)), keepalives_interval=1,
+        keepalives_count=3,
+    )
+
+
+class LeaseKeeper:
+    """This host's lease, on a connection of its own: called from one thread (the
+    renewal's), while the store serves Zeus's actor thread."""
+
+    def __init__(self, url: str, host_id: str, lease_s: float) -> None:
+        self._url = url
+        self._host_id = host_id
+        self._lease_s = lease_s
+        self._con: Any = None
+        self._lock = threading.Lock()
+
+    def _run(self, sql: str, args: Sequence[Any]) -> list[Any]:
+        with self._lock:
+            for attempt in (1, 2):  # a connection lost since the last call: once more
+                try:
+                    if self._con is None or self._con.closed:
+                        self._con = connect(self._url, self._host_id, self._lease_s)
+                    return list(self._con.execute(sql, args).fetchall())
+                except psycopg.OperationalError as exc:
+                    with contextlib.suppress(Exception):
+                        self._con.close()
+                    self._con = None
+                    if attempt == 2:
+                        raise StoreError(f"{shown(self._url)}: cannot reach the store to "
+                                         f"renew the lease ({exc})") from None
+        raise AssertionError("unreachable")
+
+    def renew(self) -> float | None:
+        """Extend the lease to `lease_s` from now (the database's clock): the seconds it now
+        has left; None when it is lost (expired, taken, or released). `StoreError` when the
+        database cannot be reached (the lease then runs down: the caller stops its
+        children before it ends)."""
+        rows = self._run(
+            "UPDATE hosts SET lease_until = now() + make_interval(secs => %s) WHERE id = %s"
+            " AND taken_by IS NULL AND released IS NULL AND lease_until >= now()"
+            " RETURNING extract(epoch FROM lease_until - now())::float8",
+            (self._lease_s, self._host_id))
+        return float(rows[0][0]) if rows else None
+
+    def expired_hosts(self, margin_s: float = 0.0) -> list[Host]:
+        """Hosts neither released nor taken whose lease ended more than `margin_s` ago
+        (the database's clock): what this host may take over."""
+        rows = self._run(
+            f"SELECT {_HOST_COLUMNS} FROM hosts h WHERE h.released IS NULL AND h.taken_by IS"
+            " NULL AND h.id <> %s AND h.lease_until + make_interval(secs => %s) < now()"
+            " ORDER BY h.lease_until", (self._host_id, margin_s))
+        return [_host(r) for r in rows]
+
+    def release(self) -> None:
+        """End the lease now (a clean stop) and close this connection."""
+        with contextlib.suppress(StoreError):
+            self._run("UPDATE hosts SET released = now(), lease_until = now() WHERE id = %s"
+                      " AND released IS NULL RETURNING 1", (self._host_id,))
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._con is not None:
+                with contextlib.suppress(Exception):
+                    self._con.close()
+                self._con = None
+
+
+class Renewer:
+    """A daemon thread that renews a lease every `every_s` until it is lost or stopped.
+    `lost` is set when a renewal found the lease gone; a renewal that cannot reach the
+    database is tried again at the next tick (the lease runs down meanwhile)."""
+
+    def __init__(self, keeper: LeaseKeeper, every_s: float) -> None:
+        self._keeper = keeper
+        self._every_s = every_s
+        self._stop = threading.Event()
+        self.lost = threading.Event()
+        self.renewals = 0
+        self._thread = threading.Thread(target=self._run, name="zeus-lease", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:  # the renewal's thread
+        while not self._stop.wait(self._every_s):
+            try:
+                left = self._keeper.renew()
+            except StoreError:
+                continue
+            self.renewals += 1
+            if left is None:
+                self.lost.set()
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(self._every_s + 5)
+
+

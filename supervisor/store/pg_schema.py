@@ -1,0 +1,208 @@
+"""The PostgreSQL store's schema and statements: the tables (created under an advisory
+lock), each write's statement conditioned on this host's epoch, the session's prepared
+writes, and the check of a database that is not a Zeus store. No psycopg here: the
+statements are text, run by `PostgresStore` (postgres) on its connection."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from supervisor.errors import StoreError
+from supervisor.store.schema import APPLICATION, SCHEMA_VERSION
+
+__all__ = ["DDL", "EXECUTE", "FENCED", "KINDS", "LEASED", "PREPARE", "TABLES", "Qmark",
+           "is_postgres_url", "prepare", "shown"]
+
+LOCK_KEY = 0x5A455553  # "ZEUS": the advisory lock that creating the schema holds
+TABLES = ("meta", "hosts", "policies", "delegations", "attempts", "partials", "retries")
+
+DDL = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE SEQUENCE hosts_n;
+CREATE TABLE hosts (
+    id TEXT PRIMARY KEY, n BIGINT NOT NULL, pid INTEGER NOT NULL, pid_start_time DOUBLE
+    PRECISION, host TEXT NOT NULL, since TIMESTAMPTZ NOT NULL DEFAULT now(),
+    lease_until TIMESTAMPTZ NOT NULL, released TIMESTAMPTZ, taken_by TEXT,
+    taken_at TIMESTAMPTZ, commit_no BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE policies (id TEXT PRIMARY KEY, policy TEXT NOT NULL);
+CREATE TABLE delegations (
+    id TEXT PRIMARY KEY, key TEXT UNIQUE, parent_id TEXT, ordinal INTEGER,
+    agent TEXT NOT NULL, brief TEXT NOT NULL, policy TEXT NOT NULL REFERENCES policies,
+    deadline DOUBLE PRECISION, created DOUBLE PRECISION NOT NULL, seq BIGINT NOT NULL,
+    status TEXT, summary TEXT, settled DOUBLE PRECISION, settled_seq BIGINT,
+    owner TEXT NOT NULL, epoch INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX delegations_parent ON delegations (parent_id, ordinal)
+    WHERE parent_id IS NOT NULL;
+CREATE INDEX delegations_open ON delegations (owner, seq) WHERE status IS NULL;
+CREATE TABLE attempts (
+    id TEXT PRIMARY KEY, delegation_id TEXT NOT NULL, number INTEGER NOT NULL,
+    agent TEXT NOT NULL, started DOUBLE PRECISION NOT NULL, deadline DOUBLE PRECISION,
+    seq BIGINT NOT NULL, pid INTEGER, pid_start_time DOUBLE PRECISION, pgid INTEGER,
+    node TEXT, identity_seq BIGINT, calls BIGINT NOT NULL DEFAULT 0,
+    input_tokens BIGINT NOT NULL DEFAULT 0, output_tokens BIGINT NOT NULL DEFAULT 0,
+    cost DOUBLE PRECISION NOT NULL DEFAULT 0, outcome TEXT, ended DOUBLE PRECISION,
+    error TEXT, record TEXT, end_seq BIGINT
+);
+CREATE INDEX attempts_delegation ON attempts (delegation_id, number);
+CREATE TABLE partials (
+    delegation_id TEXT NOT NULL, attempt_id TEXT NOT NULL, seq BIGINT NOT NULL,
+    item TEXT NOT NULL
+);
+CREATE INDEX partials_delegation ON partials (delegation_id, seq);
+CREATE TABLE retries (
+    delegation_id TEXT NOT NULL, after_attempt TEXT NOT NULL, due DOUBLE PRECISION NOT NULL,
+    agent TEXT NOT NULL, seq BIGINT NOT NULL
+);
+CREATE INDEX retries_delegation ON retries (delegation_id, seq);
+"""
+# A conditioned write that found nothing it holds fails a cast of this mark (SQLSTATE
+# 22P02, its message naming the mark and why): the transaction aborts, nothing lands.
+FENCED = "zeus-fenced:"
+
+# This host still holds its lease: its row is locked for the commit (and stamped with the
+# commit's number), so a taker, which updates it, waits for the commit to end.
+_HOLD = ("UPDATE hosts SET commit_no = %s WHERE id = %s AND taken_by IS NULL AND released"
+         " IS NULL AND lease_until > now() RETURNING 1")
+LEASED = ("SELECT 1 FROM hosts WHERE id = %s AND taken_by IS NULL AND released IS NULL"
+           " AND lease_until > now() FOR SHARE")
+_OWNED = "SELECT 1 FROM delegations d WHERE d.id = %s AND d.owner = %s AND d.epoch = %s"
+_ATTEMPT_OWNED = (" AND EXISTS (SELECT 1 FROM delegations d WHERE d.id = attempts.delegation_id"
+                  " AND d.owner = %s AND d.epoch = %s)")
+
+# One statement per kind of write, applied in this order by each commit; each row ends with
+# what conditions it (this host and the delegation's epoch), so a fenced row changes nothing.
+_SQL: dict[str, str] = {
+    "policy": "INSERT INTO policies (id, policy) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+    "recorded": "INSERT INTO delegations (id, key, parent_id, ordinal, agent, brief, policy,"
+                " deadline, created, seq, owner, epoch) VALUES (%s, %s, %s, %s, %s, %s, %s,"
+                " %s, %s, %s, %s, %s)",
+    "attempt_started": "INSERT INTO attempts (id, delegation_id, number, agent, started,"
+                       " deadline, seq) SELECT %s, %s, %s, %s, %s, %s, %s WHERE EXISTS ("
+                       + _OWNED + ")",
+    "attempt_identity": "UPDATE attempts SET pid = %s, pid_start_time = %s, pgid = %s,"
+                        " node = %s, identity_seq = %s, started = COALESCE(%s, started),"
+                        " deadline = COALESCE(%s, deadline) WHERE id = %s" + _ATTEMPT_OWNED,
+    "charge": "UPDATE attempts SET calls = calls + %s, input_tokens = input_tokens + %s,"
+              " output_tokens = output_tokens + %s, cost = cost + %s WHERE id = %s"
+              + _ATTEMPT_OWNED,
+    "partial": "INSERT INTO partials (delegation_id, attempt_id, seq, item)"
+               " SELECT %s, %s, %s, %s WHERE EXISTS (" + _OWNED + ")",
+    "attempt_ended": "UPDATE attempts SET outcome = %s, ended = %s, error = %s, record = %s,"
+                     " end_seq = %s WHERE id = %s" + _ATTEMPT_OWNED,
+    "retry_scheduled": "INSERT INTO retries (delegation_id, after_attempt, due, agent, seq)"
+                       " SELECT %s, %s, %s, %s, %s WHERE EXISTS (" + _OWNED + ")",
+    "settled": "UPDATE delegations SET status = %s, summary = %s, settled = %s,"
+               " settled_seq = %s WHERE id = %s AND owner = %s AND epoch = %s",
+}
+KINDS = tuple(_SQL)  # the buffered writes, in the order a commit sends them
+_UNCONDITIONED = ("policy", "recorded")  # an insert of this host's own new row
+
+
+def _checked(statement: str, what: str) -> str:
+    """`statement` made to abort its transaction unless it wrote one row (a cast of
+    `FENCED`, why and the count fails): the whole commit goes to the server at once and is
+    refused there. Plain SQL: a PL/pgSQL check cost 30 us a statement more here."""
+    return (f"WITH w AS ({statement} RETURNING 1) SELECT CASE WHEN count(*) = 1 THEN 1"
+            f" ELSE ('{FENCED}{what}:' || count(*))::int END FROM w")
+
+
+_T8, _I4, _I8, _F8 = "text", "int", "bigint", "float8"
+_TYPES: dict[str, tuple[str, ...]] = {  # each statement's parameters, in order
+    "hold": (_I8, _T8),
+    "policy": (_T8, _T8),
+    "recorded": (_T8, _T8, _T8, _I4, _T8, _T8, _T8, _F8, _F8, _I8, _T8, _I4),
+    "attempt_started": (_T8, _T8, _I4, _T8, _F8, _F8, _I8, _T8, _T8, _I4),
+    "attempt_identity": (_I4, _F8, _I4, _T8, _I8, _F8, _F8, _T8, _T8, _I4),
+    "charge": (_I8, _I8, _I8, _F8, _T8, _T8, _I4),
+    "partial": (_T8, _T8, _I8, _T8, _T8, _T8, _I4),
+    "attempt_ended": (_T8, _F8, _T8, _T8, _I8, _T8, _T8, _I4),
+    "retry_scheduled": (_T8, _T8, _F8, _T8, _I8, _T8, _T8, _I4),
+    "settled": (_T8, _T8, _F8, _I8, _T8, _T8, _I4),
+}
+
+
+def _numbered(sql: str) -> str:
+    """`%s` placeholders as `$1`, `$2`, ... (a prepared statement's)."""
+    parts = sql.split("%s")
+    return "".join(f"{part}${n}" for n, part in enumerate(parts[:-1], 1)) + parts[-1]
+
+
+_SENT = {kind: sql if kind in _UNCONDITIONED else
+         _checked(sql, f"a {kind} write for a delegation it no longer holds")
+         for kind, sql in _SQL.items()}
+_SENT["hold"] = _checked(_HOLD.removesuffix(" RETURNING 1"), "its lease ended or was taken over")
+# Each session prepares every write once (`zeus_<kind>`); a commit then sends one query of
+# `EXECUTE`s, whose plans the server keeps: one round trip, no planning per commit.
+PREPARE = ";\n".join(f"PREPARE zeus_{kind} ({', '.join(_TYPES[kind])}) AS {_numbered(sql)}"
+                       for kind, sql in _SENT.items())
+EXECUTE = {kind: f"EXECUTE zeus_{kind} ({', '.join(['%s'] * len(_TYPES[kind]))})"
+            for kind in _SENT}
+
+
+def is_postgres_url(store: object) -> bool:
+    """`store` names a PostgreSQL database (`postgresql://` or `postgres://`)."""
+    return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
+
+
+def shown(url: str) -> str:
+    """The URL without its password, for messages."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")
+    user = netloc[0].partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[2]}"))
+
+
+@functools.lru_cache(maxsize=64)
+def _pg(sql: str) -> str:
+    return sql.replace("?", "%s")
+
+
+class Qmark:
+    """A psycopg connection behind the `?` placeholders the shared readers write."""
+
+    def __init__(self, con: Any) -> None:
+        self._con = con
+
+    def execute(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        return self._con.execute(_pg(sql), args)
+
+
+def prepare(con: Any, url: str) -> None:
+    """Create the schema on an empty database, or check the one there, under an advisory
+    lock (hosts that start together on an empty database create it once). `StoreError`,
+    the database unchanged, for tables of another application or a newer schema."""
+    where = shown(url)
+    with con.transaction():
+        con.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+        tables = {r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables"
+            " WHERE table_schema = current_schema()")}
+        if "meta" not in tables:
+            if tables:
+                raise StoreError(
+                    f"{where}: the database holds tables of another application "
+                    f"({', '.join(sorted(tables)[:5])}); give an empty database (or "
+                    "one made by Zeus). The database was left as it is.")
+            con.execute(DDL)
+            con.execute("INSERT INTO meta VALUES ('application', %s), ('schema_version', %s)",
+                        (APPLICATION, str(SCHEMA_VERSION)))
+            return
+        meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("application") != APPLICATION or not set(TABLES) <= tables:
+            raise StoreError(f"{where}: the database is not a Zeus store (its meta table "
+                             "is another application's); give an empty database. The "
+                             "database was left as it is.")
+        version = int(meta.get("schema_version", "0"))
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{where}: the store has schema version {version}, newer than "
+                             f"this Zeus reads ({SCHEMA_VERSION}); upgrade zeus-supervisor "
+                             "to open it. The database was left as it is.")
+
+

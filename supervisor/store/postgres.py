@@ -1,0 +1,643 @@
+"""`PostgresStore`: the store in a PostgreSQL database, shared by many live hosts.
+
+```python
+store = PostgresStore.open("postgresql://zeus@db/agents")   # registers this host
+store.host_id                                  # new at every open
+keeper = store.lease_keeper()                  # its own connection, for another thread
+keeper.renew()                                 # seconds left by the database's clock; None: lost
+store.take_over(host_id, limit=8)              # an expired host's open trees, epoch bumped
+```
+
+The same interface as `SqliteStore` (docs/design.md, "The store"), with hosts in
+place of one owner: every open registers a host incarnation with a lease
+(`lease_until`, judged only by the database's `now()`), each delegation names the
+host that owns it and an epoch, and every commit first locks this host's row
+(still leased, not taken) and conditions each row it writes on owning the
+delegation under its epoch. A commit that finds itself fenced writes nothing and
+raises `StoreFenced`. Times of delegations and attempts are wall-clock epoch
+seconds, as the SQLite store keeps them.
+
+`ZEUS_STORE_CRASH_AFTER=KIND[:N]` ends the process after a commit, as with the SQLite
+store (supervisor/store/sqlite.py says how), for the crash tests.
+
+The store is used from one thread at a time (Zeus's actor thread); its lease
+keeper from one other thread (the renewal's). psycopg is imported only by this module
+and its two parts (pg_schema: the tables and statements; pg_hosts: hosts and leases).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from actors import AttemptRecord, Brief, Status, Summary, Usage
+from actors.osproc import process_start_time
+from supervisor.errors import StoreError, StoreFenced
+from supervisor.store import reads
+from supervisor.store.base import (
+    OpenDelegation,
+    Owner,
+    Store,
+    StoreCounts,
+    StoredDelegation,
+)
+from supervisor.store.owner import owner_alive
+from supervisor.store.pg_hosts import Host, LeaseKeeper, Renewer, connect, hosts, read_only
+from supervisor.store.pg_schema import (
+    EXECUTE,
+    FENCED,
+    KINDS,
+    LEASED,
+    PREPARE,
+    Qmark,
+    is_postgres_url,
+    prepare,
+    shown,
+)
+from supervisor.store.sqlite import CRASH_EXIT, _crash_after
+
+try:
+    import psycopg
+except ImportError:  # pragma: no cover - the extra is missing
+    psycopg = None  # type: ignore[assignment]
+
+__all__ = ["Host", "LeaseKeeper", "PostgresStore", "hosts", "is_postgres_url", "read_only"]
+
+_T = TypeVar("_T")
+_DAY_S = 86_400.0
+_BACKOFF_S = (0.05, 0.2, 0.5, 1.0, 2.0)  # waits between reconnects; the last repeats
+
+
+def _item_json(item: Any) -> str:
+    return json.dumps(item, default=str, separators=(",", ":"))
+
+
+class PostgresStore(Store):
+    """The store in a PostgreSQL database. Make one with `PostgresStore.open`."""
+
+    def __init__(self, url: str, con: Any, *, host_id: str, n: int, lease_s: float,
+                 keep_days: float, now: Callable[[], float], owner: Owner) -> None:
+        self.url = url
+        self.path = shown(url)
+        self.previous_owner: Owner | None = None  # hosts are taken over, not replaced
+        self.host_id = host_id
+        self.lease_s = lease_s
+        self._con: Any = con
+        self._owner = owner
+        self._keep_days = keep_days
+        self._now = now
+        self._buffer: dict[str, list[tuple[Any, ...]]] = {kind: [] for kind in KINDS}
+        self._charges: dict[str, list[float]] = {}
+        self._policies: dict[int, tuple[object, str]] = {}
+        self._stored_policies: set[str] = set()
+        self._epochs: dict[str, int] = {}  # delegation id -> the epoch this host holds
+        self._attempts: dict[str, str] = {}  # attempt id -> its delegation id
+        self._writable = True
+        self._fenced = False
+        self._retry_at = 0.0  # monotonic time before which no reconnect is tried
+        self._failures = 0
+        self._seq = n << 32
+        self._keeper: LeaseKeeper | None = None
+        self._crash = _crash_after()
+        self._crash_seen = 0
+        self.renewer: Renewer | None = None
+        self._number = 0  # commits made (each stamps the host's row)
+        self._unsure: tuple[int, dict[str, int]] | None = None  # a commit whose end was lost
+
+    @classmethod
+    def open(cls, url: str, *, lease_s: float = 10.0, keep_days: float = 30.0,
+             now: Callable[[], float] = time.time, renew: bool = False) -> PostgresStore:
+        """Open (or create) the store at `url` and register this host with a lease of
+        `lease_s` seconds (many live hosts share one store). `StoreError` when the
+        database cannot be reached, holds another application's tables, or a newer
+        schema: it is then not changed. `now` is the wall clock for pruning. With
+        `renew`, a thread of the store's own renews the lease every `lease_s / 3` until
+        it is lost or the store closes (`renewer`); without, the caller renews it
+        (`lease_keeper`)."""
+        if not lease_s > 0:
+            raise StoreError(f"lease_s must be > 0 (got {lease_s!r})")
+        host_id = uuid.uuid4().hex
+        where = shown(url)
+        try:
+            con = connect(url, host_id, lease_s)
+        except StoreError:
+            raise
+        except psycopg.Error as exc:
+            raise StoreError(f"{where}: cannot connect to the store ({exc}); check the "
+                             "URL and that the database is up") from None
+        try:
+            prepare(con, url)
+            pid = os.getpid()
+            row = con.execute(
+                "INSERT INTO hosts (id, n, pid, pid_start_time, host, lease_until) VALUES"
+                " (%s, nextval('hosts_n'), %s, %s, %s, now() + make_interval(secs => %s))"
+                " RETURNING n, extract(epoch FROM since)::float8",
+                (host_id, pid, process_start_time(pid), socket.gethostname(), lease_s),
+            ).fetchone()
+            owner = Owner(pid=pid, pid_start_time=process_start_time(pid),
+                          host=socket.gethostname(), since=row[1], heartbeat=row[1])
+            con.execute(PREPARE.encode())
+            store = cls(url, con, host_id=host_id, n=int(row[0]), lease_s=lease_s,
+                        keep_days=keep_days, now=now, owner=owner)
+            store._adopt_local_dead()
+            store.prune()
+            if renew:
+                store.renewer = Renewer(store.lease_keeper(), lease_s / 3)
+        except psycopg.Error as exc:
+            con.close()
+            raise StoreError(f"{where}: cannot use the store: {exc}") from None
+        except BaseException:
+            con.close()
+            raise
+        return store
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def writable(self) -> bool:
+        return self._writable
+
+    @property
+    def fenced(self) -> bool:
+        """This host was fenced: its lease was lost or taken; it writes nothing more."""
+        return self._fenced
+
+    @property
+    def owner(self) -> Owner:
+        return self._owner
+
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _connection(self) -> Any:
+        """The connection, made again (with backoff between tries) after it was lost.
+        `StoreError` while the database is away."""
+        con = self._con
+        if con is not None and not con.closed and not con.broken:
+            return con
+        if time.monotonic() < self._retry_at:
+            raise StoreError(f"{self.path}: the store is away; nothing new starts until it "
+                             "is reached again (a reconnect is tried with backoff)")
+        try:
+            self._con = connect(self.url, self.host_id, self.lease_s)
+            self._con.execute(PREPARE.encode())
+        except psycopg.Error as exc:
+            self._con = None
+            self._retry_at = time.monotonic() + _BACKOFF_S[
+                min(self._failures, len(_BACKOFF_S) - 1)]
+            self._failures += 1
+            raise StoreError(f"{self.path}: cannot reach the store ({exc}); nothing new "
+                             "starts until it is reached again") from None
+        self._failures = 0
+        return self._con
+
+    def _lost(self, exc: Exception) -> StoreError:
+        """A failed statement: the connection is dropped when it broke (the next call makes
+        it again); the error to raise."""
+        con = self._con
+        if con is not None and (con.broken or isinstance(exc, psycopg.OperationalError)):
+            with contextlib.suppress(Exception):
+                con.close()
+            self._con = None
+        return StoreError(f"{self.path}: cannot use the store ({exc}); nothing new starts "
+                          "until a write succeeds (what this turn wrote is kept and written "
+                          "by the next commit)")
+
+    # -- writes -----------------------------------------------------------------------------
+    def record_delegation(
+        self, delegation_id: str, *, key: str | None, parent_id: str | None,
+        ordinal: int | None, agent: str, brief: Brief, policy: BaseModel | dict[str, Any],
+        deadline: float | None, created: float,
+    ) -> None:
+        self._epochs[delegation_id] = 1
+        self._buffer["recorded"].append((
+            delegation_id, key, parent_id, ordinal, agent, brief.model_dump_json(),
+            self._policy_id(policy), deadline, created, self._next(), self.host_id, 1,
+        ))
+
+    def _policy_id(self, policy: BaseModel | dict[str, Any]) -> str:
+        cached = self._policies.get(id(policy))
+        if cached is not None and cached[0] is policy:
+            return cached[1]
+        text = (json.dumps(policy, default=str, sort_keys=True) if isinstance(policy, dict)
+                else policy.model_dump_json())
+        policy_id = hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+        if policy_id not in self._stored_policies:
+            self._stored_policies.add(policy_id)
+            self._buffer["policy"].append((policy_id, text))
+        if len(self._policies) >= 1024:
+            self._policies.clear()
+        self._policies[id(policy)] = (policy, policy_id)
+        return policy_id
+
+    def _epoch(self, delegation_id: str) -> int:
+        return self._epochs.get(delegation_id, 0)  # 0: never held here, so never written
+
+    def _of(self, attempt_id: str) -> tuple[str, int]:
+        delegation_id = self._attempts.get(attempt_id, "")
+        return self.host_id, self._epoch(delegation_id)
+
+    def attempt_started(
+        self, attempt_id: str, *, delegation_id: str, number: int, agent: str,
+        started: float, deadline: float | None,
+    ) -> None:
+        self._attempts[attempt_id] = delegation_id
+        self._buffer["attempt_started"].append(
+            (attempt_id, delegation_id, number, agent, started, deadline, self._next(),
+             delegation_id, self.host_id, self._epoch(delegation_id)))
+
+    def attempt_identity(
+        self, attempt_id: str, *, pid: int | None, pid_start_time: float | None,
+        pgid: int | None, node: str | None, started: float | None = None,
+        deadline: float | None = None,
+    ) -> None:
+        self._buffer["attempt_identity"].append(
+            (pid, pid_start_time, pgid, node, self._next(), started, deadline, attempt_id,
+             *self._of(attempt_id)))
+
+    def charge(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
+        self._attempts.setdefault(attempt_id, delegation_id)
+        total = self._charges.get(attempt_id)
+        if total is None:
+            self._charges[attempt_id] = [usage.calls, usage.input_tokens,
+                                         usage.output_tokens, usage.cost]
+        else:
+            total[0] += usage.calls
+            total[1] += usage.input_tokens
+            total[2] += usage.output_tokens
+            total[3] += usage.cost
+
+    def partial(self, delegation_id: str, attempt_id: str, item: Any) -> None:
+        self._buffer["partial"].append(
+            (delegation_id, attempt_id, self._next(), _item_json(item), delegation_id,
+             self.host_id, self._epoch(delegation_id)))
+
+    def attempt_ended(
+        self, attempt_id: str, *, outcome: str, ended: float, error: str | None,
+        record: AttemptRecord,
+    ) -> None:
+        self._buffer["attempt_ended"].append(
+            (str(outcome), ended, error, record.model_dump_json(), self._next(), attempt_id,
+             *self._of(attempt_id)))
+
+    def retry_scheduled(
+        self, delegation_id: str, *, after_attempt: str, due: float, agent: str
+    ) -> None:
+        self._buffer["retry_scheduled"].append(
+            (delegation_id, after_attempt, due, agent, self._next(), delegation_id,
+             self.host_id, self._epoch(delegation_id)))
+
+    def settled(self, delegation_id: str, *, status: Status, summary: Summary, at: float) -> None:
+        self._buffer["settled"].append(
+            (str(status), summary.model_dump_json(), at, self._next(), delegation_id,
+             self.host_id, self._epoch(delegation_id)))
+
+    def _fence(self, what: str) -> StoreFenced:
+        self._fenced = True
+        self._writable = False
+        return StoreFenced(f"{self.path}: host {self.host_id} is fenced ({what}): nothing "
+                           "of this commit was written; it must stop its children and "
+                           "write nothing more", host_id=self.host_id)
+
+    def commit(self) -> None:
+        """One transaction for the turn's writes, under this host's lease: `StoreFenced`
+        (nothing written) when the lease is lost or a delegation is no longer this host's
+        under its epoch; `StoreError` (the writes kept for the next try) when the
+        database cannot be reached."""
+        if self._fenced:
+            raise self._fence("its lease was lost earlier")
+        buffer = self._buffer
+        if self._charges:  # a failed commit's charge rows stay, apart from later ones
+            buffer["charge"].extend((*usage, attempt_id, *self._of(attempt_id))
+                                    for attempt_id, usage in self._charges.items())
+            self._charges.clear()
+        kinds = [kind for kind, rows in buffer.items() if rows]
+        if not kinds and self._writable:
+            return
+        fenced: str | None = None
+        for attempt in (1, 2):  # a connection found broken: made again at once, once
+            try:
+                fenced = self._write(kinds)
+                break
+            except psycopg.Error as exc:
+                self._writable = False
+                error = self._lost(exc)
+                if attempt == 2 or self._con is not None:
+                    raise error from None
+            except StoreError:
+                self._writable = False
+                raise
+        if fenced is not None:
+            raise self._fence(fenced)
+        self._writable = True
+        for kind in kinds:
+            buffer[kind] = []
+        self._charges.clear()
+        if self._crash is not None and self._crash[0] in kinds:  # a test's crash point
+            self._crash_seen += 1
+            if self._crash_seen >= self._crash[1]:
+                os._exit(CRASH_EXIT)
+
+    def _write(self, kinds: list[str]) -> str | None:
+        """The commit's transaction: None when it was written, else why it was fenced
+        (then nothing was). Each commit stamps this host's row with its number, so that
+        after a connection lost during COMMIT the next one knows whether it landed."""
+        con = self._connection()
+        buffer = self._buffer
+        if self._unsure is not None:  # the last commit's COMMIT was sent, its answer lost
+            number, sizes = self._unsure
+            row = con.execute("SELECT commit_no FROM hosts WHERE id = %s",
+                              (self.host_id,)).fetchone()
+            if row is not None and row[0] == number:  # it landed: not again
+                for kind, size in sizes.items():
+                    del buffer[kind][:size]
+                kinds = [kind for kind in kinds if buffer[kind]]
+            self._unsure = None
+        self._number += 1
+        sizes = {kind: len(buffer[kind]) for kind in kinds}
+        # One round trip: the statements, their values bound here, sent as one query,
+        # which the server runs as one transaction (an error anywhere rolls back all).
+        bind = psycopg.ClientCursor(con).mogrify
+        parts = [bind(EXECUTE["hold"], (self._number, self.host_id))]
+        for kind in kinds:
+            statement = EXECUTE[kind]
+            parts.extend(bind(statement, row) for row in buffer[kind])
+        self._unsure = (self._number, sizes)  # until the server answers
+        try:
+            con.execute(";\n".join(parts).encode())
+        except psycopg.Error as exc:
+            message = exc.diag.message_primary or ""
+            if exc.sqlstate == "22P02" and FENCED in message:
+                self._unsure = None
+                return message.split(FENCED, 1)[1].rpartition(":")[0]
+            if not (isinstance(exc, psycopg.OperationalError) or con.broken):
+                self._unsure = None  # refused by the server: nothing was written
+            raise
+        self._unsure = None
+        return None
+
+    # -- takeover ---------------------------------------------------------------------------
+    def lease_keeper(self) -> LeaseKeeper:
+        """This host's lease on a connection of its own, for the renewal's thread (one
+        keeper per store; `close()` releases through it)."""
+        if self._keeper is None:
+            self._keeper = LeaseKeeper(self.url, self.host_id, self.lease_s)
+        return self._keeper
+
+    def hosts(self) -> list[Host]:
+        """Every host of the store, oldest first, with its lease and how much it owns."""
+        return self._read(hosts)
+
+    def _adopt_local_dead(self) -> None:
+        """Take over, at once and whole, every host of this machine whose process is shown
+        gone (its pid absent or another process now): a restart here recovers what the
+        last host here left open, as with a SQLite store, without waiting for its lease.
+        The last such host is `previous_owner`."""
+        rows = self._con.execute(
+            "SELECT id, pid, pid_start_time, host, extract(epoch FROM since)::float8,"
+            " extract(epoch FROM lease_until)::float8 FROM hosts WHERE released IS NULL"
+            " AND taken_by IS NULL AND host = %s AND id <> %s ORDER BY n",
+            (self._owner.host, self.host_id)).fetchall()
+        for host_id, pid, pid_start, host, since, lease_until in rows:
+            dead = Owner(pid=pid, pid_start_time=pid_start, host=host, since=since,
+                         heartbeat=lease_until - self.lease_s)
+            if owner_alive(dead):
+                continue
+            while self._take(host_id, 1 << 30, None):
+                pass
+            self.previous_owner = dead
+
+    def take_over(self, host_id: str, limit: int, *, margin_s: float = 0.0) -> list[str]:
+        """Claim open delegation trees (a root and its open descendants together) of the
+        host `host_id`, whose lease must have ended more than `margin_s` ago: at most
+        `limit` roots, the epoch of each claimed delegation bumped, committed at once.
+        The ids claimed, parents before children; call again until it gives none (other
+        takers claim other trees meanwhile: `FOR UPDATE SKIP LOCKED`). Its database
+        sessions are ended first, so no frozen transaction of it holds a row. `StoreFenced`
+        when this host's own lease is lost; `StoreError` when the database is away."""
+        return self._take(host_id, limit, margin_s)
+
+    def _take(self, host_id: str, limit: int, margin_s: float | None) -> list[str]:
+        """`take_over`; with `margin_s` None, whatever its lease (its process is gone)."""
+        expired = ("" if margin_s is None else
+                   " AND lease_until + make_interval(secs => %s) < now()")
+        if self._fenced:
+            raise self._fence("its lease was lost earlier")
+        self.commit()  # what came before, first
+        try:
+            con = self._connection()
+            args = (host_id, self.host_id, *(() if margin_s is None else (margin_s,)))
+            if con.execute("SELECT 1 FROM hosts WHERE id = %s AND id <> %s AND released IS"
+                           " NULL" + expired, args).fetchone() is None:
+                return []  # alive, released, or unknown: nothing to take
+            # a frozen session of it could hold row locks the claim would skip for good
+            con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE"
+                        " application_name = %s", (f"zeus-{host_id}",))
+            with con.transaction():
+                if con.execute(LEASED, (self.host_id,)).fetchone() is None:
+                    raise _Rollback
+                row = con.execute(
+                    "UPDATE hosts SET taken_by = COALESCE(taken_by, %s), taken_at ="
+                    " COALESCE(taken_at, now()) WHERE id = %s AND id <> %s AND released IS"
+                    " NULL" + expired + " RETURNING 1",
+                    (self.host_id, host_id, self.host_id,
+                     *(() if margin_s is None else (margin_s,)))).fetchone()
+                if row is None:
+                    return []
+                claimed = con.execute(
+                    "WITH RECURSIVE roots AS (SELECT d.id FROM delegations d WHERE d.owner = %s"
+                    " AND d.status IS NULL AND NOT EXISTS (SELECT 1 FROM delegations p WHERE"
+                    " p.id = d.parent_id AND p.owner = %s AND p.status IS NULL)"
+                    " ORDER BY d.seq LIMIT %s FOR UPDATE SKIP LOCKED),"
+                    " tree(id) AS (SELECT id FROM roots UNION SELECT c.id FROM delegations c"
+                    " JOIN tree ON c.parent_id = tree.id WHERE c.owner = %s"
+                    " AND c.status IS NULL)"
+                    " UPDATE delegations SET owner = %s, epoch = epoch + 1 WHERE id IN"
+                    " (SELECT id FROM tree) AND owner = %s RETURNING id, epoch, seq",
+                    (host_id, host_id, limit, host_id, self.host_id, host_id)).fetchall()
+        except _Rollback:
+            raise self._fence("its lease ended or was taken over") from None
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+        for d_id, epoch, _ in claimed:
+            self._epochs[d_id] = int(epoch)
+        return [d_id for d_id, _, _ in sorted(claimed, key=lambda r: r[2])]
+
+    def open_delegations_of(self, ids: Iterable[str]) -> list[OpenDelegation]:
+        """The open delegations among `ids` (those `take_over` claimed), parents before
+        children, as `open_delegations` gives them."""
+        wanted = list(ids)
+        if not wanted:
+            return []
+        return self._opened(self._read(reads.open_delegations, None, "status IS NULL AND"
+                                       " owner = ? AND id = ANY(?)", (self.host_id, wanted)))
+
+    def _opened(self, found: list[OpenDelegation]) -> list[OpenDelegation]:
+        """`found` remembered as this host's (their attempts' delegations) and put parents
+        first (a taker's seq can be lower than the host it took from)."""
+        for o in found:
+            for a in o.attempts:
+                self._attempts[a.id] = o.delegation.id
+        ids = {o.delegation.id for o in found}
+        done: set[str] = set()
+        ordered: list[OpenDelegation] = []
+        by_id = {o.delegation.id: o for o in found}
+
+        def place(o: OpenDelegation) -> None:
+            if o.delegation.id in done:
+                return
+            done.add(o.delegation.id)
+            parent = o.delegation.parent_id
+            if parent is not None and parent in ids:
+                place(by_id[parent])
+            ordered.append(o)
+
+        for o in found:
+            place(o)
+        return ordered
+
+    # -- readers ----------------------------------------------------------------------------
+    def _read(self, fn: Callable[..., _T], *args: Any) -> _T:
+        try:
+            return fn(Qmark(self._connection()), *args)
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+
+    def open_delegations(self) -> list[OpenDelegation]:
+        """This host's open delegations (what it owns), parents before children."""
+        return self._opened(self._read(reads.open_delegations, None,
+                                       "status IS NULL AND owner = ?", (self.host_id,)))
+
+    def delegation_as_open(self, delegation_id: str) -> OpenDelegation | None:
+        found = self._read(reads.open_delegations, delegation_id)
+        if found:
+            for a in found[0].attempts:
+                self._attempts[a.id] = delegation_id
+        return found[0] if found else None
+
+    def blocked(self) -> list[tuple[StoredDelegation, Summary]]:
+        return self._read(reads.blocked)
+
+    def reopen(self, delegation_id: str) -> None:
+        """Open a settled delegation again and make it this host's (the epoch bumped)."""
+        self.commit()
+        try:
+            con = self._connection()
+            with con.transaction():
+                if con.execute(LEASED, (self.host_id,)).fetchone() is None:
+                    raise _Rollback
+                row = con.execute(
+                    "UPDATE delegations SET status = NULL, summary = NULL, settled = NULL,"
+                    " settled_seq = NULL, owner = %s, epoch = epoch + 1 WHERE id = %s"
+                    " RETURNING epoch", (self.host_id, delegation_id)).fetchone()
+        except _Rollback:
+            raise self._fence("its lease ended or was taken over") from None
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+        if row is not None:
+            self._epochs[delegation_id] = int(row[0])
+
+    def children(self, parent_id: str) -> list[StoredDelegation]:
+        return self._read(reads.children, parent_id)
+
+    def delegation(self, delegation_id: str) -> StoredDelegation | None:
+        return self._read(reads.one, "id", delegation_id)
+
+    def by_key(self, key: str) -> StoredDelegation | None:
+        return self._read(reads.one, "key", key)
+
+    def summary(self, delegation_id: str) -> Summary | None:
+        return self._read(reads.summary, "id", delegation_id)
+
+    def summary_by_key(self, key: str) -> Summary | None:
+        return self._read(reads.summary, "key", key)
+
+    def counts(self) -> StoreCounts:
+        return self._read(reads.counts)
+
+    def total_spent(self) -> Usage:
+        row = self._read(lambda con: con.execute(
+            "SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(input_tokens), 0)::bigint,"
+            " coalesce(sum(output_tokens), 0)::bigint, coalesce(sum(cost), 0)::float8"
+            " FROM attempts").fetchone())
+        return Usage(calls=row[0], input_tokens=row[1], output_tokens=row[2], cost=row[3])
+
+    def sessions(self) -> set[tuple[str, str]]:
+        rows = self._read(lambda con: con.execute(
+            "SELECT DISTINCT a.agent, d.brief::jsonb ->> 'session' FROM attempts a JOIN"
+            " delegations d ON d.id = a.delegation_id WHERE d.brief::jsonb ->> 'session'"
+            " IS NOT NULL").fetchall())
+        return {(agent, str(key)) for agent, key in rows}
+
+    def agent_sessions(self) -> list[tuple[str, str, str]]:
+        rows = self._read(lambda con: con.execute(
+            "SELECT a.agent, d.brief::jsonb ->> 'session', a.record::jsonb ->> 'session_id'"
+            " FROM attempts a JOIN delegations d ON d.id = a.delegation_id WHERE"
+            " d.brief::jsonb ->> 'session' IS NOT NULL AND a.record IS NOT NULL AND"
+            " a.record::jsonb ->> 'session_id' IS NOT NULL ORDER BY a.end_seq").fetchall())
+        return [(agent, str(key), str(sid)) for agent, key, sid in rows]
+
+    def issued(self) -> dict[str, int]:
+        return self._read(reads.issued)
+
+    # -- life -------------------------------------------------------------------------------
+    def heartbeat(self) -> None:
+        """Renew this host's lease (on the store's own connection)."""
+        try:
+            con = self._connection()
+            con.execute("UPDATE hosts SET lease_until = now() + make_interval(secs => %s)"
+                        " WHERE id = %s AND taken_by IS NULL AND released IS NULL AND"
+                        " lease_until >= now()", (self.lease_s, self.host_id))
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+
+    def prune(self) -> int:
+        cutoff = self._now() - self._keep_days * _DAY_S
+        doomed = ("SELECT d.id FROM delegations d WHERE d.settled < %s AND NOT EXISTS"
+                  " (SELECT 1 FROM delegations p WHERE p.id = d.parent_id AND p.status IS"
+                  " NULL)")
+        try:
+            con = self._connection()
+            with con.transaction():
+                ids = [r[0] for r in con.execute(doomed, (cutoff,)).fetchall()]
+                if ids:
+                    for table in ("attempts", "partials", "retries"):
+                        con.execute(f"DELETE FROM {table} WHERE delegation_id = ANY(%s)",
+                                    (ids,))
+                    con.execute("DELETE FROM delegations WHERE id = ANY(%s)", (ids,))
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+        return len(ids)
+
+    def close(self) -> None:
+        """Commit what is buffered, release this host (its lease ended) and disconnect."""
+        try:
+            if not self._fenced:
+                self.commit()
+                con = self._connection()
+                con.execute("UPDATE hosts SET released = now(), lease_until = now()"
+                            " WHERE id = %s AND taken_by IS NULL", (self.host_id,))
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+        finally:
+            if self.renewer is not None:
+                self.renewer.stop()
+            if self._keeper is not None:
+                self._keeper.close()
+            if self._con is not None:
+                with contextlib.suppress(Exception):
+                    self._con.close()
+                self._con = None
+
+
+class _Rollback(Exception):
+    """Leaves a transaction block, rolling it back (psycopg rolls back on any exception)."""

@@ -1,0 +1,434 @@
+"""The PostgreSQL store's own promises, on a real throwaway server: many live hosts on
+one store, leases judged by the database's clock, fenced commits that write nothing,
+takeover of an expired host's trees in batches without two takers claiming one tree,
+databases that are not a Zeus store refused unchanged, and a server restarted with
+`pg_ctl stop -m immediate` losing nothing committed (docs/design.md, "The store")."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from actors import Brief, Status, Summary, Usage
+from supervisor import StoreError, Zeus
+from supervisor.errors import StoreFenced
+from supervisor.routing import AgentPolicy
+
+psycopg = pytest.importorskip("psycopg", reason="pip install 'zeus-supervisor[postgres]'")
+
+from supervisor.store.postgres import PostgresStore  # noqa: E402 - psycopg first
+
+BRIEF = Brief(agent="apollo", scope="scan the routes")
+POLICY = AgentPolicy(read_only=True)
+WAIT_S = 30.0  # a safety bound on waits, never the thing asserted
+
+
+def record(store: PostgresStore, d_id: str, *, parent: str | None = None,
+           key: str | None = None) -> None:
+    store.record_delegation(d_id, key=key, parent_id=parent, ordinal=0 if parent else None,
+                            agent="apollo", brief=BRIEF, policy=POLICY, deadline=None,
+                            created=10.0)
+
+
+def start(store: PostgresStore, d_id: str) -> str:
+    a_id = f"{d_id}-a1"
+    store.attempt_started(a_id, delegation_id=d_id, number=1, agent="apollo", started=11.0,
+                          deadline=None)
+    return a_id
+
+
+def settle(store: PostgresStore, d_id: str) -> None:
+    store.settled(d_id, status=Status.completed, at=13.0, summary=Summary(
+        id=d_id, agent="apollo", scope=BRIEF.scope, status=Status.completed, output="ok"))
+
+
+def expire(url: str, store: PostgresStore) -> None:
+    """End `store`'s lease now, by the database's clock (as if it stopped renewing)."""
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("UPDATE hosts SET lease_until = now() - interval '1 second' WHERE id = %s",
+                    (store.host_id,))
+
+
+def sql(url: str, query: str, *args: Any) -> list[tuple[Any, ...]]:
+    """`query` on a connection of its own: its rows (none for a statement without)."""
+    with psycopg.connect(url, autocommit=True) as con:
+        cur = con.execute(query, args)
+        return [tuple(r) for r in cur.fetchall()] if cur.description else []
+
+
+@pytest.fixture
+def opened(pg_url: str) -> Iterator[Any]:
+    """`opened(**kwargs)` opens a store on the test's database; all closed at the end."""
+    stores: list[PostgresStore] = []
+
+    def factory(**kwargs: Any) -> PostgresStore:
+        stores.append(PostgresStore.open(pg_url, **kwargs))
+        return stores[-1]
+
+    yield factory
+    for s in stores:
+        with contextlib.suppress(StoreError):  # a fenced or disconnected one
+            s.close()
+
+
+# -- many hosts ---------------------------------------------------------------------------
+def test_many_live_hosts_share_a_store_and_each_sees_only_what_it_owns(
+    opened: Any, pg_url: str
+) -> None:
+    a, b = opened(), opened()
+    assert a.host_id != b.host_id and len(a.host_id) == 32
+    record(a, "apollo-1", key="ticket-1")
+    start(a, "apollo-1")
+    a.commit()
+    assert [o.delegation.id for o in a.open_delegations()] == ["apollo-1"]
+    assert b.open_delegations() == []  # b owns nothing
+    found = b.by_key("ticket-1")  # keys are the store's
+    assert found is not None and found.id == "apollo-1"
+    hosts = {h.id: h for h in b.hosts()}
+    assert hosts[a.host_id].owns == 1 and hosts[b.host_id].owns == 0
+    assert all(h.lease_left_s > 0 and h.taken_by is None for h in hosts.values())
+    assert sql(pg_url, "SELECT owner, epoch FROM delegations") == [(a.host_id, 1)]
+    # its sessions are found by name, and end a transaction left idle within the lease
+    assert a._con.execute("SHOW idle_in_transaction_session_timeout").fetchone()[0] == "5s"
+    assert sql(pg_url, "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+               f"zeus-{a.host_id}") == [(1,)]
+
+
+def test_a_clean_close_releases_the_host_and_ends_its_lease(opened: Any, pg_url: str) -> None:
+    a, b = opened(), opened()
+    a.close()
+    [gone] = [h for h in b.hosts() if h.id == a.host_id]
+    assert gone.released is not None and gone.lease_left_s <= 0
+    assert b.lease_keeper().expired_hosts() == []  # released: nothing to take over
+
+
+def test_hosts_that_open_an_empty_database_together_make_one_schema(pg_url: str) -> None:
+    stores: list[PostgresStore] = []
+    errors: list[BaseException] = []
+    go = threading.Barrier(4)
+
+    def open_one() -> None:
+        go.wait()
+        try:
+            stores.append(PostgresStore.open(pg_url))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT_S)
+    try:
+        assert errors == [] and len(stores) == 4
+        assert sql(pg_url, "SELECT value FROM meta WHERE key = 'schema_version'") == [("1",)]
+        assert len(stores[0].hosts()) == 4
+    finally:
+        for s in stores:
+            s.close()
+
+
+# -- the lease and fencing -----------------------------------------------------------------------
+def test_the_lease_is_renewed_by_the_database_clock_from_another_thread(opened: Any) -> None:
+    a = opened(lease_s=5.0)
+    keeper = a.lease_keeper()
+    left: list[float | None] = []
+    t = threading.Thread(target=lambda: left.append(keeper.renew()))
+    t.start()
+    t.join(WAIT_S)
+    assert left[0] is not None and 4.0 < left[0] <= 5.0
+
+
+def test_a_host_whose_lease_ended_is_fenced_and_its_commit_writes_nothing(
+    opened: Any, pg_url: str
+) -> None:
+    a = opened()
+    record(a, "apollo-1")
+    a_id = start(a, "apollo-1")
+    a.commit()
+    expire(pg_url, a)
+    assert a.lease_keeper().renew() is None  # lost: never extended again
+    a.charge("apollo-1", a_id, Usage(calls=3))
+    record(a, "apollo-2")
+    with pytest.raises(StoreFenced) as fenced:
+        a.commit()
+    assert fenced.value.host_id == a.host_id and a.host_id in str(fenced.value)
+    assert a.fenced and not a.writable
+    assert sql(pg_url, "SELECT id FROM delegations") == [("apollo-1",)]
+    assert sql(pg_url, "SELECT calls FROM attempts") == [(0,)]
+    with pytest.raises(StoreFenced):  # and stays fenced
+        a.commit()
+
+
+def test_a_write_for_a_delegation_another_host_took_is_fenced_whole(
+    opened: Any, pg_url: str
+) -> None:
+    a, b = opened(), opened()
+    record(a, "apollo-1")
+    a_id = start(a, "apollo-1")
+    a.commit()
+    expire(pg_url, a)
+    assert b.take_over(a.host_id, limit=8) == ["apollo-1"]
+    sql(pg_url, "UPDATE hosts SET lease_until = now() + interval '1 minute',"
+        " taken_by = NULL WHERE id = %s", a.host_id)  # a's lease as if it never ended
+    a.charge("apollo-1", a_id, Usage(calls=1))
+    settle(a, "apollo-1")
+    with pytest.raises(StoreFenced, match="no longer holds"):
+        a.commit()  # the epoch moved on: nothing of the commit lands
+    assert sql(pg_url, "SELECT status, owner, epoch FROM delegations") == [
+        (None, b.host_id, 2)]
+    assert sql(pg_url, "SELECT calls FROM attempts") == [(0,)]
+    b.charge("apollo-1", a_id, Usage(calls=2))
+    settle(b, "apollo-1")
+    b.commit()  # the taker writes under the new epoch
+    assert sql(pg_url, "SELECT status FROM delegations") == [("completed",)]
+    assert sql(pg_url, "SELECT calls FROM attempts") == [(2,)]
+
+
+# -- takeover ------------------------------------------------------------------------------------
+def test_an_expired_hosts_trees_are_taken_over_in_batches_and_its_sessions_ended(
+    opened: Any, pg_url: str
+) -> None:
+    a, b = opened(), opened()
+    for n in (1, 2, 3):
+        record(a, f"r{n}")
+        record(a, f"r{n}.c", parent=f"r{n}")  # a tree: root and child go together
+        start(a, f"r{n}.c")
+    record(a, "done")
+    settle(a, "done")
+    a.commit()
+    keeper = b.lease_keeper()
+    assert keeper.expired_hosts() == [] and b.take_over(a.host_id, limit=8) == []  # alive
+    expire(pg_url, a)
+    assert [h.id for h in keeper.expired_hosts()] == [a.host_id]
+    assert keeper.expired_hosts(margin_s=60) == []  # not past the ladder's bound yet
+    assert sql(pg_url, "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+               f"zeus-{a.host_id}") == [(1,)]
+    first = b.take_over(a.host_id, limit=2)
+    assert first == ["r1", "r1.c", "r2", "r2.c"]  # parents first, two roots
+    assert sql(pg_url, "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+               f"zeus-{a.host_id}") == [(0,)]  # a's sessions were ended first
+    assert b.take_over(a.host_id, limit=2) == ["r3", "r3.c"]
+    assert b.take_over(a.host_id, limit=2) == []
+    claimed = b.open_delegations_of(first)
+    assert [o.delegation.id for o in claimed] == first
+    assert [a_.id for a_ in claimed[1].attempts] == ["r1.c-a1"]
+    assert {o.delegation.id for o in b.open_delegations()} == {
+        "r1", "r1.c", "r2", "r2.c", "r3", "r3.c"}
+    [taken] = [h for h in b.hosts() if h.id == a.host_id]
+    assert taken.taken_by == b.host_id and taken.owns == 0
+    assert keeper.expired_hosts() == []  # taken: no one else looks again
+
+
+def test_two_takers_never_claim_the_same_tree(opened: Any, pg_url: str) -> None:
+    a, b, c = opened(), opened(), opened()
+    for n in range(40):
+        record(a, f"r{n}")
+        record(a, f"r{n}.c", parent=f"r{n}")
+    a.commit()
+    expire(pg_url, a)
+    got: dict[str, list[str]] = {b.host_id: [], c.host_id: []}
+    go = threading.Barrier(2)
+
+    def take(store: PostgresStore) -> None:
+        go.wait()
+        while batch := store.take_over(a.host_id, limit=3):
+            got[store.host_id].extend(batch)
+
+    threads = [threading.Thread(target=take, args=(s,)) for s in (b, c)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(WAIT_S)
+    claimed = got[b.host_id] + got[c.host_id]
+    assert sorted(claimed) == sorted([f"r{n}" for n in range(40)]
+                                     + [f"r{n}.c" for n in range(40)])  # each once
+    for mine in got.values():  # a root and its child always went to one taker
+        assert {d for d in mine if d.endswith(".c")} == {f"{d}.c" for d in mine
+                                                         if not d.endswith(".c")}
+    assert sql(pg_url, "SELECT DISTINCT epoch FROM delegations") == [(2,)]
+
+
+def test_a_restart_on_the_same_machine_takes_over_what_its_dead_host_left_open(
+    opened: Any, pg_url: str
+) -> None:
+    a = opened()
+    record(a, "apollo-1")
+    a.commit()
+    # a's process as if gone: another pid (this one is alive, and a's lease has not ended)
+    sql(pg_url, "UPDATE hosts SET pid = 2147483646 WHERE id = %s", a.host_id)
+    again = opened()
+    assert [o.delegation.id for o in again.open_delegations()] == ["apollo-1"]
+    assert again.previous_owner is not None and again.previous_owner.pid == 2147483646
+
+
+# -- databases that are not a Zeus store ------------------------------------------------------
+def test_a_database_of_another_application_is_refused_unchanged(pg_url: str) -> None:
+    sql(pg_url, "CREATE TABLE invoices (id int)")
+    with pytest.raises(StoreError, match=r"tables of another application.*invoices"):
+        PostgresStore.open(pg_url)
+    assert sql(pg_url, "SELECT table_name FROM information_schema.tables WHERE"
+               " table_schema = 'public'") == [("invoices",)]
+
+
+def test_a_store_of_a_newer_schema_is_refused_unchanged(pg_url: str) -> None:
+    PostgresStore.open(pg_url).close()
+    sql(pg_url, "UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    hosts = sql(pg_url, "SELECT count(*) FROM hosts")
+    with pytest.raises(StoreError, match=r"schema version 99.*upgrade"):
+        PostgresStore.open(pg_url)
+    assert sql(pg_url, "SELECT count(*) FROM hosts") == hosts  # no host registered
+
+
+def test_an_unreachable_database_is_a_store_error_naming_it(tmp_path: Any) -> None:
+    url = f"postgresql://zeus@/none?host={tmp_path}"
+    with pytest.raises(StoreError, match="cannot connect"):
+        PostgresStore.open(url)
+
+
+# -- the database failing ------------------------------------------------------------------------
+def _restart(pg_server: Any) -> None:
+    pg_server.stop("immediate")
+    pg_server.start()
+
+
+@pytest.mark.realtime
+def test_a_server_restarted_immediately_loses_nothing_committed_and_the_store_goes_on(
+    opened: Any, pg_url: str, pg_server: Any
+) -> None:
+    a = opened()
+    record(a, "apollo-1", key="kept")
+    a_id = start(a, "apollo-1")
+    a.charge("apollo-1", a_id, Usage(calls=2))
+    a.commit()
+    pg_server.stop("immediate")
+    try:
+        a.charge("apollo-1", a_id, Usage(calls=1))
+        with pytest.raises(StoreError):
+            a.commit()  # away: the turn is kept
+        assert not a.writable
+    finally:
+        pg_server.start()
+    deadline = time.monotonic() + WAIT_S
+    while True:  # reconnects are tried with a backoff: poll
+        try:
+            a.commit()
+            break
+        except StoreError:
+            assert time.monotonic() < deadline, "the store never reconnected"
+            time.sleep(0.05)
+    assert a.writable
+    assert sql(pg_url, "SELECT calls FROM attempts") == [(3,)]  # both turns, once each
+    found = a.by_key("kept")
+    assert found is not None and found.id == "apollo-1"
+
+
+@pytest.mark.realtime
+def test_zeus_refuses_new_work_while_the_database_is_away_and_goes_on_after(
+    pg_url: str, pg_server: Any
+) -> None:
+    with Zeus.start(agents={"quick": lambda brief, ctx: "done"}, store=pg_url) as zeus:
+        assert zeus.dispatch(Brief(agent="quick", scope="before")).result(WAIT_S).ok
+        pg_server.stop("immediate")
+        try:
+            refused = None
+            for i in range(50):  # the first may be taken before a commit fails
+                try:
+                    zeus.dispatch(Brief(agent="quick", scope=f"q{i}")).result(WAIT_S)
+                except StoreError as exc:
+                    refused = exc
+                    break
+            assert refused is not None and "cannot be written" in str(refused)
+        finally:
+            pg_server.start()
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            try:
+                after = zeus.dispatch(Brief(agent="quick", scope="after"), key="after")
+                break
+            except StoreError:
+                assert time.monotonic() < deadline, "Zeus never wrote the store again"
+                time.sleep(0.05)
+        assert after.result(WAIT_S).ok
+    rows = sql(pg_url, "SELECT status FROM delegations WHERE key = 'after'")
+    assert rows == [("completed",)]
+    assert sql(pg_url, "SELECT count(*) FROM delegations WHERE status IS NULL") == [(0,)]
+
+
+@pytest.mark.realtime
+def test_a_store_that_renews_its_own_lease_outlives_it_and_stops_renewing_when_closed(
+    pg_url: str,
+) -> None:
+    store = PostgresStore.open(pg_url, lease_s=0.6, renew=True)
+    renewer = store.renewer
+    assert renewer is not None
+    deadline = time.monotonic() + WAIT_S
+    while renewer.renewals < 4:  # past the first lease's end (4 x 0.2 s)
+        assert time.monotonic() < deadline, "the lease was never renewed"
+        time.sleep(0.02)
+    record(store, "apollo-1")
+    store.commit()  # still held: not fenced
+    assert not renewer.lost.is_set()
+    store.close()
+    assert sql(pg_url, "SELECT released IS NOT NULL FROM hosts") == [(True,)]
+
+
+# -- read by the CLI and the ui ---------------------------------------------------------------
+def test_zeus_tree_and_blocked_read_a_shared_store_with_its_hosts(
+    opened: Any, pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from supervisor.cli.main import main
+
+    a, b = opened(), opened()
+    record(a, "apollo-1")
+    start(a, "apollo-1")
+    record(b, "apollo-2")
+    b.settled("apollo-2", status=Status.blocked, at=13.0, summary=Summary(
+        id="apollo-2", agent="apollo", scope=BRIEF.scope, status=Status.blocked,
+        error="the migration needs a person"))
+    a.commit()
+    b.commit()
+    b.close()
+    assert main(["tree", pg_url]) == 0
+    out = capsys.readouterr().out
+    assert "apollo-1 apollo: in progress" in out and "apollo-2 apollo: blocked" in out
+    hosts = out.split("hosts:", 1)[1]
+    assert f"{a.host_id[:8]}  pid " in hosts and "s left  owns 1 open" in hosts
+    assert f"{b.host_id[:8]}  pid " in hosts and "released  owns 0 open" in hosts
+    assert main(["blocked", pg_url]) == 0
+    out = capsys.readouterr().out
+    assert "apollo-2" in out and "the migration needs a person" in out and "apollo-1" not in out
+
+
+def test_the_ui_source_of_a_shared_store_gives_new_rows_as_they_come(
+    opened: Any, pg_url: str
+) -> None:
+    from supervisor.ui.source import open_source
+
+    a = opened()
+    record(a, "apollo-1")
+    a.commit()
+    source = open_source(pg_url)
+    first = source.read_new()
+    assert [e["event"] for e in first.events] == ["zeus.started", "delegation.dispatched"]
+    assert first.events[0]["hosts"][0]["id"] == a.host_id
+    assert source.read_new().events == []  # nothing new
+    start(a, "apollo-1")
+    a.commit()
+    assert [e["event"] for e in source.read_new().events] == ["attempt.started"]
+
+
+def test_a_database_that_holds_no_store_is_bad_input_for_the_cli_and_left_alone(
+    pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from supervisor.cli.main import main
+
+    assert main(["tree", pg_url]) == 2
+    assert "no Zeus store there" in capsys.readouterr().err
+    assert sql(pg_url, "SELECT count(*) FROM information_schema.tables WHERE"
+               " table_schema = 'public'") == [(0,)]
