@@ -7,8 +7,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from supervisor.core.lease import LeaseKeeper, Renewal
+from actors import Brief, Summary
+
+from supervisor.core.lease import LeaseKeeper
 from supervisor.errors import StoreError
+from supervisor.store import HostLease, Renewal
 
 
 class Clock:
@@ -19,7 +22,7 @@ class Clock:
         return self.t
 
 
-class ScriptedLease:
+class ScriptedLease(HostLease):
     """Answers each renewal from a script; a step that is an exception is raised. The
     statement itself takes `takes_s` of the fake clock."""
 
@@ -30,13 +33,25 @@ class ScriptedLease:
         self.takes_s = takes_s
         self.margins: list[float] = []
 
-    def renew(self, margin_s: float) -> Renewal | None:
+    def keep(self, margin_s: float) -> Renewal | None:
         self.margins.append(margin_s)
         self.clock.t += self.takes_s
         step = self.script.pop(0)
         if isinstance(step, Exception):
             raise step
         return step
+
+    def summaries(self, delegation_ids: Sequence[str]) -> dict[str, Summary]:
+        return {}
+
+    def exists(self, delegation_id: str) -> bool:
+        return False
+
+    def claim_key(self, key: str, delegation_id: str, brief: Brief) -> tuple[str, Brief]:
+        return delegation_id, brief
+
+    def close(self) -> None:
+        pass
 
 
 def keeper(lease: ScriptedLease, clock: Clock, *, lease_s: float = 9.0,
@@ -77,10 +92,10 @@ def test_a_refused_renewal_is_the_lease_lost_at_once_and_every_child_told_to_sto
     k.tick()
     clock.t += 3.0
     assert k.tick() is None
-    assert seen["lost"] == ["another host took the lease over"]
+    assert seen["lost"] == ["the lease ended or another host took it over"]
     assert seen["extend"][-1] == pytest.approx(103.0)  # now: stop
     assert k.tick() is None  # lost for good: no more statements
-    assert seen["lost"] == ["another host took the lease over"]
+    assert seen["lost"] == ["the lease ended or another host took it over"]
 
 
 def test_the_database_away_is_retried_with_backoff_until_the_lease_would_end() -> None:

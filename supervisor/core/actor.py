@@ -17,6 +17,7 @@ from actors import Summary
 from actors.backends import Backend
 from actors.clock import Clock
 from supervisor.core.durable import MemoryDurable
+from supervisor.core.hosts import HostLife
 from supervisor.core.messages import (
     AttemptDue,
     BackoffOver,
@@ -26,6 +27,7 @@ from supervisor.core.messages import (
     ForceSettle,
     GraceOver,
     Hold,
+    LeaseLost,
     OwnerMessage,
     Ping,
     Recover,
@@ -37,6 +39,7 @@ from supervisor.core.messages import (
     StopAll,
     StoredLookup,
     StoredSummary,
+    TakeOver,
 )
 from supervisor.core.registry import Registry
 from supervisor.core.reports import ChildReports
@@ -71,12 +74,16 @@ class ZeusActor(pykka.ThreadingActor):
         backends: dict[str, Backend],
         rng: random.Random,
         durable: MemoryDurable,
+        host: tuple[str, float] | None = None,
     ) -> None:
+        """`host`: on a shared store, this host's id and the ladder's bound (a taker's
+        margin past an expired lease)."""
         super().__init__()
         self._events = events
         self.supervisor = Supervisor(registry=registry, clock=clock, events=events,
                                      backends=backends, rng=rng, tell=self.tell,
                                      queued=self.queued, durable=durable)
+        self.host = None if host is None else HostLife(self.supervisor, *host)
         self._durable = self.supervisor.durable
         self.reports = ChildReports(self.supervisor)
         sup = self.supervisor
@@ -95,6 +102,8 @@ class ZeusActor(pykka.ThreadingActor):
             Ping: lambda _msg: None,
             Hold: self._on_hold,
             Recover: self._on_recover,
+            LeaseLost: self._on_lease_lost,
+            TakeOver: self._on_take_over,
             Resume: lambda m: resume(sup, m.delegation_id, who=m.who, why=m.why,
                                      keep_handle=m.keep_handle),
             Resolve: lambda m: resolve(sup, m.delegation_id, m.status, who=m.who, note=m.note),
@@ -148,6 +157,14 @@ class ZeusActor(pykka.ThreadingActor):
 
     def _on_recover(self, msg: Recover) -> Recovery:
         return self.supervisor.recovery.recover_store(msg.keep_handle)
+
+    def _on_lease_lost(self, msg: LeaseLost) -> None:
+        if self.host is not None:
+            self.host.lease_lost(msg.why, msg.watch_elsewhere)
+
+    def _on_take_over(self, msg: TakeOver) -> None:
+        if self.host is not None:
+            self.host.take_over(msg.hosts, msg.keep_handle)
 
     def _on_stored_lookup(self, msg: StoredLookup) -> StoredDelegation | None:
         return self._durable.by_key(msg.key)

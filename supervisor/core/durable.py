@@ -94,6 +94,10 @@ class MemoryDurable:
         """The mailbox's turn ended with `waiting` messages queued: nothing to commit."""
         del waiting
 
+    def fence(self) -> None:
+        """This host's lease on a shared store is lost: nothing more is written (in
+        memory, nothing ever is)."""
+
     @property
     def writable(self) -> bool:
         return True

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from supervisor.core.future import DelegationFuture
 from supervisor.errors import StoreError
+from supervisor.store import SharedStore
 
 if TYPE_CHECKING:
     from supervisor.core.supervisor import Supervisor
@@ -26,9 +27,10 @@ WatchElsewhere = Callable[[str, DelegationFuture], None]
 class HostLife:
     """This host's part in a shared store's life, run in Zeus's actor thread."""
 
-    def __init__(self, sup: Supervisor, host_id: str) -> None:
+    def __init__(self, sup: Supervisor, host_id: str, margin_s: float) -> None:
         self._sup = sup
         self.host_id = host_id
+        self.margin_s = margin_s  # the ladder's bound: no child of an expired host runs on
         self.lost: str | None = None  # why the lease was lost, once it is
         self.taken_over: dict[str, int] = {}  # host id -> delegations this host took
 
@@ -65,20 +67,22 @@ class HostLife:
             free = sup.free_slots()
             if free <= 0:
                 break
+            store = sup.durable.required("take over")
+            assert isinstance(store, SharedStore)  # only a shared store has other hosts
             try:
-                ids = sup.durable.store.take_over(host, limit=free)
+                ids = store.take_over(host, limit=free, margin_s=self.margin_s)
             except StoreError as exc:
                 sup.events.emit("zeus.internal_error", message="take_over", error=str(exc))
                 continue
             if not ids:
                 continue
             claimed[host] = ids
-            opens = sup.durable.store.open_delegations_of(ids)
+            opens = store.open_delegations_of(ids)
             for stored in opens:
                 sd = stored.delegation
                 sup.events.emit("delegation.taken_over", delegation_id=sd.id,
                                     agent=sd.agent, from_host=host, by=self.host_id)
-            sup.recover(opens, keep_handle, taken_over=True)
+            sup.recovery.recover(opens, keep_handle, writers_stopped=True)
             self.taken_over[host] = self.taken_over.get(host, 0) + len(ids)
             sup.events.emit("host.taken_over", host=host, by=self.host_id,
                                 delegations=len(ids))

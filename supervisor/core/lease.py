@@ -21,32 +21,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
 
-__all__ = ["HostLease", "LeaseKeeper", "Renewal"]
+from supervisor.store import HostLease
+
+__all__ = ["LeaseKeeper"]
 
 # The longest wait between two tries while the database does not answer.
 _RETRY_AT_MOST_S = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class Renewal:
-    """One renewal: seconds left on the lease (by the database's clock) and the hosts
-    whose leases ended more than the asked margin ago, not yet taken over."""
-
-    left_s: float
-    expired: tuple[str, ...] = ()
-
-
-class HostLease(Protocol):
-    """The store's side of a lease (PostgreSQL: `supervisor.store.postgres`). Called from
-    the keeper's thread only, on a connection of its own."""
-
-    def renew(self, margin_s: float) -> Renewal | None:
-        """Extend this host's lease; None when it is lost (taken, or already ended).
-        `StoreError` when the database cannot be reached."""
-        ...
 
 
 class LeaseKeeper:
@@ -89,16 +70,18 @@ class LeaseKeeper:
             return None
         sent = self._monotonic()
         try:
-            renewal = self._lease.renew(self.bound_s)
+            renewal = self._lease.keep(self.bound_s)
         except Exception as exc:  # noqa: BLE001 - the database away: try again, within the lease
             self._failures += 1
             now = self._monotonic()
             if now >= self.until:
-                return self._lose(f"the lease could not be renewed before it ended ({exc})")
-            backoff = min(_RETRY_AT_MOST_S, 0.05 * 2 ** self._failures, self.every_s)
+                self._lose(f"the lease could not be renewed before it ended ({exc})")
+                return None
+            backoff = min(_RETRY_AT_MOST_S, 0.05 * 2.0 ** self._failures, self.every_s)
             return max(0.0, min(backoff, self.until - now))
         if renewal is None:
-            return self._lose("another host took the lease over")
+            self._lose("the lease ended or another host took it over")
+            return None
         self._failures = 0
         self.renewals += 1
         self.until = sent + renewal.left_s
@@ -111,7 +94,6 @@ class LeaseKeeper:
         self.lost = why
         self._extend(self._monotonic())  # every child: stop now
         self._lost(why)
-        return None
 
     # -- the thread -----------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ def open_store(routing: Routing, store: str | Path | None, clock: Clock) -> Stor
         from supervisor.store.postgres import PostgresStore  # psycopg: only for this store
 
         return PostgresStore.open(str(path), lease_s=policy.lease_s,
-                                  keep_days=policy.keep_days, now=clock.wall, renew=True)
+                                  keep_days=policy.keep_days, now=clock.wall)
     return SqliteStore.open(path, synchronous=policy.synchronous, keep_days=policy.keep_days,
                             now=clock.wall)
 

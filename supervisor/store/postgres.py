@@ -46,7 +46,7 @@ from supervisor.store import reads
 from supervisor.store.base import (
     OpenDelegation,
     Owner,
-    Store,
+    SharedStore,
     StoreCounts,
     StoredDelegation,
 )
@@ -81,7 +81,7 @@ def _item_json(item: Any) -> str:
     return json.dumps(item, default=str, separators=(",", ":"))
 
 
-class PostgresStore(Store):
+class PostgresStore(SharedStore):
     """The store in a PostgreSQL database. Make one with `PostgresStore.open`."""
 
     def __init__(self, url: str, con: Any, *, host_id: str, n: int, lease_s: float,
@@ -386,6 +386,12 @@ class PostgresStore(Store):
         return None
 
     # -- takeover ---------------------------------------------------------------------------
+    def lease(self) -> LeaseKeeper:
+        return self.lease_keeper()
+
+    def next_ids(self) -> int:
+        return self.lease_keeper().next_ids()
+
     def lease_keeper(self) -> LeaseKeeper:
         """This host's lease on a connection of its own, for the renewal's thread (one
         keeper per store; `close()` releases through it)."""
@@ -613,6 +619,7 @@ class PostgresStore(Store):
                     for table in ("attempts", "partials", "retries"):
                         con.execute(f"DELETE FROM {table} WHERE delegation_id = ANY(%s)",
                                     (ids,))
+                    con.execute("DELETE FROM keys WHERE delegation_id = ANY(%s)", (ids,))
                     con.execute("DELETE FROM delegations WHERE id = ANY(%s)", (ids,))
         except psycopg.Error as exc:
             raise self._lost(exc) from None
