@@ -142,12 +142,16 @@ def test_a_host_frozen_past_its_lease_is_fenced_its_children_stopped_before_the_
         # taker's, under the epoch it took.
         ((owner, epoch),) = _rows(pg_url, "SELECT owner, epoch FROM delegations")
         assert owner == _host_ids(pg_url)[1] and epoch == 2
+        # Its own handle resolved from the store, with the taker's summary.
+        said = frozen.read_line()
+        assert said["summary"]["status"] == "completed", said
+        assert [a["outcome"] for a in said["summary"]["attempts"]] == ["lost", "completed"]
         events = [json.loads(line) for line in log.read_text().splitlines()]
         lost = [e for e in events if e["event"] == "host.lease_lost"]
         assert len(lost) == 1
         assert not [e for e in events if e["event"] == "delegation.settled"]
     finally:
-        with pytest.raises(Exception):  # noqa: B017, PT011 - whichever way it ended
+        with pytest.raises(Exception):
             os.kill(frozen.proc.pid, signal.SIGCONT)
             frozen.kill()
             raise RuntimeError

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import queue
 import random
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any, cast
@@ -17,7 +18,7 @@ from actors import Summary
 from actors.backends import Backend
 from actors.clock import Clock
 from supervisor.core.durable import MemoryDurable
-from supervisor.core.hosts import HostLife
+from supervisor.core.hosts import HostLife, HostTerms
 from supervisor.core.messages import (
     AttemptDue,
     BackoffOver,
@@ -74,16 +75,15 @@ class ZeusActor(pykka.ThreadingActor):
         backends: dict[str, Backend],
         rng: random.Random,
         durable: MemoryDurable,
-        host: tuple[str, float] | None = None,
+        host: HostTerms | None = None,
     ) -> None:
-        """`host`: on a shared store, this host's id and the ladder's bound (a taker's
-        margin past an expired lease)."""
+        """`host`: on a shared store, what Zeus's thread knows of this host's lease."""
         super().__init__()
         self._events = events
         self.supervisor = Supervisor(registry=registry, clock=clock, events=events,
                                      backends=backends, rng=rng, tell=self.tell,
                                      queued=self.queued, durable=durable)
-        self.host = None if host is None else HostLife(self.supervisor, *host)
+        self.host = None if host is None else HostLife(self.supervisor, host)
         self._durable = self.supervisor.durable
         self.reports = ChildReports(self.supervisor)
         sup = self.supervisor
@@ -130,6 +130,8 @@ class ZeusActor(pykka.ThreadingActor):
 
         A `Burst` (the host's dispatches of one step of its event loop) is one turn: its
         messages are handled in order, each as if it came alone, and one commit follows."""
+        if self.host is not None:
+            self.host.check(time.monotonic())
         try:
             if type(message) is Burst:
                 for each in message.messages:
@@ -160,7 +162,7 @@ class ZeusActor(pykka.ThreadingActor):
 
     def _on_lease_lost(self, msg: LeaseLost) -> None:
         if self.host is not None:
-            self.host.lease_lost(msg.why, msg.watch_elsewhere)
+            self.host.lease_lost(msg.why)
 
     def _on_take_over(self, msg: TakeOver) -> None:
         if self.host is not None:

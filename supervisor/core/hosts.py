@@ -7,6 +7,7 @@ it messages (`LeaseLost`, `TakeOver`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from supervisor.core.future import DelegationFuture
@@ -16,7 +17,7 @@ from supervisor.store import SharedStore
 if TYPE_CHECKING:
     from supervisor.core.supervisor import Supervisor
 
-__all__ = ["HostLife"]
+__all__ = ["HostLife", "HostTerms"]
 
 KeepHandle = Callable[[str, DelegationFuture], object]
 # Hands the futures of the host's own delegations to whoever resolves them from the
@@ -24,19 +25,38 @@ KeepHandle = Callable[[str, DelegationFuture], object]
 WatchElsewhere = Callable[[str, DelegationFuture], None]
 
 
+@dataclass(frozen=True, slots=True)
+class HostTerms:
+    """What Zeus's thread knows of its host's lease (made in the host's thread)."""
+
+    host_id: str
+    margin_s: float  # the ladder's bound: how long past a lease's end a child may run
+    lease_ends: Callable[[], float]  # the lease's end as its keeper believes it (monotonic)
+    watch_elsewhere: WatchElsewhere
+
+
 class HostLife:
     """This host's part in a shared store's life, run in Zeus's actor thread."""
 
-    def __init__(self, sup: Supervisor, host_id: str, margin_s: float) -> None:
+    def __init__(self, sup: Supervisor, terms: HostTerms) -> None:
         self._sup = sup
-        self.host_id = host_id
-        self.margin_s = margin_s  # the ladder's bound: no child of an expired host runs on
+        self.terms = terms
+        self.host_id = terms.host_id
+        self.margin_s = terms.margin_s
         self.lost: str | None = None  # why the lease was lost, once it is
         self.taken_over: dict[str, int] = {}  # host id -> delegations this host took
+        sup.durable.on_fenced = self.lease_lost
+
+    def check(self, now: float) -> None:
+        """Before Zeus decides anything (its thread): a lease that ran out unrenewed is
+        lost, whatever the keeper's thread has yet to say (a host that was frozen wakes
+        with its children's ends waiting in its mailbox, decided by no one)."""
+        if self.lost is None and now >= self.terms.lease_ends():
+            self.lease_lost("the lease ran out before it was renewed")
 
     # -- the lease lost ---------------------------------------------------------------------
 
-    def lease_lost(self, why: str, watch_elsewhere: WatchElsewhere) -> None:
+    def lease_lost(self, why: str) -> None:
         """Fence everything: no child of this host runs on and nothing more is written.
         The host's handles resolve when the taker settles their delegations."""
         if self.lost is not None:
@@ -44,13 +64,15 @@ class HostLife:
         self.lost = why
         sup = self._sup
         sup.accepting = False
-        sup.durable.fence()
-        roots = [d for d in sup.tree.delegations.values() if d.parent_id is None]
+        uncommitted = sup.durable.fence()
+        roots = [d for d in [*sup.tree.delegations.values(), *uncommitted]
+                 if d.parent_id is None]
         sup.events.emit("host.lease_lost", host=self.host_id, why=why,
                         delegations=len(sup.tree.delegations))
         sup.fence_all()
         for d in roots:
-            watch_elsewhere(d.id, d.settled)
+            if not d.settled.done():
+                self.terms.watch_elsewhere(d.id, d.settled)
 
     # -- taking over ------------------------------------------------------------------------
 

@@ -129,11 +129,9 @@ class Recover:
 @dataclass(slots=True)
 class LeaseLost:
     """This host's lease on a shared store is lost (from the lease keeper's thread): fence
-    every child; `watch_elsewhere(id, future)` resolves the host's handles from the store
-    once the host that takes their delegations over settles them."""
+    every child, write nothing more."""
 
     why: str
-    watch_elsewhere: Callable[[str, DelegationFuture], None]
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from actors.backends import Backend
 from actors.backends.process.worker_lease import POLL_S
 from supervisor.core.future import DelegationFuture
+from supervisor.core.hosts import HostTerms
 from supervisor.core.lease import LeaseKeeper
 from supervisor.core.messages import LeaseLost, TakeOver
 from supervisor.core.remote import RemoteSettlements
@@ -48,6 +49,11 @@ class SharedHost:
                                   extend=self._extend, lost=self._lost,
                                   expired=self._expired)
 
+    def terms(self) -> HostTerms:
+        """What Zeus's thread is told of this lease."""
+        return HostTerms(self.store.host_id, self.bound_s, lambda: self.keeper.until,
+                         self.remote.watch)
+
     @property
     def lost(self) -> str | None:
         """Why this host's lease was lost, once it is."""
@@ -77,7 +83,7 @@ class SharedHost:
 
     def _lost(self, why: str) -> None:
         with contextlib.suppress(ZeusStopped):
-            self._tell(LeaseLost(why, self.remote.watch))
+            self._tell(LeaseLost(why))
 
     def _expired(self, hosts: Sequence[str]) -> None:
         with contextlib.suppress(ZeusStopped):

@@ -46,7 +46,7 @@ from supervisor.core.messages import (
 )
 from supervisor.core.outbox import Outbox, running_loop
 from supervisor.core.registry import Registry
-from supervisor.core.shared_host import SharedHost, ladder_bound
+from supervisor.core.shared_host import SharedHost
 from supervisor.core.startup import (
     open_store,
     prestart,
@@ -113,10 +113,7 @@ class Zeus:
             self.register(name, work)
         self.recovered = Recovery()
         """What this start found in its store and did with it (empty without a store)."""
-        if self._shared is not None:  # children bounded by the lease from the first one on
-            self._host = SharedHost(self._shared, self._registry.routing,
-                                    backends=self._backends, tell=self._put,
-                                    keep_handle=self._kept_handle)
+        if self._host is not None:  # children bounded by the lease from the first one on
             self._host.start()
         if self._store is not None:
             try:
@@ -151,6 +148,10 @@ class Zeus:
         self._book = HandleBook(routing.supervisor.keep_settled, self._settled_handle)
         durable = (MemoryDurable() if self._store is None
                    else Durable(self._store, self._clock, self._events))
+        if self._shared is not None:
+            self._host = SharedHost(self._shared, routing, backends=self._backends,
+                                    tell=lambda message: self._put(message),
+                                    keep_handle=self._kept_handle)
         self._ref = ZeusActor.start(
             registry=self._registry,
             clock=self._clock,
@@ -158,8 +159,7 @@ class Zeus:
             backends=self._backends,
             rng=rng if rng is not None else random.Random(),
             durable=durable,
-            host=(None if self._shared is None
-                  else (self._shared.host_id, ladder_bound(routing))),
+            host=None if self._host is None else self._host.terms(),
         )
         self._outbox = Outbox(self._put)
         self._flush = self._outbox.flush  # bound once: every loop dispatch's `before_wait`
