@@ -27,6 +27,11 @@ BOUND_S = 1.0 + 0.25 + 0.25
 
 def _agents() -> dict[str, Any]:
     return {
+        "boss": agent("tests._durable_agents:orchestrate", kind="orchestrator",
+                      idempotent=True, isolation="thread", retry={"max_retries": 1}),
+        "quick": agent("tests._durable_agents:quick", read_only=True),
+        "slow": agent(read_only=True, isolation="process", shutdown=FAST_LADDER,
+                      retry={"max_retries": 1}),
         "reader": agent(read_only=True, isolation="process", shutdown=FAST_LADDER,
                         retry={"max_retries": 1}),
         "writer": agent(isolation="process", shutdown=FAST_LADDER, retry={"max_retries": 1}),
@@ -68,9 +73,10 @@ def test_a_host_sigkilled_mid_run_is_taken_over_by_the_others_and_nothing_runs_t
 ) -> None:
     names = ["r1", "r2", "w1", "w2"]
     first = Host(tmp_path, pg_url, _plan([brief("reader" if n[0] == "r" else "writer",
-                                                tmp_path, n) for n in names]))
+                                                tmp_path, n) for n in names]
+                                         + [brief("boss", tmp_path, "boss")]))
     first.read_line()
-    for name in names:
+    for name in [*names, "second"]:
         wait_for(tmp_path / f"{name}.started", first)
     takers = [Host(tmp_path, pg_url, _plan([], hold=True)) for _ in range(2)]
     for taker in takers:
@@ -89,19 +95,25 @@ def test_a_host_sigkilled_mid_run_is_taken_over_by_the_others_and_nothing_runs_t
             assert not second[2], f"{name}: its first run was still alive as it ran again"
             assert process_running(first_pids[name], runs(tmp_path, name)[0][1]) is False
         (tmp_path / "release").write_text("")
-        _wait_until(lambda: all(settled(pg_url, n) for n in names), "every key settling",
-                    *takers)
+        _wait_until(lambda: all(settled(pg_url, n) for n in [*names, "boss"]),
+                    "every key settling", *takers)
+        boss = _summary(pg_url, "boss")  # the nested tree went over whole, and replayed
+        assert boss["status"] == "completed", boss
+        assert boss["output"] == ["completed", "completed", "first done", "second done"]
+        assert len(runs(tmp_path, "boss")) == 2
+        assert len(runs(tmp_path, "first")) == 1  # replayed from the store
+        assert len(runs(tmp_path, "second")) == 2
         for name in names:
             summary = _summary(pg_url, name)
             assert summary["status"] == "completed", summary
             assert [a["outcome"] for a in summary["attempts"]] == ["lost", "completed"]
             assert summary["usage"]["calls"] == 2  # the dead host's charge carried over
         (count,) = _rows(pg_url, "SELECT count(*) FROM delegations")[0]
-        assert count == len(names)  # one delegation per key, wherever it ran
-        owners = {o for (o,) in _rows(pg_url, "SELECT DISTINCT owner FROM delegations")}
-        assert len(owners) in (1, 2) and owners <= set(_host_ids(pg_url)[1:])
-        (epochs,) = _rows(pg_url, "SELECT min(epoch) FROM delegations")[0]
-        assert epochs == 2
+        assert count == len(names) + 3  # one per key (and the boss's two), wherever it ran
+        # What was open went to the takers, its epoch bumped once.
+        taken = _rows(pg_url, "SELECT owner, epoch FROM delegations WHERE key IS NOT NULL")
+        assert {owner for owner, _ in taken} <= set(_host_ids(pg_url)[1:])
+        assert {epoch for _, epoch in taken} == {2}
     finally:
         for taker in takers:
             taker.kill()

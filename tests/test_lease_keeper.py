@@ -154,3 +154,11 @@ def test_start_pushes_the_first_lease_before_any_renewal() -> None:
     k.start()
     k.stop()
     assert seen["extend"][0] == pytest.approx(106.5)
+
+
+def test_the_next_look_comes_when_another_hosts_lease_becomes_takeable() -> None:
+    clock = Clock()
+    k, _seen = keeper(ScriptedLease(clock, [Renewal(left_s=9.0, next_s=1.2),
+                                           Renewal(left_s=9.0, next_s=7.0)]), clock)
+    assert k.tick() == pytest.approx(1.25)  # not a whole renewal period later
+    assert k.tick() == pytest.approx(3.0)  # never later than the next renewal

@@ -88,6 +88,8 @@ class LeaseKeeper:
         self._extend(self.child_deadline(self.until))
         if renewal.expired:
             self._expired(renewal.expired)
+        if renewal.next_s is not None:  # another host's lease is about to be takeable
+            return max(0.05, min(self.every_s, renewal.next_s + 0.05))
         return self.every_s
 
     def _lose(self, why: str) -> None:

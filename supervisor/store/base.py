@@ -300,11 +300,14 @@ class Store(abc.ABC):
 @dataclass(frozen=True, slots=True)
 class Renewal:
     """One renewal of a host's lease: the seconds it has left by the database's clock,
-    and the hosts whose leases ended more than the asked margin ago and still own open
-    delegations (what this host may take over)."""
+    the hosts whose leases ended more than the asked margin ago and still own open
+    delegations (what this host may take over), and when the next one will have."""
 
     left_s: float
     expired: tuple[str, ...] = ()
+    # Seconds until the next other host's lease, plus the margin, ends (one that still
+    # owns open delegations): when to look again, rather than a renewal period later.
+    next_s: float | None = None
 
 
 class HostLease(abc.ABC):

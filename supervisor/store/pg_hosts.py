@@ -153,13 +153,18 @@ class LeaseKeeper(HostLease):
             "WITH renewed AS (UPDATE hosts SET lease_until = now() + make_interval(secs =>"
             " %s) WHERE id = %s AND taken_by IS NULL AND released IS NULL AND lease_until"
             " >= now() RETURNING extract(epoch FROM lease_until - now())::float8 AS left_s)"
-            " SELECT (SELECT left_s FROM renewed), ARRAY(SELECT h.id FROM hosts h WHERE"
-            " h.id <> %s AND h.released IS NULL AND h.lease_until + make_interval(secs => %s)"
-            " < now() AND EXISTS (SELECT 1 FROM delegations d WHERE d.owner = h.id AND"
-            " d.status IS NULL) ORDER BY h.lease_until)",
-            (self._lease_s, self._host_id, self._host_id, margin_s))
-        left, expired = rows[0]
-        return None if left is None else Renewal(float(left), tuple(expired or ()))
+            ", others AS (SELECT h.id, extract(epoch FROM h.lease_until + make_interval(secs"
+            " => %s) - now())::float8 AS due_s FROM hosts h WHERE h.id <> %s AND h.released"
+            " IS NULL AND EXISTS (SELECT 1 FROM delegations d WHERE d.owner = h.id AND"
+            " d.status IS NULL))"
+            " SELECT (SELECT left_s FROM renewed), ARRAY(SELECT id FROM others WHERE due_s < 0"
+            " ORDER BY due_s), (SELECT min(due_s) FROM others WHERE due_s >= 0)",
+            (self._lease_s, self._host_id, margin_s, self._host_id))
+        left, expired, next_s = rows[0]
+        if left is None:
+            return None
+        return Renewal(float(left), tuple(expired or ()),
+                       None if next_s is None else float(next_s))
 
     def summaries(self, delegation_ids: Sequence[str]) -> dict[str, Summary]:
         rows = self._run("SELECT id, summary FROM delegations WHERE id = ANY(%s) AND summary"
