@@ -8,7 +8,6 @@ from collections.abc import Sequence
 import pytest
 
 from actors import Brief, Summary
-
 from supervisor.core.lease import LeaseKeeper
 from supervisor.errors import StoreError
 from supervisor.store import HostLease, Renewal
@@ -26,7 +25,7 @@ class ScriptedLease(HostLease):
     """Answers each renewal from a script; a step that is an exception is raised. The
     statement itself takes `takes_s` of the fake clock."""
 
-    def __init__(self, clock: Clock, script: list[Renewal | None | Exception],
+    def __init__(self, clock: Clock, script: list[Renewal | Exception | None],
                  takes_s: float = 0.0) -> None:
         self.clock = clock
         self.script = script
