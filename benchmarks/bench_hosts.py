@@ -90,10 +90,11 @@ def takeover_round(server: Any, folder: Path) -> float:
     briefs = [{"key": f"k{i}", "brief": {"agent": "held", "scope": f"k{i}",
                                          "inputs": {"dir": str(folder), "name": f"k{i}"}}}
               for i in range(4)]
-    victim = _host(url, {"agents": agents, "supervisor": supervisor, "briefs": briefs},
-                   folder)
-    taker = _host(url, {"agents": agents, "supervisor": supervisor, "briefs": [],
-                        "hold": True}, folder)
+    defaults = {"shutdown": FAST}
+    victim = _host(url, {"agents": agents, "defaults": defaults, "supervisor": supervisor,
+                         "briefs": briefs}, folder)
+    taker = _host(url, {"agents": agents, "defaults": defaults, "supervisor": supervisor,
+                        "briefs": [], "hold": True}, folder)
     try:
         _first_line(victim)
         _first_line(taker)

@@ -28,6 +28,7 @@ def main() -> None:
     with open(plan_path, encoding="utf-8") as f:
         plan = json.load(f)
     routing = Routing.from_dict({"version": 1, "agents": plan["agents"],
+                                 "defaults": plan.get("defaults", {}),
                                  "supervisor": plan.get("supervisor", {})})
     log: list[object] = [plan["log"]] if plan.get("log") else []
     if plan.get("stall_at_partial"):  # Zeus's thread stops there: nothing after it is read

@@ -21,8 +21,9 @@ pytestmark = [pytest.mark.process, pytest.mark.realtime]
 
 LEASE_S = 3.0
 FAST_LADDER = {"grace_s": 0.5, "term_s": 0.5}
-# The ladder's bound for these agents (grace + term, a worker's look, a margin).
-BOUND_S = 1.0 + 0.25 + 0.25
+# The ladder's bound for these agents (grace + term, a worker's look, a margin), and what
+# a taker waits past it.
+BOUND_S = 1.0 + 0.25 + 0.25 + 0.25
 
 
 def _agents() -> dict[str, Any]:
@@ -39,8 +40,8 @@ def _agents() -> dict[str, Any]:
 
 
 def _plan(briefs: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
-    return {"agents": _agents(), "supervisor": {"store": {"lease_s": LEASE_S}},
-            "briefs": briefs, **more}
+    return {"agents": _agents(), "defaults": {"shutdown": FAST_LADDER},
+            "supervisor": {"store": {"lease_s": LEASE_S}}, "briefs": briefs, **more}
 
 
 def _rows(url: str, query: str, *args: Any) -> list[tuple[Any, ...]]:

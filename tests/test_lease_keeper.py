@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from actors import Brief, Summary
-from supervisor.core.lease import LeaseKeeper
+from supervisor.core.lease import TAKE_MARGIN_S, LeaseKeeper
 from supervisor.errors import StoreError
 from supervisor.store import HostLease, Renewal
 
@@ -73,7 +73,7 @@ def test_a_renewal_pushes_the_end_less_the_bound_measured_from_before_it_was_sen
     # Sent at 100.0: the end is 109.0 however long the answer took, never 109.4.
     assert k.until == pytest.approx(109.0)
     assert seen["extend"] == [pytest.approx(106.5)]
-    assert lease.margins == [2.5]  # takers wait the ladder's bound past a lease's end
+    assert lease.margins == [TAKE_MARGIN_S]  # past an expired lease and its host's bound
     assert seen["lost"] == []
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from supervisor.core.future import DelegationFuture
+from supervisor.core.lease import TAKE_MARGIN_S
 from supervisor.errors import StoreError
 from supervisor.store import SharedStore
 
@@ -30,7 +31,6 @@ class HostTerms:
     """What Zeus's thread knows of its host's lease (made in the host's thread)."""
 
     host_id: str
-    margin_s: float  # the ladder's bound: how long past a lease's end a child may run
     lease_ends: Callable[[], float]  # the lease's end as its keeper believes it (monotonic)
     watch_elsewhere: WatchElsewhere
 
@@ -42,7 +42,6 @@ class HostLife:
         self._sup = sup
         self.terms = terms
         self.host_id = terms.host_id
-        self.margin_s = terms.margin_s
         self.lost: str | None = None  # why the lease was lost, once it is
         self.taken_over: dict[str, int] = {}  # host id -> delegations this host took
         sup.durable.on_fenced = self.lease_lost
@@ -80,7 +79,8 @@ class HostLife:
         """Claim what each expired host left open, tree by tree, as many as there are free
         slots, and recover it as a restart would: its children are gone (the lease and the
         ladder's bound have passed), so writers run again too. What one batch leaves is
-        claimed at a later renewal, here or by another host."""
+        claimed at a later renewal, here or by another host. The store claims nothing of a
+        host before its lease's end plus that host's own ladder's bound."""
         sup = self._sup
         if self.lost is not None or not sup.accepting:
             return {}
@@ -92,7 +92,7 @@ class HostLife:
             store = sup.durable.required("take over")
             assert isinstance(store, SharedStore)  # only a shared store has other hosts
             try:
-                ids = store.take_over(host, limit=free, margin_s=self.margin_s)
+                ids = store.take_over(host, limit=free, margin_s=TAKE_MARGIN_S)
             except StoreError as exc:
                 sup.events.emit("zeus.internal_error", message="take_over", error=str(exc))
                 continue

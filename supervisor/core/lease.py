@@ -24,8 +24,11 @@ from collections.abc import Callable, Sequence
 
 from supervisor.store import HostLease
 
-__all__ = ["LeaseKeeper"]
+__all__ = ["TAKE_MARGIN_S", "LeaseKeeper"]
 
+# How long past an expired host's lease and its own ladder's bound a taker waits more:
+# the database's clock against the commits in flight when the lease ended.
+TAKE_MARGIN_S = 0.25
 # The longest wait between two tries while the database does not answer.
 _RETRY_AT_MOST_S = 1.0
 
@@ -70,7 +73,7 @@ class LeaseKeeper:
             return None
         sent = self._monotonic()
         try:
-            renewal = self._lease.keep(self.bound_s)
+            renewal = self._lease.keep(TAKE_MARGIN_S)
         except Exception as exc:  # noqa: BLE001 - the database away: try again, within the lease
             self._failures += 1
             now = self._monotonic()

@@ -51,8 +51,7 @@ class SharedHost:
 
     def terms(self) -> HostTerms:
         """What Zeus's thread is told of this lease."""
-        return HostTerms(self.store.host_id, self.bound_s, lambda: self.keeper.until,
-                         self.remote.watch)
+        return HostTerms(self.store.host_id, lambda: self.keeper.until, self.remote.watch)
 
     @property
     def lost(self) -> str | None:

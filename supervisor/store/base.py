@@ -317,8 +317,9 @@ class HostLease(abc.ABC):
 
     @abc.abstractmethod
     def keep(self, margin_s: float) -> Renewal | None:
-        """Renew the lease and name the hosts to take over, in one statement; None when
-        the lease is lost (it ended, or another host took it). `StoreError` when the
+        """Renew the lease and name the hosts to take over (their leases ended more than
+        their own ladder's bound plus `margin_s` ago), in one statement; None when the
+        lease is lost (it ended, or another host took it). `StoreError` when the
         database cannot be reached."""
 
     @abc.abstractmethod

@@ -147,14 +147,16 @@ class LeaseKeeper(HostLease):
         return float(rows[0][0]) if rows else None
 
     def keep(self, margin_s: float) -> Renewal | None:
-        """`renew`, and the hosts whose leases ended more than `margin_s` ago and still own
-        open delegations, in one statement: a host's whole traffic for its lease."""
+        """`renew`, and the hosts whose leases ended more than their own ladder's bound
+        (`bound_s`, which each host registers) plus `margin_s` ago and still own open
+        delegations, in one statement: a host's whole traffic for its lease."""
         rows = self._run(
             "WITH renewed AS (UPDATE hosts SET lease_until = now() + make_interval(secs =>"
             " %s) WHERE id = %s AND taken_by IS NULL AND released IS NULL AND lease_until"
             " >= now() RETURNING extract(epoch FROM lease_until - now())::float8 AS left_s)"
             ", others AS (SELECT h.id, extract(epoch FROM h.lease_until + make_interval(secs"
-            " => %s) - now())::float8 AS due_s FROM hosts h WHERE h.id <> %s AND h.released"
+            " => h.bound_s + %s) - now())::float8 AS due_s FROM hosts h WHERE h.id <> %s AND"
+            " h.released"
             " IS NULL AND EXISTS (SELECT 1 FROM delegations d WHERE d.owner = h.id AND"
             " d.status IS NULL))"
             " SELECT (SELECT left_s FROM renewed), ARRAY(SELECT id FROM others WHERE due_s < 0"

@@ -114,7 +114,8 @@ class PostgresStore(SharedStore):
         self._unsure: tuple[int, dict[str, int]] | None = None  # a commit whose end was lost
 
     @classmethod
-    def open(cls, url: str, *, lease_s: float = 10.0, keep_days: float = 30.0,
+    def open(cls, url: str, *, lease_s: float = 10.0, bound_s: float = 0.0,
+             keep_days: float = 30.0,
              now: Callable[[], float] = time.time, renew: bool = False) -> PostgresStore:
         """Open (or create) the store at `url` and register this host with a lease of
         `lease_s` seconds (many live hosts share one store). `StoreError` when the
@@ -138,10 +139,11 @@ class PostgresStore(SharedStore):
             prepare(con, url)
             pid = os.getpid()
             row = con.execute(
-                "INSERT INTO hosts (id, n, pid, pid_start_time, host, lease_until) VALUES"
-                " (%s, nextval('hosts_n'), %s, %s, %s, now() + make_interval(secs => %s))"
-                " RETURNING n, extract(epoch FROM since)::float8",
-                (host_id, pid, process_start_time(pid), socket.gethostname(), lease_s),
+                "INSERT INTO hosts (id, n, pid, pid_start_time, host, lease_until, bound_s)"
+                " VALUES (%s, nextval('hosts_n'), %s, %s, %s, now() + make_interval(secs =>"
+                " %s), %s) RETURNING n, extract(epoch FROM since)::float8",
+                (host_id, pid, process_start_time(pid), socket.gethostname(), lease_s,
+                 bound_s),
             ).fetchone()
             owner = Owner(pid=pid, pid_start_time=process_start_time(pid),
                           host=socket.gethostname(), since=row[1], heartbeat=row[1])
@@ -434,8 +436,8 @@ class PostgresStore(SharedStore):
 
     def _take(self, host_id: str, limit: int, margin_s: float | None) -> list[str]:
         """`take_over`; with `margin_s` None, whatever its lease (its process is gone)."""
-        expired = ("" if margin_s is None else
-                   " AND lease_until + make_interval(secs => %s) < now()")
+        expired = ("" if margin_s is None else  # past its own ladder's bound too
+                   " AND lease_until + make_interval(secs => bound_s + %s) < now()")
         if self._fenced:
             raise self._fence("its lease was lost earlier")
         self.commit()  # what came before, first
