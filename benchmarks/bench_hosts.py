@@ -80,9 +80,10 @@ def _wait(check: Any, bound_s: float = 60.0) -> None:
         time.sleep(0.01)
 
 
-def takeover_round(server: Any, folder: Path) -> float:
+def takeover_round(server: Any, parent: Path) -> float:
     """Seconds from a host's SIGKILL to its first delegation running on the other host."""
     url = server.database()
+    folder = Path(tempfile.mkdtemp(dir=parent))  # a round's own: late writers miss it
     agents = {"held": {"entrypoint": "benchmarks.bench_hosts:held", "isolation": "process",
                        "read_only": True, "shutdown": FAST, "timeout_s": 120,
                        "retry": {"max_retries": 1}}}
@@ -113,8 +114,6 @@ def takeover_round(server: Any, folder: Path) -> float:
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
-        for p in folder.iterdir():
-            p.unlink()
 
 
 def throughput_run(server: Any, hosts: int, n: int, folder: Path) -> float:
