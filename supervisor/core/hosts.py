@@ -31,7 +31,9 @@ class HostTerms:
     """What Zeus's thread knows of its host's lease (made in the host's thread)."""
 
     host_id: str
-    lease_ends: Callable[[], float]  # the lease's end as its keeper believes it (monotonic)
+    # When, as the keeper believes (monotonic), the children stop for want of a renewal:
+    # from then on this host decides nothing for them.
+    lease_ends: Callable[[], float]
     watch_elsewhere: WatchElsewhere
 
 
@@ -47,9 +49,10 @@ class HostLife:
         sup.durable.on_fenced = self.lease_lost
 
     def check(self, now: float) -> None:
-        """Before Zeus decides anything (its thread): a lease that ran out unrenewed is
-        lost, whatever the keeper's thread has yet to say (a host that was frozen wakes
-        with its children's ends waiting in its mailbox, decided by no one)."""
+        """Before Zeus decides anything (its thread): a lease that ran out unrenewed (its
+        children told to stop by it) is lost, whatever the keeper's thread has yet to say:
+        a host that was frozen or cut off wakes with its children's ends in its mailbox,
+        and decides nothing for them."""
         if self.lost is None and now >= self.terms.lease_ends():
             self.lease_lost("the lease ran out before it was renewed")
 
