@@ -39,6 +39,9 @@ class MemoryDurable:
     store: Store | None = None
     # Called (Zeus's thread) when a commit finds that another host owns its delegations.
     on_fenced: Callable[[str], None] | None = None
+    # Called (Zeus's thread) when a commit failed on a shared store with settlements
+    # waiting for it: ask for another commit soon, whether or not more messages come.
+    retry_later: Callable[[], object] | None = None
 
     def required(self, what: str, why: str = "only a store keeps what that needs") -> Store:
         """The store, for what only a store can do; `StoreError` saying `what` cannot be
@@ -246,6 +249,8 @@ class Durable(MemoryDurable):
         self._held = 0
         if not self._shared:
             self._made_known()
+        elif self._resolve and self.retry_later is not None:
+            self.retry_later()  # settlements wait on it: try again soon, messages or not
 
     def _made_known(self) -> None:
         self._held = 0

@@ -12,13 +12,17 @@ from typing import TYPE_CHECKING
 
 from supervisor.core.future import DelegationFuture
 from supervisor.core.lease import TAKE_MARGIN_S
+from supervisor.core.messages import RetryStore
 from supervisor.errors import StoreError
 from supervisor.store import SharedStore
 
 if TYPE_CHECKING:
     from supervisor.core.supervisor import Supervisor
 
-__all__ = ["HostLife", "HostTerms"]
+__all__ = ["COMMIT_AGAIN_S", "HostLife", "HostTerms"]
+
+# How soon a commit that failed is tried again while settlements wait for it.
+COMMIT_AGAIN_S = 0.25
 
 KeepHandle = Callable[[str, DelegationFuture], object]
 # Hands the futures of the host's own delegations to whoever resolves them from the
@@ -47,6 +51,7 @@ class HostLife:
         self.lost: str | None = None  # why the lease was lost, once it is
         self.taken_over: dict[str, int] = {}  # host id -> delegations this host took
         sup.durable.on_fenced = self.lease_lost
+        sup.durable.retry_later = lambda: sup.timers.after(COMMIT_AGAIN_S, RetryStore())
 
     def check(self, now: float) -> None:
         """Before Zeus decides anything (its thread): a lease that ran out unrenewed (its
