@@ -334,6 +334,13 @@ class ProcessBackend(Backend):
             bound.kill()
         return bound
 
+    def stop_left(self) -> None:
+        """Stop every worker `find_waiting` found that was not picked up (an idle one that
+        holds no session anybody asks for, one whose attempt recovery does not take back)
+        with the kill ladder, and return once each has exited (Zeus's thread, inside
+        recovery; `actors.backends.process.found`)."""
+        self._search.stop_left()
+
     @staticmethod
     def stop_waiting(waiting: Waiting) -> None:
         """Tell a waiting worker to stop its job with the kill ladder and exit (`zeus sweep`,
