@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from actors import Summary
+from supervisor.core.settlement import Settlement
 
 __all__ = ["DelegationFuture"]
 
@@ -23,6 +24,10 @@ _MAKING_CONDITION = threading.Lock()  # taken only while a future's condition or
 
 class DelegationFuture(concurrent.futures.Future[Summary]):
     """The future of one delegation's summary, set once, in Zeus's actor thread.
+
+    Zeus sets it with the summary as decided (a `Settlement`); whoever reads it first
+    (`result()`, and so `await`, a done-callback, `asyncio.wrap_future`) makes the
+    `Summary` in its own thread, and every later read gets that one.
 
     `cancel()` never cancels the future itself (a delegation settles exactly
     once, with a summary): it asks Zeus to cancel the delegation, whose
@@ -44,8 +49,9 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
         self.delegation_id: str | None = None
         self.on_cancel: Callable[[str], None] | None = None  # `cancel()`: cancel the delegation
         # Zeus's own note of the settlement (its handle book), called with the id and summary
-        # right after the done-callbacks: cheaper than one more of them, never the host's code.
-        self.on_settled: Callable[[str, Summary], None] | None = None
+        # (as decided: it makes nothing) right after the done-callbacks: cheaper than one
+        # more of them, never the host's code.
+        self.on_settled: Callable[[str, Summary | Settlement], None] | None = None
         # Called before a wait on an open future blocks: Zeus sends the dispatches its
         # outbox still holds, so that a host blocking right after dispatching is answered.
         self.before_wait: Callable[[], None] | None = None
@@ -59,10 +65,11 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
                 made = self.__dict__.setdefault("_made_condition", threading.Condition())
         return made
 
-    def set(self, summary: Summary) -> bool:
-        """Settle with `summary`; False (and nothing changes) if already settled."""
+    def set(self, summary: Summary | Settlement) -> bool:
+        """Settle with `summary` (or what it will be made of); False (and nothing changes)
+        if already settled."""
         try:  # one lock round trip, not two: the hot path of every delegation
-            self.set_result(summary)
+            self.set_result(summary)  # type: ignore[arg-type]  # made into one when read
         except concurrent.futures.InvalidStateError:
             return False
         wakes: list[Callable[[], None]] | None = self.__dict__.get("_wakes")
@@ -101,9 +108,14 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
         self.add_done_callback(lambda future: _call(callback, future.result()))
 
     def result(self, timeout: float | None = None) -> Summary:
+        """The summary, made here on the first read of a settled delegation."""
         if self._state == _PENDING and self.before_wait is not None:
             self.before_wait()
-        return super().result(timeout)
+        value: Summary | Settlement = super().result(timeout)
+        if isinstance(value, Settlement):
+            value = value.summary()
+            self._result = value  # later reads take it as it is (the same one)
+        return value
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         if self._state == _PENDING and self.before_wait is not None:
