@@ -5,6 +5,7 @@ read (supervisor/core/settlement.py): the host's thread for `handle.result()` an
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from actors import Status, Summary, Usage
 from supervisor import Brief, Routing, Zeus
+from supervisor.core.future import DelegationFuture
 from supervisor.core.settlement import Settlement
 from supervisor.testing import EventRecorder
 
@@ -139,3 +141,44 @@ def test_a_summary_that_fails_validation_keeps_its_decided_status_and_says_why()
     assert summary.error is not None
     assert summary.error.startswith("its summary could not be built: ValidationError")
     assert settlement.summary() is summary
+
+
+def settle_as_threads_watch() -> None:
+    """One race: a future settled just as three threads begin to wait on it, to add a
+    done-callback to it and to `concurrent.futures.wait()` for it."""
+    future = DelegationFuture()
+    barrier = threading.Barrier(4)
+    got: list[object] = []
+    called = threading.Event()
+
+    def waiter() -> None:
+        barrier.wait()
+        got.append(future.result(timeout=10))
+
+    def watcher() -> None:
+        barrier.wait()
+        future.add_done_callback(lambda _f: called.set())
+
+    def waits() -> None:
+        barrier.wait()
+        done, _ = concurrent.futures.wait([future], timeout=10)
+        got.append(bool(done))
+
+    threads = [threading.Thread(target=t) for t in (waiter, watcher, waits)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    summary = Summary(**fields())
+    assert future.set(summary)
+    assert not future.set(summary)  # settled once
+    for t in threads:
+        t.join(15)
+    assert sorted(got, key=str) == sorted([summary, True], key=str)
+    assert called.is_set()
+
+
+def test_a_future_settled_as_threads_begin_to_wait_or_watch_it_wakes_them_all() -> None:
+    """Settling without the future's condition (none made yet) races a thread that makes
+    it: none of them is left waiting."""
+    for _ in range(200):
+        settle_as_threads_watch()

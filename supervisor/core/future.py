@@ -19,6 +19,7 @@ __all__ = ["DelegationFuture"]
 
 _log = logging.getLogger("supervisor")
 _PENDING = "PENDING"  # the state name concurrent.futures gives a new future
+_FINISHED = "FINISHED"  # and a settled one
 _MAKING_CONDITION = threading.Lock()  # taken only while a future's condition or wakes are made
 
 
@@ -68,16 +69,34 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
     def set(self, summary: Summary | Settlement) -> bool:
         """Settle with `summary` (or what it will be made of); False (and nothing changes)
         if already settled."""
-        try:  # one lock round trip, not two: the hot path of every delegation
-            self.set_result(summary)  # type: ignore[arg-type]  # made into one when read
-        except concurrent.futures.InvalidStateError:
-            return False
+        if not self._set_unwatched(summary):
+            try:  # one lock round trip, not two
+                self.set_result(summary)  # type: ignore[arg-type]  # made into one when read
+            except concurrent.futures.InvalidStateError:
+                return False
         wakes: list[Callable[[], None]] | None = self.__dict__.get("_wakes")
         if wakes is not None:
             for wake in list(wakes):  # a copy: a task's thread may append meanwhile
                 _call_wake(wake)
         if self.on_settled is not None and self.delegation_id is not None:
             self.on_settled(self.delegation_id, summary)
+        return True
+
+    def _set_unwatched(self, summary: Summary | Settlement) -> bool:
+        """Settle a future whose condition nobody made (no thread waits on it, no callback,
+        no `wait()` or `as_completed` watches it: each of those makes it first) without
+        making one; False, and nothing changes, if it has one (or is settled: `set_result`
+        then says so). An awaited handle's future is one: its task waits by `add_wake`.
+
+        The check and the settling are one step under the lock that making a condition
+        takes, so a thread that makes one just after finds the future finished."""
+        if "_made_condition" in self.__dict__:
+            return False
+        with _MAKING_CONDITION:
+            if "_made_condition" in self.__dict__ or self._state != _PENDING:
+                return False
+            self._result = summary  # type: ignore[assignment]  # made into one when read
+            self._state = _FINISHED
         return True
 
     def cancel(self) -> bool:
