@@ -105,6 +105,11 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
             self.on_cancel(self.delegation_id)
         return False
 
+    def done(self) -> bool:
+        """Settled (a delegation's future is never cancelled). No lock: reading the state
+        is one step, and taking the condition would make it for a future nobody waits on."""
+        return self._state == _FINISHED
+
     def add_wake(self, wake: Callable[[], None]) -> None:
         """Call `wake()` once settled, in Zeus's thread (or at once, in this one, if it has):
         an awaiting task's way, without the future's condition (an RLock that the host's
