@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from actors import Summary
+from supervisor.core.settlement import Settlement
 
 if TYPE_CHECKING:
     from supervisor.core.future import DelegationFuture
@@ -35,7 +36,9 @@ class HandleBook:
         self._revive = revive
         self._lock = threading.Lock()
         self._open: dict[str, Handle] = {}
-        self._settled: OrderedDict[str, tuple[weakref.ref[Handle], Summary]] = OrderedDict()
+        # A summary as decided (a `Settlement`) until a revived handle needs it made.
+        self._settled: OrderedDict[str, tuple[weakref.ref[Handle], Summary | Settlement]] = (
+            OrderedDict())
         self._hook = self._on_settled  # bound once: each future gets the same one
 
     def add(self, handle: Handle, settled: DelegationFuture) -> None:
@@ -47,7 +50,7 @@ class HandleBook:
         settled.delegation_id = delegation_id
         settled.on_settled = self._hook
 
-    def _on_settled(self, delegation_id: str, summary: Summary) -> None:
+    def _on_settled(self, delegation_id: str, summary: Summary | Settlement) -> None:
         """Runs in Zeus's actor thread as the delegation settles (or at once if it had)."""
         with self._lock:
             handle = self._open.pop(delegation_id, None)
@@ -66,6 +69,8 @@ class HandleBook:
             ref, summary = kept
             handle = ref()
             if handle is None:  # the host let it go: a new one, kept in the same place
+                if isinstance(summary, Settlement):
+                    summary = summary.summary()
                 handle = self._revive(delegation_id, summary)
                 self._settled[delegation_id] = (weakref.ref(handle), summary)
             return handle

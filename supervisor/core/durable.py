@@ -19,6 +19,7 @@ from typing import Any
 
 from actors import AttemptRecord, Summary, Usage
 from actors.clock import Clock
+from supervisor.core.settlement import Settlement
 from supervisor.core.state import Attempt, Delegation
 from supervisor.errors import StoreError, StoreFenced
 from supervisor.journal.events import EventLog
@@ -76,8 +77,10 @@ class MemoryDurable:
     def retry_scheduled(self, d: Delegation, a: Attempt, delay: float, agent: str) -> None:
         del d, a, delay, agent
 
-    def settled(self, d: Delegation, summary: Summary, resolve: Callable[[], object]) -> None:
-        """The summary; `resolve()` (the handle resolving) runs once it is kept: at once."""
+    def settled(self, d: Delegation, summary: Summary | Settlement,
+                resolve: Callable[[], object]) -> None:
+        """The summary (as decided: nothing makes it here); `resolve()` (the handle
+        resolving) runs once it is kept: at once."""
         del d, summary
         resolve()
 
@@ -195,11 +198,16 @@ class Durable(MemoryDurable):
                                    agent=agent)
         self._dirty = True
 
-    def settled(self, d: Delegation, summary: Summary, resolve: Callable[[], object]) -> None:
+    def settled(self, d: Delegation, summary: Summary | Settlement,
+                resolve: Callable[[], object]) -> None:
         """The summary; `resolve()` (the handle resolving) runs once it is committed, by
         the next commit: when the mailbox has no more waiting, or before an attempt
         starts, so that the settlements of a busy turn share one commit. A commit that
-        fails resolves them all the same: the host is never kept waiting on a disk."""
+        fails resolves them all the same: the host is never kept waiting on a disk.
+        Writing it is its first read: the `Summary` is made here, and the handle gets
+        that one."""
+        if isinstance(summary, Settlement):
+            summary = summary.summary()
         self.store.settled(d.id, status=summary.status, summary=summary,
                            at=self._clock.wall())
         self._dirty = True

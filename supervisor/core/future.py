@@ -13,16 +13,22 @@ from collections.abc import Callable
 from typing import Any
 
 from actors import Summary
+from supervisor.core.settlement import Settlement
 
 __all__ = ["DelegationFuture"]
 
 _log = logging.getLogger("supervisor")
 _PENDING = "PENDING"  # the state name concurrent.futures gives a new future
+_FINISHED = "FINISHED"  # and a settled one
 _MAKING_CONDITION = threading.Lock()  # taken only while a future's condition or wakes are made
 
 
 class DelegationFuture(concurrent.futures.Future[Summary]):
     """The future of one delegation's summary, set once, in Zeus's actor thread.
+
+    Zeus sets it with the summary as decided (a `Settlement`); whoever reads it first
+    (`result()`, and so `await`, a done-callback, `asyncio.wrap_future`) makes the
+    `Summary` in its own thread, and every later read gets that one.
 
     `cancel()` never cancels the future itself (a delegation settles exactly
     once, with a summary): it asks Zeus to cancel the delegation, whose
@@ -44,8 +50,9 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
         self.delegation_id: str | None = None
         self.on_cancel: Callable[[str], None] | None = None  # `cancel()`: cancel the delegation
         # Zeus's own note of the settlement (its handle book), called with the id and summary
-        # right after the done-callbacks: cheaper than one more of them, never the host's code.
-        self.on_settled: Callable[[str, Summary], None] | None = None
+        # (as decided: it makes nothing) right after the done-callbacks: cheaper than one
+        # more of them, never the host's code.
+        self.on_settled: Callable[[str, Summary | Settlement], None] | None = None
         # Called before a wait on an open future blocks: Zeus sends the dispatches its
         # outbox still holds, so that a host blocking right after dispatching is answered.
         self.before_wait: Callable[[], None] | None = None
@@ -59,12 +66,14 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
                 made = self.__dict__.setdefault("_made_condition", threading.Condition())
         return made
 
-    def set(self, summary: Summary) -> bool:
-        """Settle with `summary`; False (and nothing changes) if already settled."""
-        try:  # one lock round trip, not two: the hot path of every delegation
-            self.set_result(summary)
-        except concurrent.futures.InvalidStateError:
-            return False
+    def set(self, summary: Summary | Settlement) -> bool:
+        """Settle with `summary` (or what it will be made of); False (and nothing changes)
+        if already settled."""
+        if not self._set_unwatched(summary):
+            try:  # one lock round trip, not two
+                self.set_result(summary)  # type: ignore[arg-type]  # made into one when read
+            except concurrent.futures.InvalidStateError:
+                return False
         wakes: list[Callable[[], None]] | None = self.__dict__.get("_wakes")
         if wakes is not None:
             for wake in list(wakes):  # a copy: a task's thread may append meanwhile
@@ -73,11 +82,33 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
             self.on_settled(self.delegation_id, summary)
         return True
 
+    def _set_unwatched(self, summary: Summary | Settlement) -> bool:
+        """Settle a future whose condition nobody made (no thread waits on it, no callback,
+        no `wait()` or `as_completed` watches it: each of those makes it first) without
+        making one; False, and nothing changes, if it has one (or is settled: `set_result`
+        then says so). An awaited handle's future is one: its task waits by `add_wake`.
+
+        The check and the settling are one step under the lock that making a condition
+        takes, so a thread that makes one just after finds the future finished."""
+        if "_made_condition" in self.__dict__:
+            return False
+        with _MAKING_CONDITION:
+            if "_made_condition" in self.__dict__ or self._state != _PENDING:
+                return False
+            self._result = summary  # type: ignore[assignment]  # made into one when read
+            self._state = _FINISHED
+        return True
+
     def cancel(self) -> bool:
         """Ask Zeus to cancel the delegation; returns False: the future settles with its summary."""
         if self.on_cancel is not None and self.delegation_id is not None and not self.done():
             self.on_cancel(self.delegation_id)
         return False
+
+    def done(self) -> bool:
+        """Settled (a delegation's future is never cancelled). No lock: reading the state
+        is one step, and taking the condition would make it for a future nobody waits on."""
+        return self._state == _FINISHED
 
     def add_wake(self, wake: Callable[[], None]) -> None:
         """Call `wake()` once settled, in Zeus's thread (or at once, in this one, if it has):
@@ -101,9 +132,14 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
         self.add_done_callback(lambda future: _call(callback, future.result()))
 
     def result(self, timeout: float | None = None) -> Summary:
+        """The summary, made here on the first read of a settled delegation."""
         if self._state == _PENDING and self.before_wait is not None:
             self.before_wait()
-        return super().result(timeout)
+        value: Summary | Settlement = super().result(timeout)
+        if isinstance(value, Settlement):
+            value = value.summary()
+            self._result = value  # later reads take it as it is (the same one)
+        return value
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         if self._state == _PENDING and self.before_wait is not None:

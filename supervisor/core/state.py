@@ -18,6 +18,7 @@ from actors.clock import Timer
 from actors.protocol import Finished
 from supervisor.core.future import DelegationFuture
 from supervisor.core.results import shape_result
+from supervisor.core.settlement import Settlement
 from supervisor.routing import AgentPolicy
 from supervisor.rules.groups import Group, review_verdict
 from supervisor.rules.settle import Settle
@@ -29,7 +30,7 @@ __all__ = [
     "Delegation",
     "attempt_error",
     "attempt_record",
-    "build_summary",
+    "decide_summary",
     "how_killed",
     "previous_error",
 ]
@@ -117,8 +118,9 @@ _BARE = Report()  # a work function's plain return value: its output, and no oth
 MAX_PARTIALS = 10_000  # kept per delegation; a child that floods gets the rest counted, not kept
 
 
-def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summary:
-    """The delegation's summary: its result shaped by the result policy, and its story."""
+def decide_summary(d: Delegation, step: Settle, value: Any, now: float) -> Settlement:
+    """The delegation's summary, decided: its result shaped by the result policy, and its
+    story (Zeus's actor thread; the `Summary` is made where it is first read)."""
     status = Status.cancelled if d.cancel_requested else step.status
     report, output = (value, value.output) if isinstance(value, Report) else (_BARE, value)
     shaped = shape_result(output, d.policy.result, delegation_id=d.id)
@@ -144,27 +146,27 @@ def build_summary(d: Delegation, step: Settle, value: Any, now: float) -> Summar
     if d.partials_dropped:
         risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS}"
                      " in the delegation, or in one attempt)")
-    return Summary(
-        id=d.id,
-        agent=d.agent,
-        scope=d.brief.scope,
-        status=status,
-        output=shaped.output,
-        findings=findings,
-        changes=list(report.changes),
-        validation=validation,
-        risks=risks,
-        partial_results=grouped(d.partials),
-        attempts=list(d.attempts),
-        usage=d.usage,
-        error=error,
-        timeout_kind=step.timeout_kind if status in _TIMED_OUT else None,
-        schema_error=shaped.schema_error,
-        truncated_chars=shaped.truncated_chars,
-        artifact=shaped.artifact,
-        duration_s=round(now - d.dispatched_at, 6),
-        session_alias=d.brief.session or report.session_alias,
-    )
+    return Settlement({
+        "id": d.id,
+        "agent": d.agent,
+        "scope": d.brief.scope,
+        "status": status,
+        "output": shaped.output,
+        "findings": findings,
+        "changes": list(report.changes),
+        "validation": validation,
+        "risks": risks,
+        "partial_results": grouped(d.partials),
+        "attempts": list(d.attempts),
+        "usage": d.usage,
+        "error": error,
+        "timeout_kind": step.timeout_kind if status in _TIMED_OUT else None,
+        "schema_error": shaped.schema_error,
+        "truncated_chars": shaped.truncated_chars,
+        "artifact": shaped.artifact,
+        "duration_s": round(now - d.dispatched_at, 6),
+        "session_alias": d.brief.session or report.session_alias,
+    })
 
 
 def attempt_error(a: Attempt, outcome: AttemptOutcome, finished: Finished | None) -> str | None:

@@ -41,6 +41,7 @@ from supervisor.core.recovery import Recoverer
 from supervisor.core.registry import Registry
 from supervisor.core.restarts import RestartGovernor, RestartVerdict
 from supervisor.core.sessions import AgentSessions, Sessions
+from supervisor.core.settlement import Settlement, fallback_summary
 from supervisor.core.spec import backend_name, child_spec, isolation_of, work_of
 from supervisor.core.spending import Spending
 from supervisor.core.state import (
@@ -48,7 +49,7 @@ from supervisor.core.state import (
     Attempt,
     Delegation,
     attempt_record,
-    build_summary,
+    decide_summary,
     how_killed,
 )
 from supervisor.core.timers import Timers
@@ -869,15 +870,14 @@ class Supervisor:
         self.tree.remove(d)
         if value is None:
             value = d.lost_output
-        try:
-            summary = build_summary(d, step, value, self.clock.now())
+        summary: Summary | Settlement
+        try:  # decided here; the `Summary` itself is made where it is first read
+            summary = decide_summary(d, step, value, self.clock.now())
         except Exception as exc:  # noqa: BLE001 - a delegation settles exactly once, whatever
-            summary = Summary(
-                id=d.id, agent=d.agent, scope=d.brief.scope,
-                status=Status.cancelled if d.cancel_requested else step.status,
-                attempts=list(d.attempts), usage=d.usage,
-                error=f"its summary could not be built: {type(exc).__name__}: {exc}",
-            )
+            summary = fallback_summary({
+                "id": d.id, "agent": d.agent, "scope": d.brief.scope,
+                "status": Status.cancelled if d.cancel_requested else step.status,
+                "attempts": list(d.attempts), "usage": d.usage}, exc)
         self.restarts.forget(d.id)  # its children's restart window goes with it
         self._mail.drop(d.id)
         # said and resolved once the summary is committed (at once without a store)
@@ -885,7 +885,7 @@ class Supervisor:
         self._cancel_children(d, f"its parent {d.id} settled")
         self._fill_slots()
 
-    def _settled(self, d: Delegation, summary: Summary) -> None:
+    def _settled(self, d: Delegation, summary: Summary | Settlement) -> None:
         """`delegation.settled`, and the handle resolves: the settlement made known."""
         if self.events.enabled:  # its fields are built only for someone who listens
             self.emit("delegation.settled", d, None, status=summary.status.value,
