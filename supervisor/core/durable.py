@@ -203,8 +203,8 @@ class Durable(MemoryDurable):
         """The summary; `resolve()` (the handle resolving) runs once it is committed, by
         the next commit: when the mailbox has no more waiting, or before an attempt
         starts, so that the settlements of a busy turn share one commit. A commit that
-        fails resolves them all the same: the host is never kept waiting on a disk.
-        Writing it is its first read: the `Summary` is made here, and the handle gets
+        fails resolves them all the same, on a store of one host (the host is never kept
+        waiting on a disk), not on a shared one (`commit_now`). Writing it is its first read: the `Summary` is made here, and the handle gets
         that one."""
         if isinstance(summary, Settlement):
             summary = summary.summary()
