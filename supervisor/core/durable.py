@@ -204,8 +204,8 @@ class Durable(MemoryDurable):
         the next commit: when the mailbox has no more waiting, or before an attempt
         starts, so that the settlements of a busy turn share one commit. A commit that
         fails resolves them all the same, on a store of one host (the host is never kept
-        waiting on a disk), not on a shared one (`commit_now`). Writing it is its first read: the `Summary` is made here, and the handle gets
-        that one."""
+        waiting on a disk), not on a shared one (`commit_now`). Writing it is its first
+        read: the `Summary` is made here, and the handle gets that one."""
         if isinstance(summary, Settlement):
             summary = summary.summary()
         self.store.settled(d.id, status=summary.status, summary=summary,
