@@ -2,7 +2,8 @@
 
 `python -m benchmarks chaos [--n 1000] [--seed 1] [--storm]`: the chaos run instead;
 `python -m benchmarks store`: the durable store alone, against memory and DBOS;
-`python -m benchmarks agent_clis [--quick]`: agent CLIs' event streams through Zeus alone.
+`python -m benchmarks agent_clis [--quick]`: agent CLIs' event streams through Zeus alone;
+`python -m benchmarks hosts`: several hosts on one PostgreSQL (takeover, throughput).
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ def main() -> None:
         from benchmarks import bench_store
 
         bench_store.main(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["hosts"]:
+        from benchmarks import bench_hosts
+
+        bench_hosts.main(sys.argv[2:])
         return
     if sys.argv[1:2] == ["agent_clis"]:
         from benchmarks import bench_agent_clis

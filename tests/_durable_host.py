@@ -7,14 +7,16 @@ one JSON line per summary (with `one_by_one`, each brief is dispatched once the 
 before settled); with `hold`, it then stays up; with `stall_at_partial`, Zeus's thread
 stops for good at that partial result (with `stall_at_event`, at the first event of that
 name). A test SIGKILLs it, or lets
-it finish.
+it finish. With `wait_for`, it dispatches once that file exists (hosts started together).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +28,7 @@ def main() -> None:
     with open(plan_path, encoding="utf-8") as f:
         plan = json.load(f)
     routing = Routing.from_dict({"version": 1, "agents": plan["agents"],
+                                 "defaults": plan.get("defaults", {}),
                                  "supervisor": plan.get("supervisor", {})})
     log: list[object] = [plan["log"]] if plan.get("log") else []
     if plan.get("stall_at_partial"):  # Zeus's thread stops there: nothing after it is read
@@ -34,6 +37,9 @@ def main() -> None:
         log.append(stall_at_event(plan["stall_at_event"]))
     with Zeus.start(routing, store=store, log=log or None) as zeus:
         print(json.dumps({"recovered": zeus.recovered.model_dump(mode="json")}), flush=True)
+        if plan.get("wait_for"):  # several hosts dispatch together (a benchmark's start)
+            while not os.path.exists(plan["wait_for"]):
+                time.sleep(0.005)
         if plan.get("one_by_one"):  # each after the last settled (a session's briefs)
             handles = (zeus.dispatch(Brief.model_validate(b["brief"]), key=b["key"])
                        for b in plan["briefs"])

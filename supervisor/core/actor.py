@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import queue
 import random
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any, cast
@@ -17,6 +18,7 @@ from actors import Summary
 from actors.backends import Backend
 from actors.clock import Clock
 from supervisor.core.durable import MemoryDurable
+from supervisor.core.hosts import HostLife, HostTerms
 from supervisor.core.messages import (
     AttemptDue,
     BackoffOver,
@@ -26,6 +28,7 @@ from supervisor.core.messages import (
     ForceSettle,
     GraceOver,
     Hold,
+    LeaseLost,
     OwnerMessage,
     Ping,
     Recover,
@@ -37,6 +40,7 @@ from supervisor.core.messages import (
     StopAll,
     StoredLookup,
     StoredSummary,
+    TakeOver,
 )
 from supervisor.core.registry import Registry
 from supervisor.core.reports import ChildReports
@@ -71,12 +75,15 @@ class ZeusActor(pykka.ThreadingActor):
         backends: dict[str, Backend],
         rng: random.Random,
         durable: MemoryDurable,
+        host: HostTerms | None = None,
     ) -> None:
+        """`host`: on a shared store, what Zeus's thread knows of this host's lease."""
         super().__init__()
         self._events = events
         self.supervisor = Supervisor(registry=registry, clock=clock, events=events,
                                      backends=backends, rng=rng, tell=self.tell,
                                      queued=self.queued, durable=durable)
+        self.host = None if host is None else HostLife(self.supervisor, host)
         self._durable = self.supervisor.durable
         self.reports = ChildReports(self.supervisor)
         sup = self.supervisor
@@ -95,6 +102,8 @@ class ZeusActor(pykka.ThreadingActor):
             Ping: lambda _msg: None,
             Hold: self._on_hold,
             Recover: self._on_recover,
+            LeaseLost: self._on_lease_lost,
+            TakeOver: self._on_take_over,
             Resume: lambda m: resume(sup, m.delegation_id, who=m.who, why=m.why,
                                      keep_handle=m.keep_handle),
             Resolve: lambda m: resolve(sup, m.delegation_id, m.status, who=m.who, note=m.note),
@@ -121,6 +130,8 @@ class ZeusActor(pykka.ThreadingActor):
 
         A `Burst` (the host's dispatches of one step of its event loop) is one turn: its
         messages are handled in order, each as if it came alone, and one commit follows."""
+        if self.host is not None:
+            self.host.check(time.monotonic())
         try:
             if type(message) is Burst:
                 for each in message.messages:
@@ -148,6 +159,14 @@ class ZeusActor(pykka.ThreadingActor):
 
     def _on_recover(self, msg: Recover) -> Recovery:
         return self.supervisor.recovery.recover_store(msg.keep_handle)
+
+    def _on_lease_lost(self, msg: LeaseLost) -> None:
+        if self.host is not None:
+            self.host.lease_lost(msg.why)
+
+    def _on_take_over(self, msg: TakeOver) -> None:
+        if self.host is not None:
+            self.host.take_over(msg.hosts, msg.keep_handle)
 
     def _on_stored_lookup(self, msg: StoredLookup) -> StoredDelegation | None:
         return self._durable.by_key(msg.key)

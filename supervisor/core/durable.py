@@ -20,7 +20,7 @@ from typing import Any
 from actors import AttemptRecord, Summary, Usage
 from actors.clock import Clock
 from supervisor.core.state import Attempt, Delegation
-from supervisor.errors import StoreError
+from supervisor.errors import StoreError, StoreFenced
 from supervisor.journal.events import EventLog
 from supervisor.store import Store, StoredDelegation
 
@@ -37,6 +37,8 @@ class MemoryDurable:
     settlement is made known at once. `Durable` is the same interface on a store."""
 
     store: Store | None = None
+    # Called (Zeus's thread) when a commit finds that another host owns its delegations.
+    on_fenced: Callable[[str], None] | None = None
 
     def required(self, what: str, why: str = "only a store keeps what that needs") -> Store:
         """The store, for what only a store can do; `StoreError` saying `what` cannot be
@@ -99,6 +101,11 @@ class MemoryDurable:
         """The mailbox's turn ended with `waiting` messages queued: nothing to commit."""
         del waiting
 
+    def fence(self) -> list[Delegation]:
+        """This host's lease on a shared store is lost: nothing more is written (in
+        memory, nothing ever is, and nothing waits for a commit)."""
+        return []
+
     @property
     def writable(self) -> bool:
         return True
@@ -115,6 +122,8 @@ class Durable(MemoryDurable):
         self._resolve: list[Callable[[], object]] = []  # handles waiting for the commit
         self._held = 0  # turns whose writes wait for the next commit
         self._uncommitted: dict[str, Summary] = {}  # settled since the last commit
+        self.fenced = False  # the host's lease on a shared store is lost: nothing is written
+        self._settling: list[Delegation] = []  # settled since the last commit
 
     def wall(self, when: float) -> float:
         """Clock time `when` as wall-clock time (epoch seconds), as the store keeps time."""
@@ -197,6 +206,7 @@ class Durable(MemoryDurable):
         self._dirty = True
         self._resolve.append(resolve)
         self._uncommitted[d.id] = summary
+        self._settling.append(d)
 
     def summary(self, delegation_id: str) -> Summary | None:
         """A settled summary: the store's, or one settled since the last commit (a replayed
@@ -218,8 +228,17 @@ class Durable(MemoryDurable):
         be written: the writes stay buffered for the next commit."""
         if not self._dirty:
             return True
+        if self.fenced:
+            return False
         try:
             self.store.commit()
+        except StoreFenced as exc:  # another host owns these delegations now
+            if self.on_fenced is not None:
+                self.on_fenced(str(exc))  # fences this Durable: nothing is resolved here
+            if self.fenced:
+                return False
+            self._events.emit("zeus.internal_error", message="store", error=str(exc))
+            return False
         except StoreError as exc:
             self._events.emit("zeus.internal_error", message="store", error=str(exc))
             return False
@@ -227,6 +246,7 @@ class Durable(MemoryDurable):
             self._uncommitted.clear()
         finally:
             self._held = 0
+            self._settling = []
             resolve, self._resolve = self._resolve, []
             for settle in resolve:
                 settle()
@@ -244,6 +264,17 @@ class Durable(MemoryDurable):
             return
         self.commit_now()
 
+    def fence(self) -> list[Delegation]:
+        """This host's lease is lost (Zeus's thread): nothing more reaches the store, and
+        what waited for a commit is let go unwritten: the delegations settled here whose
+        settlement was not committed (their handles must wait for their new host's)."""
+        self.fenced = True
+        self._dirty = False
+        self._resolve.clear()
+        self._uncommitted.clear()
+        settling, self._settling = self._settling, []
+        return settling
+
     @property
     def writable(self) -> bool:
-        return self.store.writable
+        return not self.fenced and self.store.writable

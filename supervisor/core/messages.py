@@ -26,6 +26,7 @@ __all__ = [
     "ForceSettle",
     "GraceOver",
     "Hold",
+    "LeaseLost",
     "OwnerMessage",
     "Ping",
     "Recover",
@@ -37,6 +38,7 @@ __all__ = [
     "StopAll",
     "StoredLookup",
     "StoredSummary",
+    "TakeOver",
 ]
 
 
@@ -121,6 +123,23 @@ class Recover:
     """Recover what the store's last Zeus left open (once, as Zeus starts);
     `keep_handle(id, future)` gives the host a handle on each recovered root."""
 
+    keep_handle: Callable[[str, DelegationFuture], object]
+
+
+@dataclass(slots=True)
+class LeaseLost:
+    """This host's lease on a shared store is lost (from the lease keeper's thread): fence
+    every child, write nothing more."""
+
+    why: str
+
+
+@dataclass(slots=True)
+class TakeOver:
+    """Hosts whose leases ended (from the lease keeper's thread): claim and recover what
+    they left open; `keep_handle` as for `Recover`."""
+
+    hosts: tuple[str, ...]
     keep_handle: Callable[[str, DelegationFuture], object]
 
 

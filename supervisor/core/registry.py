@@ -22,6 +22,10 @@ class Registry:
         self.routing = routing
         self._works: dict[str, Callable[..., Any]] = {}
         self._issued: dict[str, int] = {}  # agent -> how many ids it was given
+        # On a shared store: where each agent's ids come from, blocks no other host uses.
+        self._next_block: Callable[[], int] | None = None
+        self._block_size = 0
+        self._blocks: dict[str, list[tuple[int, int]]] = {}  # agent -> (first, last) given
 
     def register(
         self, agent: str, work: Callable[..., Any], policy: AgentPolicy | None = None
@@ -57,11 +61,26 @@ class Registry:
         return work
 
     def next_id(self, agent: str) -> str:
-        """`<agent>-<n>`: n counts this agent's delegations from 1; ids never shift."""
+        """`<agent>-<n>`: n counts this agent's delegations from 1; ids never shift. On a
+        shared store, n counts on within a block of numbers this host reserved."""
         with self._lock:
             n = self._issued.get(agent, 0) + 1
+            if self._next_block is not None:
+                blocks = self._blocks.setdefault(agent, [])
+                if not blocks or n > blocks[-1][1]:
+                    first = self._next_block() + 1  # the store: one round trip a block
+                    blocks.append((first, first + self._block_size - 1))
+                    n = first
             self._issued[agent] = n
             return f"{agent}-{n}"
+
+    def use_blocks(self, next_block: Callable[[], int], size: int) -> None:
+        """Give out ids from blocks of `size` numbers that `next_block()` reserves (the
+        start of each, exclusive): several hosts of one store never give the same id."""
+        with self._lock:
+            self._next_block = next_block
+            self._block_size = size
+            self._issued.clear()
 
     def continue_from(self, issued: dict[str, int]) -> None:
         """Give out ids after those already stored (a Zeus recovering a store)."""
@@ -72,5 +91,11 @@ class Registry:
     def issued(self, delegation_id: str) -> bool:
         """Whether `delegation_id` is one `next_id` gave out."""
         agent, _, n = delegation_id.rpartition("-")
+        if not n.isdigit():
+            return False
         with self._lock:
-            return n.isdigit() and 1 <= int(n) <= self._issued.get(agent, 0)
+            if self._next_block is not None:
+                top = self._issued.get(agent, 0)
+                return any(first <= int(n) <= min(last, top)
+                           for first, last in self._blocks.get(agent, ()))
+            return 1 <= int(n) <= self._issued.get(agent, 0)

@@ -11,6 +11,7 @@ from actors.backends import Backend, ProcessBackend
 from actors.backends.process.reattach import place_for_store
 from actors.backends.ray.start import MISSING_RAY, RayUnavailable, ray_installed, start_ray_backend
 from actors.clock import Clock
+from supervisor.core.shared_host import ladder_bound
 from supervisor.core.spec import backend_name
 from supervisor.errors import RoutingError, SupervisorError
 from supervisor.routing import AgentPolicy, Routing
@@ -38,7 +39,8 @@ def open_store(routing: Routing, store: str | Path | None, clock: Clock) -> Stor
         from supervisor.store.postgres import PostgresStore  # psycopg: only for this store
 
         return PostgresStore.open(str(path), lease_s=policy.lease_s,
-                                  keep_days=policy.keep_days, now=clock.wall, renew=True)
+                                  bound_s=ladder_bound(routing), keep_days=policy.keep_days,
+                                  now=clock.wall)
     return SqliteStore.open(path, synchronous=policy.synchronous, keep_days=policy.keep_days,
                             now=clock.wall)
 

@@ -926,6 +926,35 @@ class Supervisor:
             if d.state != "settled":
                 self.settle(d, Settle(Status.cancelled, reason=msg.reason))
 
+    # -- a shared store's host (docs/design.md, "Several hosts") ---------------------------
+
+    def free_slots(self) -> int:
+        """How many more of the host's delegations could run now (a taker claims no more)."""
+        limit = self.registry.routing.supervisor.max_concurrent
+        return limit - self.tree.running_roots - len(self.tree.queue)
+
+    def fence_all(self) -> None:
+        """The lease is lost: kill every child now (a thread child is fenced off), and
+        let go of every delegation unsettled; another host owns them from here on."""
+        self.accepting = False
+        for d in list(self.tree.delegations.values()):
+            if d.backoff_timer is not None:
+                d.backoff_timer.cancel()
+            a = d.current
+            if a is not None:
+                for timer in a.timers:
+                    timer.cancel()
+                if a.child is not None:
+                    if a.child.killable:
+                        a.child.kill()  # its `Finished` arrives late and is dropped
+                    else:
+                        self.tree.fenced[a.id] = d
+                self.tree.live.pop(a.id, None)
+                d.current = None
+        self.tree.delegations.clear()
+        self.tree.queue.clear()
+        self.tree.running_roots = 0
+
 
 class _Missing(Backend):
     """What recovery asks for an attempt whose backend this Zeus does not have: every

@@ -9,6 +9,7 @@ import os
 import random
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -45,6 +46,7 @@ from supervisor.core.messages import (
 )
 from supervisor.core.outbox import Outbox, running_loop
 from supervisor.core.registry import Registry
+from supervisor.core.shared_host import SharedHost
 from supervisor.core.startup import (
     open_store,
     prestart,
@@ -68,7 +70,7 @@ from supervisor.routing.ray_policy import wants_ray
 from supervisor.rules.delegation import writer_partial_refusal
 from supervisor.rules.groups import STRATEGIES, Group, Strategy
 from supervisor.rules.recovery import verbs_hint
-from supervisor.store import Recovery, StoredDelegation
+from supervisor.store import ID_BLOCK, Recovery, SharedStore, StoredDelegation
 
 __all__ = ["Zeus"]
 
@@ -91,6 +93,11 @@ class Zeus:
         self._registry = Registry(routing)
         # The store first of all: a busy or bad one is refused before anything starts.
         self._store = open_store(routing, store, self._clock)
+        self._shared = self._store if isinstance(self._store, SharedStore) else None
+        self.host_id: str = (self._shared.host_id if self._shared is not None
+                             else uuid.uuid4().hex[:16])
+        """This host incarnation (new at every start): on a shared store, its row there."""
+        self._host: SharedHost | None = None
         try:
             self._start(routing, log, rng, backends)
         except BaseException:
@@ -106,6 +113,8 @@ class Zeus:
             self.register(name, work)
         self.recovered = Recovery()
         """What this start found in its store and did with it (empty without a store)."""
+        if self._host is not None:  # children bounded by the lease from the first one on
+            self._host.start()
         if self._store is not None:
             try:
                 self.recovered = self._ask(Recover(self._kept_handle))
@@ -119,9 +128,12 @@ class Zeus:
     def _start(self, routing: Routing, log: LogTarget, rng: random.Random | None,
                backends: Mapping[str, Backend] | None) -> None:
         """Everything `__init__` starts after the store: backends, the journal, the actor."""
-        if self._store is not None:
+        if self._shared is not None:  # ids from blocks no other host of the store uses
+            self._registry.use_blocks(self._shared.next_ids, ID_BLOCK)
+        elif self._store is not None:
             self._registry.continue_from(self._store.issued())
         self._keys = Keys(None if self._store is None else self._stored_key)
+        self._claimed: dict[str, str] = {}  # key -> the id a shared store gave it
         # Ray first: it may refuse to start (not installed, unreachable), and nothing else
         # has been started then.
         ray = {} if (backends and "ray" in backends) else ray_backends(routing)
@@ -136,6 +148,10 @@ class Zeus:
         self._book = HandleBook(routing.supervisor.keep_settled, self._settled_handle)
         durable = (MemoryDurable() if self._store is None
                    else Durable(self._store, self._clock, self._events))
+        if self._shared is not None:
+            self._host = SharedHost(self._shared, routing, backends=self._backends,
+                                    tell=lambda message: self._put(message),
+                                    keep_handle=self._kept_handle)
         self._ref = ZeusActor.start(
             registry=self._registry,
             clock=self._clock,
@@ -143,6 +159,7 @@ class Zeus:
             backends=self._backends,
             rng=rng if rng is not None else random.Random(),
             durable=durable,
+            host=None if self._host is None else self._host.terms(),
         )
         self._outbox = Outbox(self._put)
         self._flush = self._outbox.flush  # bound once: every loop dispatch's `before_wait`
@@ -225,11 +242,28 @@ class Zeus:
             return self._dispatch(checked, None, watch=watch)
         with self._keys.lock:  # one dispatch per key, whichever thread asks first
             found = self._keys.find(key, checked)
+            if found is None and self._host is not None:
+                found = self._claim_key(key, checked)  # whichever host asks first
             if found is not None:
                 return self._blocked_says_verbs(self.handle(found))
-            handle = self._dispatch(checked, None, watch=watch, key=key)
+            handle = self._dispatch(checked, None, watch=watch, key=key,
+                                    delegation_id=self._claimed.pop(key, None))
             self._keys.add(key, handle.id, checked)
             return handle
+
+    def _claim_key(self, key: str, brief: Brief) -> str | None:
+        """On a shared store: claim `key` for a new delegation (its id is kept for the
+        dispatch that follows), or the id of the delegation another host claimed it for
+        (`KeyConflict` when its brief differs). Called with the keys' lock held."""
+        assert self._host is not None
+        self._check_lease()
+        mine = self._registry.next_id(brief.agent)
+        claimed, first = self._host.lease.claim_key(key, mine, brief)
+        if claimed == mine:
+            self._claimed[key] = mine
+            return None
+        self._keys.add(key, claimed, first)
+        return self._keys.find(key, brief)
 
     def _blocked_says_verbs(self, handle: Handle) -> Handle:
         """A key's delegation that settled blocked, with a store: its summary's reason says
@@ -307,14 +341,17 @@ class Zeus:
         return brief
 
     def _dispatch(
-        self, brief: Brief, group: Group | None, *, watch: bool = False, key: str | None = None
+        self, brief: Brief, group: Group | None, *, watch: bool = False, key: str | None = None,
+        delegation_id: str | None = None,
     ) -> Handle:
+        self._check_lease()
         if self._store is not None and not self._store.writable and not self._ask(RetryStore()):
             raise StoreError(
                 f"{self._store.path}: the store cannot be written, so nothing new starts "
                 "(what already runs goes on): free disk space or make it writable"
             )
-        delegation_id = self._registry.next_id(brief.agent)
+        if delegation_id is None:
+            delegation_id = self._registry.next_id(brief.agent)
         settled = DelegationFuture()
         first = self._events.subscriptions.subscribe(delegation_id) if watch else None
         handle = self._kept_handle(delegation_id, settled, first)
@@ -327,6 +364,15 @@ class Zeus:
             settled.before_wait = self._flush
             self._outbox.post(message, loop)
         return handle
+
+    def _check_lease(self) -> None:
+        """`StoreError` once this host lost its lease on a shared store: nothing starts."""
+        if self._host is not None and self._host.lost is not None:
+            raise StoreError(
+                f"{self._shared.path if self._shared else 'the store'}: this host lost its "
+                f"lease ({self._host.lost}), so nothing new starts here; what it ran goes "
+                "on on the hosts that take it over: dispatch there, or start a new Zeus"
+            )
 
     def _kept_handle(
         self, delegation_id: str, settled: DelegationFuture, first: EventStream | None = None
@@ -368,11 +414,17 @@ class Zeus:
         handle = self._book.get(delegation_id)
         if handle is not None:
             return handle
-        self._known(delegation_id)
+        if self._host is None:
+            self._known(delegation_id)
         if self._store is not None and not self._stopped.is_set():
             summary: Summary | None = self._ask(StoredSummary(delegation_id))
             if summary is not None:
                 return self._settled_handle(delegation_id, summary)
+            if self._host is not None and self._host.lease.exists(delegation_id):
+                # another host's: it resolves when that host settles it
+                return Handle(delegation_id, self, self._host.watch(delegation_id))
+        if self._host is not None:
+            self._known(delegation_id)
         raise UnknownDelegation(
             f"no handle for {delegation_id!r}: it was delegated by a child, or it settled "
             f"before the last {self._book.keep} kept (supervisor.keep_settled)"
@@ -401,8 +453,8 @@ class Zeus:
         return True
 
     def _known(self, delegation_id: str) -> None:
-        """`UnknownDelegation` unless Zeus gave out `delegation_id`."""
-        if not self._registry.issued(delegation_id):
+        """`UnknownDelegation` unless Zeus gave out `delegation_id` (or took it over)."""
+        if not self._registry.issued(delegation_id) and self._book.get(delegation_id) is None:
             nearest = self._book.nearest(delegation_id)
             hint = f"; did you mean {' or '.join(map(repr, nearest))}?" if nearest else ""
             raise UnknownDelegation(f"Zeus never had a delegation {delegation_id!r}{hint}")
@@ -464,6 +516,8 @@ class Zeus:
             self._ask(ForceSettle("zeus stopped before it settled"))
             self._outbox.close()  # what a loop dispatched meanwhile: settled as it stops
             self._stopped.set()
+            if self._host is not None:
+                self._host.stop()
             for backend in self._backends.values():
                 backend.close()
             self._events.emit("zeus.stopped")

@@ -11,7 +11,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from actors import Brief, Summary
 from supervisor.errors import StoreError
+from supervisor.store.base import ID_BLOCK, HostLease, Renewal
 from supervisor.store.pg_schema import TABLES, Qmark, shown
 
 try:
@@ -105,7 +107,7 @@ def connect(url: str, host_id: str, lease_s: float, *, autocommit: bool = True) 
     )
 
 
-class LeaseKeeper:
+class LeaseKeeper(HostLease):
     """This host's lease, on a connection of its own: called from one thread (the
     renewal's), while the store serves Zeus's actor thread."""
 
@@ -143,6 +145,58 @@ class LeaseKeeper:
             " RETURNING extract(epoch FROM lease_until - now())::float8",
             (self._lease_s, self._host_id))
         return float(rows[0][0]) if rows else None
+
+    def keep(self, margin_s: float) -> Renewal | None:
+        """`renew`, and the hosts whose leases ended more than their own ladder's bound
+        (`bound_s`, which each host registers) plus `margin_s` ago and still own open
+        delegations, in one statement: a host's whole traffic for its lease."""
+        rows = self._run(
+            "WITH renewed AS (UPDATE hosts SET lease_until = now() + make_interval(secs =>"
+            " %s) WHERE id = %s AND taken_by IS NULL AND released IS NULL AND lease_until"
+            " >= now() RETURNING extract(epoch FROM lease_until - now())::float8 AS left_s)"
+            ", others AS (SELECT h.id, extract(epoch FROM h.lease_until + make_interval(secs"
+            " => h.bound_s + %s) - now())::float8 AS due_s FROM hosts h WHERE h.id <> %s AND"
+            " h.released"
+            " IS NULL AND EXISTS (SELECT 1 FROM delegations d WHERE d.owner = h.id AND"
+            " d.status IS NULL))"
+            " SELECT (SELECT left_s FROM renewed), ARRAY(SELECT id FROM others WHERE due_s < 0"
+            " ORDER BY due_s), (SELECT min(due_s) FROM others WHERE due_s >= 0)",
+            (self._lease_s, self._host_id, margin_s, self._host_id))
+        left, expired, next_s = rows[0]
+        if left is None:
+            return None
+        return Renewal(float(left), tuple(expired or ()),
+                       None if next_s is None else float(next_s))
+
+    def summaries(self, delegation_ids: Sequence[str]) -> dict[str, Summary]:
+        rows = self._run("SELECT id, summary FROM delegations WHERE id = ANY(%s) AND summary"
+                         " IS NOT NULL", (list(delegation_ids),))
+        return {d_id: Summary.model_validate_json(text) for d_id, text in rows}
+
+    def exists(self, delegation_id: str) -> bool:
+        return bool(self._run("SELECT EXISTS (SELECT 1 FROM delegations WHERE id = %s) OR"
+                              " EXISTS (SELECT 1 FROM keys WHERE delegation_id = %s)",
+                              (delegation_id, delegation_id))[0][0])
+
+    def claim_key(self, key: str, delegation_id: str, brief: Brief) -> tuple[str, Brief]:
+        # A claim whose delegation was never recorded, by a host that is no longer live
+        # (it died between the two), is taken over: the key is not held for ever.
+        rows = self._run(
+            "INSERT INTO keys (key, delegation_id, brief, host) VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT (key) DO UPDATE SET delegation_id = EXCLUDED.delegation_id,"
+            " brief = EXCLUDED.brief, host = EXCLUDED.host WHERE NOT EXISTS (SELECT 1 FROM"
+            " delegations d WHERE d.id = keys.delegation_id) AND NOT EXISTS (SELECT 1 FROM"
+            " hosts h WHERE h.id = keys.host AND h.released IS NULL AND h.taken_by IS NULL"
+            " AND h.lease_until > now()) RETURNING delegation_id, brief",
+            (key, delegation_id, brief.model_dump_json(), self._host_id))
+        if not rows:
+            rows = self._run("SELECT delegation_id, brief FROM keys WHERE key = %s", (key,))
+        claimed, text = rows[0]
+        return claimed, Brief.model_validate_json(text)
+
+    def next_ids(self) -> int:
+        (block,) = self._run("SELECT nextval('id_blocks')", ())[0]
+        return (int(block) - 1) * ID_BLOCK
 
     def expired_hosts(self, margin_s: float = 0.0) -> list[Host]:
         """Hosts neither released nor taken whose lease ended more than `margin_s` ago

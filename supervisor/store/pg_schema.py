@@ -17,16 +17,22 @@ __all__ = ["DDL", "EXECUTE", "FENCED", "KINDS", "LEASED", "PREPARE", "TABLES", "
            "is_postgres_url", "prepare", "shown"]
 
 LOCK_KEY = 0x5A455553  # "ZEUS": the advisory lock that creating the schema holds
-TABLES = ("meta", "hosts", "policies", "delegations", "attempts", "partials", "retries")
+TABLES = ("meta", "hosts", "policies", "delegations", "attempts", "partials", "retries",
+          "keys")
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE SEQUENCE hosts_n;
+CREATE SEQUENCE id_blocks;
+CREATE TABLE keys (
+    key TEXT PRIMARY KEY, delegation_id TEXT NOT NULL, brief TEXT NOT NULL, host TEXT NOT NULL
+);
 CREATE TABLE hosts (
     id TEXT PRIMARY KEY, n BIGINT NOT NULL, pid INTEGER NOT NULL, pid_start_time DOUBLE
     PRECISION, host TEXT NOT NULL, since TIMESTAMPTZ NOT NULL DEFAULT now(),
     lease_until TIMESTAMPTZ NOT NULL, released TIMESTAMPTZ, taken_by TEXT,
-    taken_at TIMESTAMPTZ, commit_no BIGINT NOT NULL DEFAULT 0
+    taken_at TIMESTAMPTZ, commit_no BIGINT NOT NULL DEFAULT 0,
+    bound_s DOUBLE PRECISION NOT NULL DEFAULT 0
 );
 CREATE TABLE policies (id TEXT PRIMARY KEY, policy TEXT NOT NULL);
 CREATE TABLE delegations (

@@ -46,7 +46,7 @@ from supervisor.store import reads
 from supervisor.store.base import (
     OpenDelegation,
     Owner,
-    Store,
+    SharedStore,
     StoreCounts,
     StoredDelegation,
 )
@@ -81,7 +81,7 @@ def _item_json(item: Any) -> str:
     return json.dumps(item, default=str, separators=(",", ":"))
 
 
-class PostgresStore(Store):
+class PostgresStore(SharedStore):
     """The store in a PostgreSQL database. Make one with `PostgresStore.open`."""
 
     def __init__(self, url: str, con: Any, *, host_id: str, n: int, lease_s: float,
@@ -114,7 +114,8 @@ class PostgresStore(Store):
         self._unsure: tuple[int, dict[str, int]] | None = None  # a commit whose end was lost
 
     @classmethod
-    def open(cls, url: str, *, lease_s: float = 10.0, keep_days: float = 30.0,
+    def open(cls, url: str, *, lease_s: float = 10.0, bound_s: float = 0.0,
+             keep_days: float = 30.0,
              now: Callable[[], float] = time.time, renew: bool = False) -> PostgresStore:
         """Open (or create) the store at `url` and register this host with a lease of
         `lease_s` seconds (many live hosts share one store). `StoreError` when the
@@ -138,10 +139,11 @@ class PostgresStore(Store):
             prepare(con, url)
             pid = os.getpid()
             row = con.execute(
-                "INSERT INTO hosts (id, n, pid, pid_start_time, host, lease_until) VALUES"
-                " (%s, nextval('hosts_n'), %s, %s, %s, now() + make_interval(secs => %s))"
-                " RETURNING n, extract(epoch FROM since)::float8",
-                (host_id, pid, process_start_time(pid), socket.gethostname(), lease_s),
+                "INSERT INTO hosts (id, n, pid, pid_start_time, host, lease_until, bound_s)"
+                " VALUES (%s, nextval('hosts_n'), %s, %s, %s, now() + make_interval(secs =>"
+                " %s), %s) RETURNING n, extract(epoch FROM since)::float8",
+                (host_id, pid, process_start_time(pid), socket.gethostname(), lease_s,
+                 bound_s),
             ).fetchone()
             owner = Owner(pid=pid, pid_start_time=process_start_time(pid),
                           host=socket.gethostname(), since=row[1], heartbeat=row[1])
@@ -397,6 +399,12 @@ class PostgresStore(Store):
         return None
 
     # -- takeover ---------------------------------------------------------------------------
+    def lease(self) -> LeaseKeeper:
+        return self.lease_keeper()
+
+    def next_ids(self) -> int:
+        return self.lease_keeper().next_ids()
+
     def lease_keeper(self) -> LeaseKeeper:
         """This host's lease on a connection of its own, for the renewal's thread (one
         keeper per store; `close()` releases through it)."""
@@ -439,8 +447,8 @@ class PostgresStore(Store):
 
     def _take(self, host_id: str, limit: int, margin_s: float | None) -> list[str]:
         """`take_over`; with `margin_s` None, whatever its lease (its process is gone)."""
-        expired = ("" if margin_s is None else
-                   " AND lease_until + make_interval(secs => %s) < now()")
+        expired = ("" if margin_s is None else  # past its own ladder's bound too
+                   " AND lease_until + make_interval(secs => bound_s + %s) < now()")
         if self._fenced:
             raise self._fence("its lease was lost earlier")
         self.commit()  # what came before, first
@@ -624,6 +632,7 @@ class PostgresStore(Store):
                     for table in ("attempts", "partials", "retries"):
                         con.execute(f"DELETE FROM {table} WHERE delegation_id = ANY(%s)",
                                     (ids,))
+                    con.execute("DELETE FROM keys WHERE delegation_id = ANY(%s)", (ids,))
                     con.execute("DELETE FROM delegations WHERE id = ANY(%s)", (ids,))
         except psycopg.Error as exc:
             raise self._lost(exc) from None

@@ -1,0 +1,111 @@
+"""This host among several on a shared store: what it does when its lease is lost, and
+when it takes over the delegations of a host whose lease ended (docs/design.md,
+"Several hosts"). Owned by Zeus's actor thread; the lease keeper's thread only sends
+it messages (`LeaseLost`, `TakeOver`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from supervisor.core.future import DelegationFuture
+from supervisor.core.lease import TAKE_MARGIN_S
+from supervisor.errors import StoreError
+from supervisor.store import SharedStore
+
+if TYPE_CHECKING:
+    from supervisor.core.supervisor import Supervisor
+
+__all__ = ["HostLife", "HostTerms"]
+
+KeepHandle = Callable[[str, DelegationFuture], object]
+# Hands the futures of the host's own delegations to whoever resolves them from the
+# store once the host that takes them over settles them.
+WatchElsewhere = Callable[[str, DelegationFuture], None]
+
+
+@dataclass(frozen=True, slots=True)
+class HostTerms:
+    """What Zeus's thread knows of its host's lease (made in the host's thread)."""
+
+    host_id: str
+    lease_ends: Callable[[], float]  # the lease's end as its keeper believes it (monotonic)
+    watch_elsewhere: WatchElsewhere
+
+
+class HostLife:
+    """This host's part in a shared store's life, run in Zeus's actor thread."""
+
+    def __init__(self, sup: Supervisor, terms: HostTerms) -> None:
+        self._sup = sup
+        self.terms = terms
+        self.host_id = terms.host_id
+        self.lost: str | None = None  # why the lease was lost, once it is
+        self.taken_over: dict[str, int] = {}  # host id -> delegations this host took
+        sup.durable.on_fenced = self.lease_lost
+
+    def check(self, now: float) -> None:
+        """Before Zeus decides anything (its thread): a lease that ran out unrenewed is
+        lost, whatever the keeper's thread has yet to say (a host that was frozen wakes
+        with its children's ends waiting in its mailbox, decided by no one)."""
+        if self.lost is None and now >= self.terms.lease_ends():
+            self.lease_lost("the lease ran out before it was renewed")
+
+    # -- the lease lost ---------------------------------------------------------------------
+
+    def lease_lost(self, why: str) -> None:
+        """Fence everything: no child of this host runs on and nothing more is written.
+        The host's handles resolve when the taker settles their delegations."""
+        if self.lost is not None:
+            return
+        self.lost = why
+        sup = self._sup
+        sup.accepting = False
+        uncommitted = sup.durable.fence()
+        roots = [d for d in [*sup.tree.delegations.values(), *uncommitted]
+                 if d.parent_id is None]
+        sup.events.emit("host.lease_lost", host=self.host_id, why=why,
+                        delegations=len(sup.tree.delegations))
+        sup.fence_all()
+        for d in roots:
+            if not d.settled.done():
+                self.terms.watch_elsewhere(d.id, d.settled)
+
+    # -- taking over ------------------------------------------------------------------------
+
+    def take_over(self, hosts: Sequence[str], keep_handle: KeepHandle) -> dict[str, int]:
+        """Claim what each expired host left open, tree by tree, as many as there are free
+        slots, and recover it as a restart would: its children are gone (the lease and the
+        ladder's bound have passed), so writers run again too. What one batch leaves is
+        claimed at a later renewal, here or by another host. The store claims nothing of a
+        host before its lease's end plus that host's own ladder's bound."""
+        sup = self._sup
+        if self.lost is not None or not sup.accepting:
+            return {}
+        claimed: dict[str, list[str]] = {}
+        for host in hosts:
+            free = sup.free_slots()
+            if free <= 0:
+                break
+            store = sup.durable.required("take over")
+            assert isinstance(store, SharedStore)  # only a shared store has other hosts
+            try:
+                ids = store.take_over(host, limit=free, margin_s=TAKE_MARGIN_S)
+            except StoreError as exc:
+                sup.events.emit("zeus.internal_error", message="take_over", error=str(exc))
+                continue
+            if not ids:
+                continue
+            claimed[host] = ids
+            opens = store.open_delegations_of(ids)
+            for stored in opens:
+                sd = stored.delegation
+                sup.events.emit("delegation.taken_over", delegation_id=sd.id,
+                                    agent=sd.agent, from_host=host, by=self.host_id)
+            sup.recovery.recover(opens, keep_handle, writers_stopped=True)
+            self.taken_over[host] = self.taken_over.get(host, 0) + len(ids)
+            sup.events.emit("host.taken_over", host=host, by=self.host_id,
+                                delegations=len(ids))
+        return {host: len(ids) for host, ids in claimed.items()}
