@@ -1,12 +1,13 @@
 """`ctx.fence`: the delegation id and its epoch on the store, as every backend hands it to
 the child (a thread, a worker process, a command's `ZEUS_FENCE`, a Ray task), 1 in
 memory and on a store of one host, and grown on PostgreSQL once another host took the
-delegation over (docs/design.md, "Several hosts")."""
+delegation over (docs/design.md, "Many hosts on one PostgreSQL store")."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -162,6 +163,13 @@ def _sql(url: str, query: str, *args: Any) -> None:
         con.execute(query, args)
 
 
+def _rows(url: str, query: str, *args: Any) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as con:
+        return [tuple(r) for r in con.execute(query, args).fetchall()]
+
+
 def test_the_store_gives_the_epoch_each_host_holds_a_delegation_under(pg_url: str) -> None:
     a, b = _open(pg_url), _open(pg_url)
     try:
@@ -208,3 +216,38 @@ def test_a_delegation_taken_over_by_another_host_runs_under_epoch_two(pg_url: st
             dead.close()
     assert summary.status is Status.completed, summary
     assert as_fence(summary.output) == Fence("scout-1", 2)
+
+
+def waits_out_its_first_epoch(brief: Brief, ctx: Context) -> dict[str, Any]:
+    """Under the first epoch, wait to be stopped (its host loses the lease); then say."""
+    if ctx.fence.epoch == 1:
+        ctx.sleep(120)
+    return fence_of(brief, ctx)
+
+
+@pytest.mark.process
+@pytest.mark.realtime
+def test_a_live_host_takes_over_a_lost_lease_and_reruns_under_epoch_two(pg_url: str) -> None:
+    pytest.importorskip("psycopg", reason="pip install 'zeus-supervisor[postgres]'")
+    routing = Routing.from_dict({
+        "version": 1, "supervisor": {"store": {"lease_s": 2.0}},
+        "agents": {"scout": {"read_only": True, "isolation": "process",
+                             "shutdown": {"grace_s": 0.2, "term_s": 0.2}}}})
+    agents = {"scout": waits_out_its_first_epoch}
+    first = Zeus.start(routing, agents=agents, store=pg_url)
+    try:
+        with Zeus.start(routing, agents=agents, store=pg_url) as taker:
+            handle = first.dispatch(Brief(agent="scout", scope="s"))
+            deadline = time.monotonic() + 30  # a safety bound: its attempt is committed
+            while not _rows(pg_url, "SELECT 1 FROM attempts WHERE delegation_id = %s",
+                            handle.id):
+                assert time.monotonic() < deadline, "the first attempt was never recorded"
+                time.sleep(0.02)
+            _sql(pg_url, "UPDATE hosts SET lease_until = now() - interval '1 second'"
+                 " WHERE id = %s", first.host_id)  # as if it froze past its lease
+            summary = taker.handle(handle.id).result(60)
+    finally:
+        with contextlib.suppress(StoreError):  # its sessions were ended by the taker
+            first.stop()
+    assert summary.status is Status.completed, summary
+    assert as_fence(summary.output) == Fence(handle.id, 2)
