@@ -198,6 +198,38 @@ def test_a_child_nobody_picks_up_stops_with_its_grandchildren_and_is_lost_after_
     assert outcomes(summaries["writer"]) == ["lost"]
 
 
+def test_idle_workers_nobody_asks_for_are_stopped_before_the_next_host_starts(
+    tmp_path: Path,
+) -> None:
+    """An idle worker without a session, and one holding a session of an agent the next
+    routing no longer has: the next host finds both waiting, takes neither, and stops
+    both before its recovery returns (on the code before the fix they waited on, through
+    that host's whole run, and outlived it)."""
+    store = tmp_path / "zeus.db"
+    counter = agent("tests._durable_agents:counter", isolation="process")
+    held = brief("gone", tmp_path, "held")
+    held["brief"]["session"] = "kept"
+    first = Host(tmp_path, store, plan_of(
+        tmp_path, {"counter": counter, "gone": counter},
+        [brief("counter", tmp_path, "plain"), held], hold=True))
+    for _ in range(3):  # recovered, then the two summaries
+        first.read_line()
+    assert first.read_line() == {"holding": True}  # both workers idle in its pool
+    [plain] = runs(tmp_path, "plain")
+    [kept] = runs(tmp_path, "held")
+    first.kill()
+    place = existing_place(store)
+    assert place is not None
+    for pid, _, _ in (plain, kept):
+        wait_for(Path(place.address(pid)))  # each waits, listening
+    second = Host(tmp_path, store, plan_of(tmp_path, {"counter": counter}, []))
+    recovered = second.read_line()["recovered"]
+    assert recovered["reattached"] == [] and recovered["adopted"] == []
+    assert process_running(plain[0], plain[1]) is False  # stopped, and seen gone
+    assert process_running(kept[0], kept[1]) is False
+    second.results()
+
+
 def test_a_host_killed_twice_during_one_attempt_still_ends_it_as_one_attempt(
     tmp_path: Path,
 ) -> None:

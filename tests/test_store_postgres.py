@@ -335,17 +335,24 @@ def test_zeus_refuses_new_work_while_the_database_is_away_and_goes_on_after(
     with Zeus.start(agents={"quick": lambda brief, ctx: "done"}, store=pg_url) as zeus:
         assert zeus.dispatch(Brief(agent="quick", scope="before")).result(WAIT_S).ok
         pg_server.stop("immediate")
+        taken = []
         try:
             refused = None
             for i in range(50):  # the first may be taken before a commit fails
                 try:
-                    zeus.dispatch(Brief(agent="quick", scope=f"q{i}")).result(WAIT_S)
+                    taken.append(zeus.dispatch(Brief(agent="quick", scope=f"q{i}")))
                 except StoreError as exc:
                     refused = exc
                     break
+                # On a shared store a settlement is made known only once it is stored.
+                with contextlib.suppress(TimeoutError):
+                    taken[-1].result(0.5)
+                    pytest.fail("a settlement was made known while the store was away")
             assert refused is not None and "cannot be written" in str(refused)
         finally:
             pg_server.start()
+        for handle in taken:  # stored and made known once the database is back
+            assert handle.result(WAIT_S).status.value in ("completed", "failed")
         deadline = time.monotonic() + WAIT_S
         while True:
             try:

@@ -22,7 +22,7 @@ from actors.clock import Clock
 from supervisor.core.state import Attempt, Delegation
 from supervisor.errors import StoreError, StoreFenced
 from supervisor.journal.events import EventLog
-from supervisor.store import Store, StoredDelegation
+from supervisor.store import SharedStore, Store, StoredDelegation
 
 __all__ = ["Durable", "MemoryDurable"]
 
@@ -39,6 +39,9 @@ class MemoryDurable:
     store: Store | None = None
     # Called (Zeus's thread) when a commit finds that another host owns its delegations.
     on_fenced: Callable[[str], None] | None = None
+    # Called (Zeus's thread) when a commit failed on a shared store with settlements
+    # waiting for it: ask for another commit soon, whether or not more messages come.
+    retry_later: Callable[[], object] | None = None
 
     def required(self, what: str, why: str = "only a store keeps what that needs") -> Store:
         """The store, for what only a store can do; `StoreError` saying `what` cannot be
@@ -124,6 +127,7 @@ class Durable(MemoryDurable):
         self._uncommitted: dict[str, Summary] = {}  # settled since the last commit
         self.fenced = False  # the host's lease on a shared store is lost: nothing is written
         self._settling: list[Delegation] = []  # settled since the last commit
+        self._shared = isinstance(store, SharedStore)
 
     def wall(self, when: float) -> float:
         """Clock time `when` as wall-clock time (epoch seconds), as the store keeps time."""
@@ -225,7 +229,10 @@ class Durable(MemoryDurable):
 
     def commit_now(self) -> bool:
         """Commit what is buffered; False (and said in the journal) when the store cannot
-        be written: the writes stay buffered for the next commit."""
+        be written: the writes stay buffered for the next commit. The settlements waiting
+        for it are made known all the same (the host is never kept waiting on a disk),
+        except on a shared store: there another host may take the delegations over while
+        this one cannot write, so a settlement is known only once it is stored."""
         if not self._dirty:
             return True
         if self.fenced:
@@ -235,23 +242,31 @@ class Durable(MemoryDurable):
         except StoreFenced as exc:  # another host owns these delegations now
             if self.on_fenced is not None:
                 self.on_fenced(str(exc))  # fences this Durable: nothing is resolved here
-            if self.fenced:
-                return False
-            self._events.emit("zeus.internal_error", message="store", error=str(exc))
+            if not self.fenced:
+                self._failed(str(exc))
             return False
         except StoreError as exc:
-            self._events.emit("zeus.internal_error", message="store", error=str(exc))
+            self._failed(str(exc))
             return False
-        else:
-            self._uncommitted.clear()
-        finally:
-            self._held = 0
-            self._settling = []
-            resolve, self._resolve = self._resolve, []
-            for settle in resolve:
-                settle()
+        self._uncommitted.clear()
+        self._made_known()
         self._dirty = False
         return True
+
+    def _failed(self, error: str) -> None:
+        self._events.emit("zeus.internal_error", message="store", error=error)
+        self._held = 0
+        if not self._shared:
+            self._made_known()
+        elif self._resolve and self.retry_later is not None:
+            self.retry_later()  # settlements wait on it: try again soon, messages or not
+
+    def _made_known(self) -> None:
+        self._held = 0
+        self._settling = []
+        resolve, self._resolve = self._resolve, []
+        for settle in resolve:
+            settle()
 
     def end_turn(self, waiting: int) -> None:
         """The mailbox's turn ended with `waiting` messages queued: one commit for what

@@ -12,13 +12,17 @@ from typing import TYPE_CHECKING
 
 from supervisor.core.future import DelegationFuture
 from supervisor.core.lease import TAKE_MARGIN_S
+from supervisor.core.messages import RetryStore
 from supervisor.errors import StoreError
 from supervisor.store import SharedStore
 
 if TYPE_CHECKING:
     from supervisor.core.supervisor import Supervisor
 
-__all__ = ["HostLife", "HostTerms"]
+__all__ = ["COMMIT_AGAIN_S", "HostLife", "HostTerms"]
+
+# How soon a commit that failed is tried again while settlements wait for it.
+COMMIT_AGAIN_S = 0.25
 
 KeepHandle = Callable[[str, DelegationFuture], object]
 # Hands the futures of the host's own delegations to whoever resolves them from the
@@ -31,7 +35,9 @@ class HostTerms:
     """What Zeus's thread knows of its host's lease (made in the host's thread)."""
 
     host_id: str
-    lease_ends: Callable[[], float]  # the lease's end as its keeper believes it (monotonic)
+    # When, as the keeper believes (monotonic), the children stop for want of a renewal:
+    # from then on this host decides nothing for them.
+    lease_ends: Callable[[], float]
     watch_elsewhere: WatchElsewhere
 
 
@@ -45,11 +51,13 @@ class HostLife:
         self.lost: str | None = None  # why the lease was lost, once it is
         self.taken_over: dict[str, int] = {}  # host id -> delegations this host took
         sup.durable.on_fenced = self.lease_lost
+        sup.durable.retry_later = lambda: sup.timers.after(COMMIT_AGAIN_S, RetryStore())
 
     def check(self, now: float) -> None:
-        """Before Zeus decides anything (its thread): a lease that ran out unrenewed is
-        lost, whatever the keeper's thread has yet to say (a host that was frozen wakes
-        with its children's ends waiting in its mailbox, decided by no one)."""
+        """Before Zeus decides anything (its thread): a lease that ran out unrenewed (its
+        children told to stop by it) is lost, whatever the keeper's thread has yet to say:
+        a host that was frozen or cut off wakes with its children's ends in its mailbox,
+        and decides nothing for them."""
         if self.lost is None and now >= self.terms.lease_ends():
             self.lease_lost("the lease ran out before it was renewed")
 

@@ -23,7 +23,7 @@ class Registry:
         self._works: dict[str, Callable[..., Any]] = {}
         self._issued: dict[str, int] = {}  # agent -> how many ids it was given
         # On a shared store: where each agent's ids come from, blocks no other host uses.
-        self._next_block: Callable[[], int] | None = None
+        self._next_block: Callable[[str], int] | None = None
         self._block_size = 0
         self._blocks: dict[str, list[tuple[int, int]]] = {}  # agent -> (first, last) given
 
@@ -68,15 +68,16 @@ class Registry:
             if self._next_block is not None:
                 blocks = self._blocks.setdefault(agent, [])
                 if not blocks or n > blocks[-1][1]:
-                    first = self._next_block() + 1  # the store: one round trip a block
+                    first = self._next_block(agent) + 1  # the store: a round trip a block
                     blocks.append((first, first + self._block_size - 1))
                     n = first
             self._issued[agent] = n
             return f"{agent}-{n}"
 
-    def use_blocks(self, next_block: Callable[[], int], size: int) -> None:
-        """Give out ids from blocks of `size` numbers that `next_block()` reserves (the
-        start of each, exclusive): several hosts of one store never give the same id."""
+    def use_blocks(self, next_block: Callable[[str], int], size: int) -> None:
+        """Give out each agent's ids from blocks of `size` numbers that
+        `next_block(agent)` reserves (the start of each, exclusive): several hosts of one
+        store never give the same id."""
         with self._lock:
             self._next_block = next_block
             self._block_size = size

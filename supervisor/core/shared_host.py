@@ -51,7 +51,9 @@ class SharedHost:
 
     def terms(self) -> HostTerms:
         """What Zeus's thread is told of this lease."""
-        return HostTerms(self.store.host_id, lambda: self.keeper.until, self.remote.watch)
+        keeper = self.keeper
+        return HostTerms(self.store.host_id, lambda: keeper.child_deadline(keeper.until),
+                         self.remote.watch)
 
     @property
     def lost(self) -> str | None:

@@ -367,9 +367,10 @@ class SharedStore(Store):
         """The open delegations among `ids`, as `open_delegations` gives them."""
 
     @abc.abstractmethod
-    def next_ids(self) -> int:
-        """The first of a block of delegation numbers no other host of the store uses
-        (`ID_BLOCK` of them), committed at once."""
+    def next_ids(self, agent: str) -> int:
+        """Where the next block of `agent`'s delegation numbers that no other host of the
+        store uses starts (exclusive; `ID_BLOCK` of them), committed at once: a store's
+        first host gives `<agent>-1` on, the next one `<agent>-100001` on."""
 
 
 # Delegation numbers a host of a shared store reserves at a time: `<agent>-<n>` stays

@@ -194,9 +194,11 @@ class LeaseKeeper(HostLease):
         claimed, text = rows[0]
         return claimed, Brief.model_validate_json(text)
 
-    def next_ids(self) -> int:
-        (block,) = self._run("SELECT nextval('id_blocks')", ())[0]
-        return (int(block) - 1) * ID_BLOCK
+    def next_ids(self, agent: str) -> int:
+        (taken,) = self._run(
+            "INSERT INTO id_blocks (agent, taken) VALUES (%s, 1) ON CONFLICT (agent) DO"
+            " UPDATE SET taken = id_blocks.taken + 1 RETURNING taken", (agent,))[0]
+        return (int(taken) - 1) * ID_BLOCK
 
     def expired_hosts(self, margin_s: float = 0.0) -> list[Host]:
         """Hosts neither released nor taken whose lease ended more than `margin_s` ago

@@ -18,12 +18,12 @@ __all__ = ["DDL", "EXECUTE", "FENCED", "KINDS", "LEASED", "PREPARE", "TABLES", "
 
 LOCK_KEY = 0x5A455553  # "ZEUS": the advisory lock that creating the schema holds
 TABLES = ("meta", "hosts", "policies", "delegations", "attempts", "partials", "retries",
-          "keys")
+          "keys", "id_blocks")
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE SEQUENCE hosts_n;
-CREATE SEQUENCE id_blocks;
+CREATE TABLE id_blocks (agent TEXT PRIMARY KEY, taken BIGINT NOT NULL);
 CREATE TABLE keys (
     key TEXT PRIMARY KEY, delegation_id TEXT NOT NULL, brief TEXT NOT NULL, host TEXT NOT NULL
 );

@@ -402,8 +402,8 @@ class PostgresStore(SharedStore):
     def lease(self) -> LeaseKeeper:
         return self.lease_keeper()
 
-    def next_ids(self) -> int:
-        return self.lease_keeper().next_ids()
+    def next_ids(self, agent: str) -> int:
+        return self.lease_keeper().next_ids(agent)
 
     def lease_keeper(self) -> LeaseKeeper:
         """This host's lease on a connection of its own, for the renewal's thread (one
@@ -639,10 +639,14 @@ class PostgresStore(SharedStore):
         return len(ids)
 
     def close(self) -> None:
-        """Commit what is buffered, release this host (its lease ended) and disconnect."""
+        """Commit what is buffered, release this host (its lease ended) and disconnect. A
+        host fenced meanwhile (its lease lost) writes nothing and says nothing more: its
+        delegations are another host's."""
         try:
             if not self._fenced:
-                self.commit()
+                with contextlib.suppress(StoreFenced):
+                    self.commit()
+            if not self._fenced:
                 con = self._connection()
                 con.execute("UPDATE hosts SET released = now(), lease_until = now()"
                             " WHERE id = %s AND taken_by IS NULL", (self.host_id,))

@@ -291,15 +291,15 @@ class ProcessBackend(Backend):
         its deadline on the caller's clock): its handle is returned, bound to the worker
         (its pid is the worker's). None: an idle worker holding a session, which joins
         the warm pool under its agent and session key (True is returned). None (False
-        for an idle one) when it cannot be attached (it died meanwhile; the caller
-        confirms it gone) or the backend is closed; the connection is then closed.
+        for an idle one) when it cannot be attached (it died meanwhile, or did not catch
+        up) or the backend is closed: it is then told to stop, and `stop_left` waits
+        until it is gone.
         """
         if isinstance(child, LeftWorker):
             return False if spec is None else LeftChild(child.held).replay(send)
         if not isinstance(child, Waiting):
             raise TypeError(f"not a worker this backend found: {child!r}")
         waiting = child
-        self._search.picked(waiting)
         if spec is not None and spec.attempt_id != waiting.attempt_id:
             raise ValueError(f"the spec is of attempt {spec.attempt_id!r}; the worker "
                              f"{waiting.pid} holds {waiting.attempt_id!r}")  # fmt: skip
@@ -314,8 +314,9 @@ class ProcessBackend(Backend):
         if end is None or caught is None:
             if end is not None:
                 end.release()
-            waiting.close()
+            waiting.stop()  # nobody supervises it: `stop_left` sees it gone
             return None if spec is not None else False
+        self._search.picked(waiting)
         worker = WorkerRecord(waiting.agent, end, pipes, self._hub, self._table.lock)
         worker.session_key = waiting.session_key
         if spec is None:
@@ -333,6 +334,13 @@ class ProcessBackend(Backend):
         if closed:  # close() ran meanwhile
             bound.kill()
         return bound
+
+    def stop_left(self) -> None:
+        """Stop every worker `find_waiting` found that was not picked up (an idle one that
+        holds no session anybody asks for, one whose attempt recovery does not take back)
+        with the kill ladder, and return once each has exited (Zeus's thread, inside
+        recovery; `actors.backends.process.found`)."""
+        self._search.stop_left()
 
     @staticmethod
     def stop_waiting(waiting: Waiting) -> None:
