@@ -5,7 +5,7 @@ Backend writers find the seam, the message protocol and the backends in
 `actors.backends`. `actors` never imports `supervisor`.
 """
 
-from actors.context import Context
+from actors.context import Context, Fence
 from actors.errors import Cancelled, DelegationRefused, TransientError
 from actors.models import AttemptOutcome, AttemptRecord, Brief, Report, Status, Summary, Usage
 from actors.run import WorkFunction
@@ -17,6 +17,7 @@ __all__ = [
     "Cancelled",
     "Context",
     "DelegationRefused",
+    "Fence",
     "Report",
     "Status",
     "Summary",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from actors.clock import Clock
@@ -14,7 +15,7 @@ from actors.models import Brief, Summary, Usage
 from actors.protocol import AgentSession, Charge, DelegateRequest, Heartbeat, Partial, ToolCall
 from actors.usage import usage_from
 
-__all__ = ["MAX_PARTIALS_SENT", "Context"]
+__all__ = ["MAX_PARTIALS_SENT", "Context", "Fence"]
 
 # The most partial results one attempt sends; the rest are counted, not sent, so
 # a child that floods `partial()` cannot fill Zeus's mailbox (thread or process).
@@ -22,6 +23,33 @@ MAX_PARTIALS_SENT = 10_000
 
 # What `receive()` waits with once the work passes stops on itself: never set.
 _NEVER = CancelSignal()
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """A token a child passes to a system that checks it; a larger epoch wins.
+
+    `epoch` grows each time the delegation moves to another host (or is reopened), so a
+    system that remembers the largest epoch it saw for a delegation can refuse the
+    writes of an older one. `str(fence)` is `<delegation id>:<epoch>`, as a command
+    agent gets it in `ZEUS_FENCE`; `Fence.parse` reads it back.
+    """
+
+    delegation_id: str
+    epoch: int
+
+    def __str__(self) -> str:
+        return f"{self.delegation_id}:{self.epoch}"
+
+    @classmethod
+    def parse(cls, text: str) -> Fence:
+        """The fence `str(fence)` wrote (a command's `ZEUS_FENCE`); `ValueError` saying
+        what is wrong otherwise."""
+        delegation_id, colon, epoch = text.rpartition(":")
+        if not colon or not delegation_id or not epoch.isdigit() or int(epoch) < 1:
+            raise ValueError(f"not a fence: {text!r}; expected <delegation id>:<epoch>, "
+                             "an epoch of 1 or more (ZEUS_FENCE=apollo-1:2)")
+        return cls(delegation_id, int(epoch))
 
 
 class Context:
@@ -58,6 +86,7 @@ class Context:
         reasoning_effort: str | None = None,
         budget_left: dict[str, float] | None = None,
         inbox: Inbox | None = None,
+        epoch: int = 1,
     ) -> None:
         self.brief = brief
         self.agent = agent
@@ -80,6 +109,7 @@ class Context:
         self._passes_stops_on = False  # `pass_cancel_on`: reporting calls never raise
         self._inbox = inbox if inbox is not None else Inbox()
         self._interval = heartbeat_interval_s
+        self._epoch = epoch  # the delegation's epoch on its store, as the attempt started
         self._progress = 0
         self._last_beat = float("-inf")
         self._partials_sent = 0
@@ -90,6 +120,12 @@ class Context:
     def progress(self) -> int:
         """How many reporting calls this attempt has made."""
         return self._progress
+
+    @property
+    def fence(self) -> Fence:
+        """This delegation's id and epoch, to pass on to a system that checks it: one that
+        keeps the largest epoch it saw refuses a host that lost the delegation."""
+        return Fence(self.delegation_id, self._epoch)
 
     @property
     def cancelled(self) -> bool:

@@ -156,6 +156,10 @@ def chaos(brief: Brief, ctx: Context) -> str:
     return fault
 
 
+def fence_of(brief: Brief, ctx: Context) -> dict[str, Any]:
+    return {"id": ctx.fence.delegation_id, "epoch": ctx.fence.epoch}
+
+
 # -- the child protocol ------------------------------------------------------------------
 
 
@@ -176,6 +180,11 @@ def test_a_ray_child_reports_partials_charges_and_tool_calls_and_says_where_it_r
     assert started[0]["ray_job"] == ray.get_runtime_context().get_job_id()
     assert started[0]["ray_address"] == ray.get_runtime_context().gcs_address
     assert summary.attempts[0].pid == summary.output["pid"]
+
+
+def test_a_ray_child_sees_its_delegations_fence(zeus: Zeus) -> None:
+    handle = zeus.dispatch(Brief(agent=on_ray(zeus, fence_of), scope="test"))
+    assert handle.result(timeout=30).output == {"id": handle.id, "epoch": 1}  # in memory
 
 
 @pytest.mark.parametrize("isolation", ["thread", "process", "ray"])

@@ -78,6 +78,9 @@ class ChildSpec:
     # nested one's parent's), clock time; None: no such bound. A child that starts
     # later than `start()` returns keeps `deadline - now` of running time, up to this.
     deadline_cap: float | None = None
+    # The delegation's epoch on its store (`ctx.fence`): 1 in memory and on a store of one
+    # host; larger once another host took the delegation over, or it was reopened.
+    epoch: int = 1
 
 
 class ChildHandle(ABC):

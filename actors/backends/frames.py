@@ -361,6 +361,7 @@ def ray_job(spec: ChildSpec, work: bytes, reporter: str) -> bytes:
         "framing": spec.framing,
         "session_key": spec.session_key,
         "session": spec.session,
+        "epoch": spec.epoch,
     }
     return _wire.dumps(job, "the attempt's brief, previous partial results or session")
 

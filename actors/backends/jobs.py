@@ -61,6 +61,7 @@ class Job(NamedTuple):
     cap: float = math.inf
     # The host's lease file and the attempt's grace_s and term_s; None: no lease.
     lease: tuple[str, float, float] | None = None
+    epoch: int = 1  # the delegation's epoch (`ctx.fence`); a reattached worker keeps it
 
     @classmethod
     def from_spec(cls, spec: ChildSpec, *, deadline: float, hard_stop: float | None) -> Job:
@@ -109,6 +110,7 @@ class Job(NamedTuple):
             reasoning_effort=self.reasoning_effort,
             budget_left=self.budget_left,
             inbox=inbox,
+            epoch=self.epoch,
         )
 
 
@@ -122,7 +124,7 @@ def _fields(
         spec.heartbeat_interval_s, list(spec.previous_partials), spec.depth, spec.framing,
         spec.session_key, spec.session, spec.previous_error, spec.reasoning_effort,
         spec.budget_left, hard_stop, orphan, reckoned_at, cap,
-        None if lease is None else (lease, spec.grace_s, spec.term_s),
+        None if lease is None else (lease, spec.grace_s, spec.term_s), spec.epoch,
     )  # fmt: skip
 
 

@@ -94,6 +94,11 @@ class MemoryDurable:
         del key
         return None
 
+    def epoch(self, delegation_id: str) -> int:
+        """The delegation's epoch (`ctx.fence`): 1 in memory, where it never moves."""
+        del delegation_id
+        return 1
+
     def commit_now(self) -> bool:
         """Commit what is buffered; True: nothing is."""
         return True
@@ -223,6 +228,10 @@ class Durable(MemoryDurable):
 
     def by_key(self, key: str) -> StoredDelegation | None:
         return self.store.by_key(key)
+
+    def epoch(self, delegation_id: str) -> int:
+        """The delegation's epoch on the store (grown by each takeover)."""
+        return self.store.epoch(delegation_id)
 
     # -- commits ------------------------------------------------------------------------------
 

@@ -57,9 +57,11 @@ def child_spec(
     heads: FramingHeads | None = None,
     resume: str | None = None,
     prior_tokens: tuple[int, int, int] | None = None,
+    epoch: int = 1,
 ) -> ChildSpec:
     """The spec of `d`'s attempt `a`, which runs `work` (None for a `command:` agent or an
-    agent CLI; `resume`: the CLI's session id a follow-up continues)."""
+    agent CLI; `resume`: the CLI's session id a follow-up continues; `epoch`: the
+    delegation's on its store, for `ctx.fence`)."""
     policy = a.policy
     invocation = None
     if policy.speaks_cli:
@@ -101,4 +103,5 @@ def child_spec(
         previous_error=previous_error(d.attempts),
         reasoning_effort=policy.reasoning_effort,
         budget_left=budget_left,
+        epoch=epoch,
     )

@@ -306,7 +306,8 @@ class Supervisor:
                               budget_left=self.spending.left(d, self.tree.ancestors(d)),
                               heads=self._framing_heads,
                               resume=resume,
-                              prior_tokens=self.agent_sessions.tokens(resume))
+                              prior_tokens=self.agent_sessions.tokens(resume),
+                              epoch=self.durable.epoch(d.id))
             self.timers.arm(a)  # before the child starts: a deadline no timer can keep fails it
             a.child = self._backend(isolation_of(a)).start(spec, self.tell)
             a.pid = a.child.pid

@@ -275,6 +275,13 @@ class Store(abc.ABC):
         kept."""
         return []
 
+    def epoch(self, delegation_id: str) -> int:
+        """The delegation's current epoch (`ctx.fence`), which grows each time another
+        host takes it over. Default: 1, a store of one host, where a delegation never
+        moves."""
+        del delegation_id
+        return 1
+
     @abc.abstractmethod
     def issued(self) -> dict[str, int]:
         """For each agent, the highest n of the `<agent>-<n>` ids stored: a Zeus that

@@ -244,6 +244,17 @@ class PostgresStore(SharedStore):
     def _epoch(self, delegation_id: str) -> int:
         return self._epochs.get(delegation_id, 0)  # 0: never held here, so never written
 
+    def epoch(self, delegation_id: str) -> int:
+        """The epoch this host holds the delegation under (recorded here: 1; taken over or
+        reopened: as the claim bumped it); one it does not hold, as committed (1 if the
+        store has none)."""
+        held = self._epochs.get(delegation_id)
+        if held is not None:
+            return held
+        row = self._read(lambda con: con.execute(
+            "SELECT epoch FROM delegations WHERE id = ?", (delegation_id,)).fetchone())
+        return 1 if row is None else int(row[0])
+
     def _of(self, attempt_id: str) -> tuple[str, int]:
         delegation_id = self._attempts.get(attempt_id, "")
         return self.host_id, self._epoch(delegation_id)

@@ -51,14 +51,16 @@ from actors.backends.command.io import (
     command_argv,
     command_finished,
     command_program,
+    program_env,
     read_chunk,
     start_error,
     start_program,
 )
 from actors.backends.command.reports import MessageReports
 from actors.backends.hub import Hub
-from actors.backends.inputs import INPUTS_FILE_ENV, send_first_line, write_inputs_file
+from actors.backends.inputs import send_first_line, write_inputs_file
 from actors.backends.ladder import KillLadder
+from actors.context import Fence
 from actors.mail import Mail
 from actors.models import AttemptOutcome
 from actors.osproc import process_start_time
@@ -130,10 +132,10 @@ class CommandChild(ChildHandle):
             return
         via = self.spec.inputs_via
         try:
-            env = None
             if via == "file":
                 self._inputs_file = write_inputs_file(self.spec.brief.inputs)
-                env = {**os.environ, INPUTS_FILE_ENV: self._inputs_file}
+            env = program_env(None, Fence(self.spec.delegation_id, self.spec.epoch),
+                              self._inputs_file)
             argv = command_argv(self.spec, self._inputs_file)
             popen = start_program(argv, env)
             started_at = time.monotonic()

@@ -13,9 +13,12 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from actors.backends.base import ChildSpec
+from actors.backends.inputs import INPUTS_FILE_ENV
+from actors.context import Fence
 from actors.models import AttemptOutcome
 from actors.osproc import describe_exit, prepare_program
 from actors.protocol import Finished
@@ -24,6 +27,7 @@ from actors.speaks.reader import STDERR_TAIL
 
 __all__ = [
     "BRIEF_TEXT_PLACEHOLDERS",
+    "FENCE_ENV",
     "PLACEHOLDER",
     "PLACEHOLDERS",
     "STDERR_TAIL",
@@ -32,6 +36,7 @@ __all__ = [
     "command_argv",
     "command_finished",
     "command_program",
+    "program_env",
     "read_chunk",
     "start_error",
     "start_program",
@@ -224,6 +229,22 @@ def command_finished(
         error_type="CommandFailed",
         **common,
     )
+
+
+# What a command's program finds its delegation's fence in (`ctx.fence`): `<id>:<epoch>`.
+FENCE_ENV = "ZEUS_FENCE"
+
+
+def program_env(base: Mapping[str, str] | None, fence: Fence,
+                inputs_file: str | None = None) -> dict[str, str]:
+    """The environment a command's program runs with: `base` (None: this process's), its
+    fence in `ZEUS_FENCE`, and with `inputs_via: file` the inputs file in
+    `ZEUS_INPUTS_FILE`."""
+    env = dict(os.environ if base is None else base)
+    env[FENCE_ENV] = str(fence)
+    if inputs_file is not None:
+        env[INPUTS_FILE_ENV] = inputs_file
+    return env
 
 
 def start_program(argv: list[str], env: dict[str, str] | None) -> subprocess.Popen[bytes]:

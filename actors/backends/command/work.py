@@ -62,13 +62,13 @@ from actors.backends.command.io import (
     command_argv,
     command_finished,
     command_program,
+    program_env,
     read_chunk,
     start_error,
     start_program,
 )
 from actors.backends.command.reports import ContextReports
 from actors.backends.inputs import (
-    INPUTS_FILE_ENV,
     InputsVia,
     feed_stdin,
     inputs_json,
@@ -189,11 +189,9 @@ class _Run:
             return Finished(ctx.attempt_id, AttemptOutcome.cancelled, error=UNSTARTED)
         via = self._work.inputs_via
         try:
-            env = self._work.env
             if via == "file":
                 self._inputs_file = write_inputs_file(self._brief.inputs)
-                env = {**(env if env is not None else os.environ),
-                       INPUTS_FILE_ENV: self._inputs_file}
+            env = program_env(self._work.env, ctx.fence, self._inputs_file)
             argv = command_argv(self._spec(), self._inputs_file)
             popen = start_program(argv, env)
         except (OSError, ValueError, subprocess.SubprocessError) as exc:

@@ -300,7 +300,7 @@ def _execute(
         cancel_event=cancel, heartbeat_interval_s=job["interval_s"],
         session=session_for(job["session_key"], job["session"]),
         previous_partials=job["previous_partials"], depth=job["depth"], framing=job["framing"],
-        inbox=inbox.inbox,
+        inbox=inbox.inbox, epoch=job["epoch"],
     )
     outbox.ctx = ctx
     finished = run_work(work, brief, ctx, pid=pid)
