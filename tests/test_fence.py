@@ -247,7 +247,6 @@ def test_a_live_host_takes_over_a_lost_lease_and_reruns_under_epoch_two(pg_url: 
                  " WHERE id = %s", first.host_id)  # as if it froze past its lease
             summary = taker.handle(handle.id).result(60)
     finally:
-        with contextlib.suppress(StoreError):  # its sessions were ended by the taker
-            first.stop()
+        first.stop()  # its lease lost, and its sessions ended by the taker: it stops quietly
     assert summary.status is Status.completed, summary
     assert as_fence(summary.output) == Fence(handle.id, 2)

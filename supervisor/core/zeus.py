@@ -522,7 +522,13 @@ class Zeus:
                 backend.close()
             self._events.emit("zeus.stopped")
             self._ref.stop()
-            if self._store is not None:
+            if self._host is not None and self._host.lost is not None:
+                # Its delegations are another host's, which may have ended its sessions:
+                # nothing of it is written, and nothing more is said.
+                with contextlib.suppress(StoreError):
+                    if self._store is not None:
+                        self._store.close()
+            elif self._store is not None:
                 self._store.close()  # every summary committed; ownership given up
             if self._owns_clock:
                 self._clock.close()
