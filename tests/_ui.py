@@ -8,6 +8,7 @@ import os
 import select
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -155,7 +156,7 @@ def shared_store(url: str) -> Iterator[dict[str, Any]]:
     def record(role: str, d_id: str, parent: str | None = None) -> None:
         hosts[role].record_delegation(
             d_id, key=None, parent_id=parent, ordinal=0 if parent else None, agent="apollo",
-            brief=brief, policy=policy, deadline=None, created=10.0)
+            brief=brief, policy=policy, deadline=None, created=time.time())
         hosts[role].commit()
 
     def expire(role: str) -> None:
@@ -166,12 +167,13 @@ def shared_store(url: str) -> Iterator[dict[str, Any]]:
     try:
         record("live", "apollo-1")
         hosts["live"].attempt_started("apollo-1-a1", delegation_id="apollo-1", number=1,
-                                      agent="apollo", started=11.0, deadline=None)
+                                      agent="apollo", started=time.time(), deadline=None)
         record("live", "apollo-2", parent="apollo-1")
         record("released", "apollo-3")
-        hosts["released"].settled("apollo-3", status=Status.completed, at=13.0, summary=Summary(
-            id="apollo-3", agent="apollo", scope=brief.scope, status=Status.completed,
-            output="ok"))
+        hosts["released"].settled("apollo-3", status=Status.completed, at=time.time(),
+                                  summary=Summary(id="apollo-3", agent="apollo",
+                                                  scope=brief.scope, status=Status.completed,
+                                                  output="ok"))
         hosts["released"].close()
         record("taken", "apollo-4")
         expire("taken")

@@ -2,10 +2,10 @@
 
 `GET /` (the page, its CSS and JavaScript inlined: nothing else is fetched),
 `GET /api/tree`, `GET /api/delegations/{id}` and `GET /api/events` (Server-Sent
-Events: each new journal event, as it is read, and `hosts` when a shared store's hosts
-changed). A poll task on the server's
-event loop reads the source every `poll_s` and hands new events to each
-listening stream; everything runs on that one loop, so the view needs no lock.
+Events: each new journal event, as it is read, and `hosts` when a shared store's
+hosts changed). A poll task on the server's event loop reads the source every
+`poll_s` and hands new events to each listening stream; everything runs on that
+one loop, so the view needs no lock.
 Only GET and HEAD exist: nothing here writes the source or signals a process.
 """
 

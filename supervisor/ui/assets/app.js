@@ -82,17 +82,19 @@
       `title="${esc("owned by host " + d.host + where)}">${esc(short(d.host))}</span>`;
   }
 
-  function renderHosts(t) {
+  function renderHosts() {
     const hs = hostsOf();
     $("hosts").hidden = !hs;
     $("hosts-tab").hidden = !hs;
     if (!hs) return;
-    $("hosts-count").textContent = `${hs.length} sharing ${t.source}`;
+    const leases = hs.map(lease);
+    const held = leases.filter(([, how]) => how === "held").length;
+    $("hosts-count").textContent = `${hs.length} · ${held} holding a lease`;
     if (!hs.length) { $("hosts-body").innerHTML = `<p class="muted">None.</p>`; return; }
     const head = ["Host", "Machine", "PID", "Since", "Lease", "Owns (open)"];
     $("hosts-body").innerHTML = `<table><thead><tr>${head.map((h) => `<th scope="col">${h}</th>`).join("")}</tr></thead><tbody>` +
       hs.map((h, n) => {
-        const [words, how] = lease(h);
+        const [words, how] = leases[n];
         return `<tr data-host="${esc(h.id)}" data-lease="${how}"><td><span class="badge host" style="--hue:${(n * 137) % 360}" ` +
           `title="${esc(h.id)}">${esc(short(h.id))}</span></td><td>${esc(h.host)}</td><td class="num">${esc(h.pid)}</td>` +
           `<td>${clock(h.since)}</td><td class="lease ${how}">${esc(words)}</td><td class="num">${esc(h.owns)}</td></tr>`;
@@ -261,7 +263,7 @@
     }
     renderTimeline(t, list);
     renderTimeouts(t);
-    renderHosts(t);
+    renderHosts();
     $("source").textContent = t.source;
     const r = t.run;
     $("runinfo").textContent = `run ${r.index} of ${r.of} · ${r.events} events · ` +
