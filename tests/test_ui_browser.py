@@ -131,7 +131,11 @@ def test_a_shared_stores_page_shows_its_hosts_and_a_badge_for_each_delegations_h
         driver.get(ui.url)
         wait(driver, "return window.zeusUi.renders > 0")
         shown = driver.execute_script(HOSTS)
-        driver.find_element(By.CSS_SELECTOR, '.row[data-id="apollo-4"] a.id').click()
+        # the page redraws every second while the store's hosts live: go by the address
+        # its link has, not a click on an element the next redraw replaces
+        href = driver.execute_script(
+            "return document.querySelector('.row[data-id=\"apollo-4\"] a.id').hash")
+        driver.execute_script("location.hash = arguments[0]", href)
         wait(driver, "return location.hash === '#d/apollo-4'")
         wait(driver, "return document.querySelector('#detail .facts')")
         detail = driver.find_element(By.ID, "detail").text
