@@ -8,8 +8,9 @@ import os
 import select
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ class Served:
 
 
 @contextmanager
-def serving(source: Path, *args: str) -> Iterator[Served]:
+def serving(source: Path | str, *args: str) -> Iterator[Served]:
     """`zeus ui SOURCE --port 0 ARGS` until the block ends (then stopped and reaped)."""
     process = subprocess.Popen(
         [sys.executable, "-m", "supervisor.cli", "ui", str(source), "--port", "0", *args],
@@ -132,3 +133,56 @@ def chromium(profile: Path, width: int = 1400, height: int = 1000) -> Iterator[A
         yield driver
     finally:
         driver.quit()
+
+
+@contextmanager
+def shared_store(url: str) -> Iterator[dict[str, Any]]:
+    """A PostgreSQL store at `url` of four hosts, each in a state the page names, by role:
+    `live` (a minute's lease; it owns apollo-1, its child apollo-2, and apollo-4, taken
+    over), `released` (it settled apollo-3 and stopped), `taken` (its lease ended and
+    `live` took apollo-4 from it) and `expired` (its lease ended; apollo-5 is still its
+    own). Every host is closed at the end."""
+    import psycopg
+
+    from actors import Brief, Status, Summary
+    from supervisor.errors import StoreError
+    from supervisor.routing import AgentPolicy
+    from supervisor.store.postgres import PostgresStore
+
+    brief, policy = Brief(agent="apollo", scope="scan the routes"), AgentPolicy(read_only=True)
+    hosts = {role: PostgresStore.open(url, lease_s=60)
+             for role in ("live", "released", "taken", "expired")}
+
+    def record(role: str, d_id: str, parent: str | None = None) -> None:
+        hosts[role].record_delegation(
+            d_id, key=None, parent_id=parent, ordinal=0 if parent else None, agent="apollo",
+            brief=brief, policy=policy, deadline=None, created=time.time())
+        hosts[role].commit()
+
+    def expire(role: str) -> None:
+        with psycopg.connect(url, autocommit=True) as con:
+            con.execute("UPDATE hosts SET lease_until = now() - interval '1 second'"
+                        " WHERE id = %s", (hosts[role].host_id,))
+
+    try:
+        record("live", "apollo-1")
+        hosts["live"].attempt_started("apollo-1-a1", delegation_id="apollo-1", number=1,
+                                      agent="apollo", started=time.time(), deadline=None)
+        record("live", "apollo-2", parent="apollo-1")
+        record("released", "apollo-3")
+        hosts["released"].settled("apollo-3", status=Status.completed, at=time.time(),
+                                  summary=Summary(id="apollo-3", agent="apollo",
+                                                  scope=brief.scope, status=Status.completed,
+                                                  output="ok"))
+        hosts["released"].close()
+        record("taken", "apollo-4")
+        expire("taken")
+        assert hosts["live"].take_over(hosts["taken"].host_id, limit=8) == ["apollo-4"]
+        record("expired", "apollo-5")
+        expire("expired")
+        yield hosts
+    finally:
+        for role, store in hosts.items():
+            if role != "released":
+                with suppress(StoreError):  # its sessions were ended by a taker
+                    store.close()

@@ -424,7 +424,10 @@ def test_the_ui_source_of_a_shared_store_gives_new_rows_as_they_come(
     first = source.read_new()
     assert [e["event"] for e in first.events] == ["zeus.started", "delegation.dispatched"]
     assert first.events[0]["hosts"][0]["id"] == a.host_id
-    assert source.read_new().events == []  # nothing new
+    assert first.events[1]["host"] == a.host_id  # its owner
+    again = source.read_new()
+    assert again.events == []  # nothing new, but the hosts as read now
+    assert again.hosts is not None and [h["id"] for h in again.hosts] == [a.host_id]
     start(a, "apollo-1")
     a.commit()
     assert [e["event"] for e in source.read_new().events] == ["attempt.started"]

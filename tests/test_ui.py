@@ -94,6 +94,9 @@ def test_a_store_is_a_source_whose_new_rows_come_as_new_events(tmp_path: Path) -
         source.close()
     before = path.read_bytes()
     assert open_source(path).read_new().events[-1]["event"] == "zeus.stopped"
+    with client(path) as c:  # one host, its own file: no hosts to show, no owner to name
+        body = c.get("/api/tree").json()
+    assert body["hosts"] is None and [d["host"] for d in body["delegations"]] == [None, None]
     assert path.read_bytes() == before  # read only: the store is never changed
 
 

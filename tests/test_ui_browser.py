@@ -18,6 +18,7 @@ from tests._ui import (
     chromium_missing,
     needs_ui_extra,
     serving,
+    shared_store,
     withhold_settlement,
 )
 
@@ -106,6 +107,63 @@ def test_the_page_fits_a_phones_width(demo_journal: Path, tmp_path: Path) -> Non
         scroll = driver.execute_script("return document.documentElement.scrollWidth")
         assert scroll <= width, f"the page is {scroll}px wide on a {width}px screen"
         assert len(driver.find_elements(By.CSS_SELECTOR, ROWS)) == 13
+
+
+HOSTS = """return {
+    panel: !document.getElementById('hosts').hidden,
+    count: document.getElementById('hosts-count').textContent,
+    hosts: [...document.querySelectorAll('#hosts-body tr[data-host]')].map((r) => [
+        r.dataset.host, r.dataset.lease, r.querySelector('.lease').textContent,
+        r.lastElementChild.textContent]),
+    badges: Object.fromEntries([...document.querySelectorAll(
+        '#tree-rows .row[data-id]')].map((r) => [r.dataset.id,
+        (r.querySelector('.badge.host') || {dataset: {}}).dataset.host || null]))}"""
+
+
+def test_a_shared_stores_page_shows_its_hosts_and_a_badge_for_each_delegations_host(
+    pg_url: str, demo_journal: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("psycopg", reason="pip install 'zeus-supervisor[postgres]'")
+    with shared_store(pg_url) as stores, serving(pg_url) as ui, chromium(
+        tmp_path / "profile"
+    ) as driver:
+        ids = {role: store.host_id for role, store in stores.items()}
+        driver.get(ui.url)
+        wait(driver, "return window.zeusUi.renders > 0")
+        shown = driver.execute_script(HOSTS)
+        # the page redraws every second while the store's hosts live: go by the address
+        # its link has, not a click on an element the next redraw replaces
+        href = driver.execute_script(
+            "return document.querySelector('.row[data-id=\"apollo-4\"] a.id').hash")
+        driver.execute_script("location.hash = arguments[0]", href)
+        wait(driver, "return location.hash === '#d/apollo-4'")
+        wait(driver, "return document.querySelector('#detail .facts')")
+        detail = driver.find_element(By.ID, "detail").text
+        shot = tmp_path / "zeus-ui-hosts.png"
+        driver.get(ui.url)
+        wait(driver, "return window.zeusUi.renders > 0")
+        driver.save_screenshot(str(shot))
+        print(f"screenshot: {shot}")
+    assert shown["panel"] is True and shown["count"] == "4 · 1 holding a lease"
+    rows = {host: (how, words, owns) for host, how, words, owns in shown["hosts"]}
+    assert list(rows) == [ids[r] for r in ("live", "released", "taken", "expired")]
+    how, words, owns = rows[ids["live"]]
+    assert how == "held" and words.endswith("s left") and owns == "3"
+    assert rows[ids["released"]] == ("ended", "released", "0")
+    assert rows[ids["taken"]] == ("ended", f"taken over by {ids['live'][:8]}", "0")
+    how, words, owns = rows[ids["expired"]]
+    assert how == "expired" and words.startswith("expired ") and owns == "1"
+    assert shown["badges"] == {"apollo-1": ids["live"], "apollo-2": ids["live"],
+                               "apollo-3": ids["released"], "apollo-4": ids["live"],
+                               "apollo-5": ids["expired"]}
+    assert f"host\n{ids['live'][:8]}" in detail
+    # a journal has no hosts: no panel, no badge
+    with serving(demo_journal) as ui, chromium(tmp_path / "profile2") as driver:
+        driver.get(ui.url)
+        wait(driver, "return window.zeusUi.renders > 0")
+        plain = driver.execute_script(HOSTS)
+    assert plain["panel"] is False and plain["hosts"] == []
+    assert set(plain["badges"].values()) == {None}
 
 
 def _attempts(run: jr.Run) -> list[str]:

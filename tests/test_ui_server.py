@@ -4,13 +4,22 @@ event stream as lines are appended, the token, and `--ui` beside a run."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests._ui import WAIT_S, append, needs_ui_extra, serving, withhold_settlement
+from tests._ui import (
+    WAIT_S,
+    append,
+    needs_ui_extra,
+    serving,
+    shared_store,
+    withhold_settlement,
+)
 
 needs_ui_extra()
 
@@ -88,3 +97,48 @@ def test_ui_beside_a_run_serves_its_journal_and_stops_with_it(demo_journal: Path
         raise RuntimeError("the run broke")
     with pytest.raises(httpx.ConnectError):
         httpx.get(page.url + "api/tree", timeout=WAIT_S)
+
+
+def test_a_shared_store_shows_each_host_its_lease_what_it_owns_and_whose_each_delegation_is(
+    pg_url: str,
+) -> None:
+    pytest.importorskip("psycopg", reason="pip install 'zeus-supervisor[postgres]'")
+    with shared_store(pg_url) as hosts, serving(pg_url) as ui:
+        tree = httpx.get(ui.base + "/api/tree", timeout=WAIT_S).json()
+        detail = httpx.get(ui.base + "/api/delegations/apollo-4", timeout=WAIT_S).json()
+        with httpx.stream("GET", ui.base + "/api/events", timeout=httpx.Timeout(WAIT_S)) as s:
+            frames = sse_frames(s.iter_lines())
+            assert next(frames)["event"] == "ready"
+            renewed = hosts["live"].lease_keeper()
+            renewed.renew()  # no new row: the hosts alone changed, and the stream says so
+            frame = next(f for f in frames if f.get("event", "message") != "message")
+            renewed.close()
+        again = httpx.get(ui.base + "/api/tree", timeout=WAIT_S).json()
+    ids = {role: store.host_id for role, store in hosts.items()}
+    by_id = {h["id"]: h for h in tree["hosts"]}
+    assert [h["id"] for h in tree["hosts"]] == [ids[r] for r in
+                                               ("live", "released", "taken", "expired")]
+    live, released, taken, expired = (by_id[ids[r]] for r in
+                                      ("live", "released", "taken", "expired"))
+    assert 0 < live["lease_left_s"] <= 60 and live["released"] is None
+    assert live["taken_by"] is None and live["owns"] == 3  # apollo-1, -2 and -4
+    assert live["pid"] == os.getpid() and live["host"] == socket.gethostname()
+    assert released["released"] is not None and released["owns"] == 0
+    assert taken["taken_by"] == ids["live"] and taken["owns"] == 0
+    assert expired["lease_left_s"] < 0 and expired["taken_by"] is None
+    assert expired["released"] is None and expired["owns"] == 1
+    owners = {d["id"]: d["host"] for d in tree["delegations"]}
+    assert owners == {"apollo-1": ids["live"], "apollo-2": ids["live"],
+                      "apollo-3": ids["released"], "apollo-4": ids["live"],
+                      "apollo-5": ids["expired"]}
+    assert detail["host"] == ids["live"]  # taken over: its owner now, not its first
+    assert frame["event"] == "hosts"
+    [after] = [h for h in again["hosts"] if h["id"] == ids["live"]]
+    assert after["lease_until"] > live["lease_until"]
+
+
+def test_a_journal_has_no_hosts(demo_journal: Path) -> None:
+    with serving(demo_journal) as ui:
+        tree = httpx.get(ui.base + "/api/tree", timeout=WAIT_S).json()
+    assert tree["hosts"] is None
+    assert all(d["host"] is None for d in tree["delegations"])

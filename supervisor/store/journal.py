@@ -146,7 +146,8 @@ def open_count(path: str | Path) -> int:
 
 def _events(con: Any, hosts: tuple[Event, float | None] | None = None) -> Iterator[Event]:
     """The events of the store on `con`: a SQLite file's (its one owner), or, with
-    `hosts` (`zeus.started`'s fields and when the last host stopped), a shared store's."""
+    `hosts` (`zeus.started`'s fields and when the last host stopped), a shared store's,
+    whose `delegation.dispatched` names the host that owns the delegation now (`host`)."""
     if hosts is None:
         owner = con.execute("SELECT pid, since, released, pid_start_time, host, heartbeat"
                             " FROM owner").fetchone()
@@ -164,17 +165,20 @@ def _events(con: Any, hosts: tuple[Event, float | None] | None = None) -> Iterat
     parents: dict[str, str | None] = {}
     rows: list[tuple[int, tuple[float, Event]]] = []
     ends: dict[str, float] = {}
+    owner = "d.owner" if hosts is not None else "NULL"  # a shared store's rows name their host
     for (d_id, parent, agent, brief, policy, created, seq, status, summary,
-         settled, settled_seq) in con.execute(
+         settled, settled_seq, host) in con.execute(
             "SELECT d.id, d.parent_id, d.agent, d.brief, p.policy, d.created, d.seq, d.status,"
-            " d.summary, d.settled, d.settled_seq FROM delegations d LEFT JOIN policies p"
-            " ON p.id = d.policy ORDER BY d.seq"):
+            f" d.summary, d.settled, d.settled_seq, {owner} FROM delegations d"
+            " LEFT JOIN policies p ON p.id = d.policy ORDER BY d.seq"):
         depth[d_id] = depth.get(parent, 0) + 1 if parent else 1
         parents[d_id] = parent
         b, p = json.loads(brief), json.loads(policy) if policy else {}
+        owned = {} if host is None else {"host": host}
         rows.append((seq, _base("delegation.dispatched", created, d_id, None, parent, agent,
                                 scope=b.get("scope"), depth=depth[d_id], policy=p,
-                                timeout_s=b.get("timeout_s") or p.get("timeout_s"))))
+                                timeout_s=b.get("timeout_s") or p.get("timeout_s"),
+                                **owned)))
         if status is not None:
             s = json.loads(summary)
             rows.append((settled_seq, _base(

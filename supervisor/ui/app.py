@@ -2,9 +2,10 @@
 
 `GET /` (the page, its CSS and JavaScript inlined: nothing else is fetched),
 `GET /api/tree`, `GET /api/delegations/{id}` and `GET /api/events` (Server-Sent
-Events: each new journal event, as it is read). A poll task on the server's
-event loop reads the source every `poll_s` and hands new events to each
-listening stream; everything runs on that one loop, so the view needs no lock.
+Events: each new journal event, as it is read, and `hosts` when a shared store's
+hosts changed). A poll task on the server's event loop reads the source every
+`poll_s` and hands new events to each listening stream; everything runs on that
+one loop, so the view needs no lock.
 Only GET and HEAD exist: nothing here writes the source or signals a process.
 """
 
@@ -148,6 +149,7 @@ def create_app(
     cache = {(view.resets, view.seq, view.journal.run.index): trees.body(view, view.journal.run)}
 
     async def poll() -> None:
+        hosts_version = view.hosts_version
         while True:
             events, reset = view.refresh()
             if reset:
@@ -155,6 +157,9 @@ def create_app(
                 hub.publish("reset", view.seq, None)
             for n, event in enumerate(events, view.seq - len(events) + 1):
                 hub.publish("journal", n, event)
+            if view.hosts_version != hosts_version and not reset:
+                hub.publish("hosts", view.seq, None)
+            hosts_version = view.hosts_version
             await asyncio.sleep(poll_s)
 
     @contextlib.asynccontextmanager
@@ -181,7 +186,7 @@ def create_app(
         if body is None:
             cache.clear()
             body = cache[key] = trees.body(view, run)
-        now = json.dumps({"now": time.time()}).encode()
+        now = json.dumps({"now": time.time(), "hosts": payloads.hosts(view)}).encode()
         return Response(now[:-1] + b", " + body[1:], media_type="application/json")
 
     async def api_delegation(request: Request) -> Response:
@@ -189,7 +194,7 @@ def create_app(
         body = payloads.delegation(view, delegation_id)
         if body is None:
             return _error(404, f"no delegation {delegation_id!r} in {source.label}")
-        return JSONResponse(body | {"now": time.time()})
+        return JSONResponse(body | {"now": time.time(), "hosts": payloads.hosts(view)})
 
     async def api_events(request: Request) -> Response:
         queue = hub.subscribe()

@@ -6,7 +6,8 @@
 `delegation` is `GET /api/delegations/{id}`: one delegation with its
 settlement (or its open state), each attempt's evidence and every event.
 Statuses are the tracking table's: a settled status, `in progress`, or
-`unsettled` (the run stopped without settling it).
+`unsettled` (the run stopped without settling it). `hosts` is a shared store's
+hosts, each with its lease as of now, and each delegation of one names its `host`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from supervisor.journal import (
 )
 from supervisor.ui.view import View
 
-__all__ = ["TreeCache", "delegation"]
+__all__ = ["TreeCache", "delegation", "hosts"]
 
 _SCOPE_CHARS = 240  # the tree shows the start of a scope; the delegation page shows it all
 
@@ -87,12 +88,15 @@ def _delegation(
 ) -> dict[str, Any]:
     usage, partials = _spend(events)
     attempts = [_attempt(a) | {"partials": partials.get(a.id, 0)} for a in d.attempts]
+    host = next((e.get("host") for e in events if e.get("event") == "delegation.dispatched"),
+                None)
     return {
         "id": d.id,
         "agent": d.agent,
         "agents": d.agents,
         "status": row.status,
         "parent_id": parent,
+        "host": host if isinstance(host, str) else None,  # a shared store's: its owner now
         "depth": d.depth,
         "scope": (d.scope or "")[:_SCOPE_CHARS],
         "timeout_s": d.timeout_s,
@@ -159,6 +163,29 @@ def _run(view: View, run: Run) -> dict[str, Any]:
         "events": run.events,
         "intensity_exceeded": run.intensity,
     }
+
+
+def hosts(view: View) -> list[dict[str, Any]] | None:
+    """A shared store's hosts, oldest first, each lease's seconds left as of now (negative
+    once it expired); None for a source without hosts (a journal, a SQLite store)."""
+    if view.hosts is None:
+        return None
+    since_read = time.monotonic() - view.hosts_read
+    out = []
+    for h in view.hosts:
+        left = h.get("lease_left_s")
+        out.append({
+            "id": h.get("id"),
+            "pid": h.get("pid"),
+            "host": h.get("host"),
+            "since": h.get("since"),
+            "lease_until": h.get("lease_until"),
+            "lease_left_s": round(left - since_read, 3) if isinstance(left, int | float) else None,
+            "released": h.get("released"),
+            "taken_by": h.get("taken_by"),
+            "owns": h.get("owns"),
+        })
+    return out
 
 
 class TreeCache:

@@ -27,11 +27,14 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 @dataclass(frozen=True)
 class Batch:
     """What a source read in one call: new events, notes on lines skipped, and whether
-    it started over (a truncated journal): then what was read before is void."""
+    it started over (a truncated journal): then what was read before is void. `hosts`
+    is a shared store's hosts as just read, each with its lease and how many open
+    delegations it owns (None: the source has no hosts, or did not read them)."""
 
     events: list[Event] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     reset: bool = False
+    hosts: list[Event] | None = None
 
 
 class Source(ABC):
@@ -143,7 +146,8 @@ def _stat(path: Path) -> tuple[int, int] | None:
 
 class StoreDatabase(Source):
     """A PostgreSQL store, read only (one read-only transaction a poll): its rows read
-    again as events at every poll, new ones given when they changed."""
+    again as events at every poll, new ones given when they changed, and its hosts
+    (their leases, what each owns) every time."""
 
     def __init__(self, url: str) -> None:
         self._url = url
@@ -159,13 +163,17 @@ class StoreDatabase(Source):
         from supervisor.store import store_events
 
         events = list(store_events(self._url))
+        hosts = events[0].get("hosts") if events else None
+        hosts = [h for h in hosts if isinstance(h, dict)] if isinstance(hosts, list) else []
         seen = self._seen
         if events == seen:
-            return Batch()
+            return Batch(hosts=hosts)
         self._seen = events
         if seen and len(events) >= len(seen) and events[1:len(seen)] == seen[1:]:
-            return Batch(events[len(seen):])  # grown (the hosts' leases move: not news)
-        return Batch(events, reset=True)
+            # grown: the hosts' leases move in `zeus.started`, which is no news (they
+            # come as `hosts`); a delegation taken over names a new host: read again
+            return Batch(events[len(seen):], hosts=hosts)
+        return Batch(events, reset=True, hosts=hosts)
 
     def close(self) -> None:
         self._seen = []

@@ -7,6 +7,8 @@ folds it in. Only the server's event-loop thread touches a view.
 
 from __future__ import annotations
 
+import time
+
 from supervisor.journal import Event, Journal, ReplayedDelegation, Run
 from supervisor.ui.source import Source
 
@@ -23,6 +25,11 @@ class View:
         self.resets = 0  # times the source started over
         # (run index, delegation id) -> its events, in journal order
         self._events: dict[tuple[int, str], list[Event]] = {}
+        # A shared store's hosts as last read, and when (`time.monotonic()`); None for a
+        # source without hosts (a journal, a SQLite store)
+        self.hosts: list[Event] | None = None
+        self.hosts_read = 0.0
+        self.hosts_version = 0  # changes when a host does (a renewal, a release, a takeover)
 
     def refresh(self) -> tuple[list[Event], bool]:
         """Fold in what the source has new: the new events, and whether it started over."""
@@ -32,6 +39,8 @@ class View:
             self._events.clear()
             self.resets += 1
         self.journal.notes.extend(batch.notes)
+        if batch.hosts is not None:
+            self._hosts_read(batch.hosts)
         for event in batch.events:
             self.journal.apply(event)
             self.seq += 1
@@ -40,6 +49,14 @@ class View:
                 key = (self.journal.run.index, delegation_id)
                 self._events.setdefault(key, []).append(event)
         return batch.events, batch.reset
+
+    def _hosts_read(self, hosts: list[Event]) -> None:
+        self.hosts_read = time.monotonic()
+        moved = [{k: v for k, v in h.items() if k != "lease_left_s"} for h in hosts]
+        before = [{k: v for k, v in h.items() if k != "lease_left_s"} for h in self.hosts or ()]
+        if self.hosts is None or moved != before:
+            self.hosts_version += 1
+        self.hosts = hosts
 
     def run(self, index: int | None = None) -> Run | None:
         """Run `index` (1-based), or the last run; None when there is no such run."""

@@ -55,7 +55,50 @@
 
   function matches(d, q) {
     if (!q) return true;
-    return (d.id + " " + d.agents.join(" ") + " " + d.status + " " + d.scope).toLowerCase().includes(q);
+    return (d.id + " " + d.agents.join(" ") + " " + d.status + " " + d.scope + " " + (d.host || "")).toLowerCase().includes(q);
+  }
+
+  // -- a shared store's hosts ---------------------------------------------------------------
+  const short = (id) => String(id ?? "").slice(0, 8);
+  const hostsOf = () => (state.tree && state.tree.hosts) || null; // null: the source has none
+
+  function lease(h) {
+    // Its seconds left as the server read them, run down by the clock since.
+    if (h.released != null) return ["released", "ended"];
+    if (h.taken_by != null) return ["taken over by " + short(h.taken_by), "ended"];
+    if (h.lease_left_s == null) return ["-", ""];
+    const left = h.lease_left_s - (Date.now() / 1000 + state.skew - state.tree.now);
+    return left > 0 ? [left.toFixed(1) + "s left", "held"] : ["expired " + (-left).toFixed(1) + "s ago", "expired"];
+  }
+
+  function hostBadge(d) {
+    // Which host owns the delegation: shown only when the store has more than one.
+    const hs = hostsOf();
+    if (!d.host || !hs || hs.length < 2) return "";
+    const n = hs.findIndex((h) => h.id === d.host);
+    const h = hs[n];
+    const where = h ? ` (pid ${h.pid} on ${h.host})` : "";
+    return `<span class="badge host" data-host="${esc(d.host)}" style="--hue:${(Math.max(n, 0) * 137) % 360}" ` +
+      `title="${esc("owned by host " + d.host + where)}">${esc(short(d.host))}</span>`;
+  }
+
+  function renderHosts() {
+    const hs = hostsOf();
+    $("hosts").hidden = !hs;
+    $("hosts-tab").hidden = !hs;
+    if (!hs) return;
+    const leases = hs.map(lease);
+    const held = leases.filter(([, how]) => how === "held").length;
+    $("hosts-count").textContent = `${hs.length} · ${held} holding a lease`;
+    if (!hs.length) { $("hosts-body").innerHTML = `<p class="muted">None.</p>`; return; }
+    const head = ["Host", "Machine", "PID", "Since", "Lease", "Owns (open)"];
+    $("hosts-body").innerHTML = `<table><thead><tr>${head.map((h) => `<th scope="col">${h}</th>`).join("")}</tr></thead><tbody>` +
+      hs.map((h, n) => {
+        const [words, how] = leases[n];
+        return `<tr data-host="${esc(h.id)}" data-lease="${how}"><td><span class="badge host" style="--hue:${(n * 137) % 360}" ` +
+          `title="${esc(h.id)}">${esc(short(h.id))}</span></td><td>${esc(h.host)}</td><td class="num">${esc(h.pid)}</td>` +
+          `<td>${clock(h.since)}</td><td class="lease ${how}">${esc(words)}</td><td class="num">${esc(h.owns)}</td></tr>`;
+      }).join("") + `</tbody></table>`;
   }
 
   function meter(ratio, label) {
@@ -114,6 +157,7 @@
     const kills = d.attempts.filter((a) => a.killed).length;
     if (kills) badges.push(`<span class="badge kill">killed ×${kills}</span>`);
     if (d.cancel_requested) badges.push(`<span class="badge">cancel asked</span>`);
+    badges.push(hostBadge(d));
     return `<div class="row" role="listitem" data-id="${esc(d.id)}" data-status="${esc(d.status)}">` +
       `<div class="name c-name" style="padding-left:${depth * 1.1}rem">` +
       `<span class="mark s-${cls(d.status)}" aria-hidden="true">${mark}</span>` +
@@ -219,6 +263,7 @@
     }
     renderTimeline(t, list);
     renderTimeouts(t);
+    renderHosts();
     $("source").textContent = t.source;
     const r = t.run;
     $("runinfo").textContent = `run ${r.index} of ${r.of} · ${r.events} events · ` +
@@ -279,7 +324,8 @@
     box.innerHTML = `<p><a href="#" id="back">← the tree</a> <kbd>Esc</kbd></p>` +
       `<h2><span class="mark s-${cls(d.status)}">${MARKS[d.status] || "•"}</span> <span class="id">${esc(d.id)}</span> ` +
       `<span class="muted">${esc(d.agents.join(" → "))}</span></h2>` +
-      facts([["parent", d.parent_id ? `<a class="id" href="#d/${encodeURIComponent(d.parent_id)}">${esc(d.parent_id)}</a>` : null],
+      facts([["host", d.host ? `<span class="id" title="${esc(d.host)}">${esc(short(d.host))}</span>` : null],
+        ["parent", d.parent_id ? `<a class="id" href="#d/${encodeURIComponent(d.parent_id)}">${esc(d.parent_id)}</a>` : null],
         ["delegated to", children || null], ["timeout", d.timeout_s != null ? secs(d.timeout_s) : null],
         ["partial OK", d.partial_ok == null ? null : d.partial_ok ? "yes" : "no"],
         ["retries allowed", pol.retry ? esc(pol.retry.max_retries) : null], ["fallback", esc(pol.fallback)],
@@ -359,6 +405,7 @@
       if (state.lags.length > 1000) state.lags.splice(0, 500);
       refresh();
     };
+    source.addEventListener("hosts", () => refresh()); // a lease renewed, released or taken
     source.addEventListener("reset", () => { source.close(); refresh(); follow(); });
     source.onerror = () => {
       state.connected = false;
@@ -378,8 +425,8 @@
     }
     if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
     if (e.key === "/") { e.preventDefault(); $("filter").focus(); return; }
-    const jump = { 1: "#tree", 2: "#timeline", 3: "#timeouts" }[e.key];
-    if (jump && !route()) { document.querySelector(jump).scrollIntoView(); return; }
+    const jump = { 1: "#tree", 2: "#timeline", 3: "#timeouts", 4: "#hosts" }[e.key];
+    if (jump && !route() && !document.querySelector(jump).hidden) { document.querySelector(jump).scrollIntoView(); return; }
     if (e.key === "j" || e.key === "k" || e.key === "ArrowDown" || e.key === "ArrowUp") {
       if (route()) return;
       const links = [...document.querySelectorAll("#tree-rows .row a.id")];
