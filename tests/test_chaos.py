@@ -55,3 +55,20 @@ def test_chaos_with_the_host_killed_twice_settles_each_delegation_once_and_leaks
     assert sum(report.by_status.values()) == 60
     assert report.lost_attempts > 0  # the host really died with attempts running
     assert report.reattached_attempts > 0  # and process children waited for the next one
+
+
+@pytest.mark.realtime
+@pytest.mark.process
+def test_chaos_with_three_hosts_on_postgres_two_killed_settles_each_key_once(
+    pg_url: str,
+) -> None:
+    from benchmarks.chaos_hosts import run_hosts_chaos
+
+    report = run_hosts_chaos(60, seed=3, isolations=("thread", "process"), host_crashes=2,
+                             hosts=3, lease_s=2.0, url=pg_url)
+    assert report.violations == []
+    assert report.crashes == 2 and report.restarted + report.left_dead == 2
+    assert sum(report.by_status.values()) == 60
+    assert len(report.by_host) == 3  # every host ran a share of its own
+    assert report.lost_attempts > 0  # a host really died with attempts running
+    assert report.taken_over > 0  # and another incarnation or host took them over
