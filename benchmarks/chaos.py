@@ -493,8 +493,9 @@ def _hosts_main(n: int, seed: int, isolations: Sequence[str], host_crashes: int,
           f"({r.restarted} started again, {r.left_dead} left dead; lease {lease_s:g}s): "
           f"{r.delegations} delegations on {', '.join(isolations)} in {r.seconds:.1f}s; "
           f"{dict(r.by_status)}; dispatched by host: {dict(sorted(r.by_host.items()))}; "
-          f"attempts lost with a host: {r.lost_attempts}; delegations taken over: "
-          f"{r.taken_over}; attempts reattached: {r.reattached_attempts}{takeover}")
+          f"attempts lost with a host: {r.lost_attempts}; delegations recovered by a host "
+          f"started again: {r.recovered_on_restart}, taken over by a live host after the "
+          f"lease: {r.taken_over}; attempts reattached: {r.reattached_attempts}{takeover}")
     for line in r.violations[:50]:
         print("  " + line)
     print("OK" if not r.violations else f"FAILED: {len(r.violations)} violation(s)")

@@ -66,7 +66,8 @@ class HostsReport:
     by_status: Counter[str] = field(default_factory=Counter)
     by_host: Counter[int] = field(default_factory=Counter)  # delegations first run by slot
     lost_attempts: int = 0
-    taken_over: int = 0  # `delegation.taken_over`, across all journals
+    taken_over: int = 0  # `delegation.taken_over`, across all journals: by a live host
+    recovered_on_restart: int = 0  # open delegations a host started again recovered at once
     reattached_attempts: int = 0
     takeover_s: list[float] = field(default_factory=list)  # a kill left dead -> taken over
     violations: list[str] = field(default_factory=list)
@@ -143,7 +144,7 @@ def _run(url: str, rng: random.Random, n: int, seed: int, isolations: Sequence[s
         _all_started(list(live.values()))
         Path(env["CHAOS_GO"]).touch()  # each dispatches its share, all at once
         restart = rng.random() < 0.5
-        kills: list[float] = []  # wall-clock times of the kills of hosts left dead
+        kills: list[tuple[float, int]] = []  # hosts left dead: when killed (wall), pid
         while report.crashes < host_crashes:
             victim = _victim(list(live.values()), rng, isolations)
             if victim is None:
@@ -163,8 +164,11 @@ def _run(url: str, rng: random.Random, n: int, seed: int, isolations: Sequence[s
                 report.restarted += 1
             else:
                 del live[victim.slot]
-                kills.append(killed_at)
+                kills.append((killed_at, victim.proc.pid))
                 report.left_dead += 1
+                # Before the next crash: the others take it over once its lease ends (a
+                # host started here meanwhile would take it over at once instead).
+                report.violations += _await_taken(url, victim.proc.pid, lease_s + 60.0)
             restart = not restart
         for run in live.values():
             _, err = run.proc.communicate(timeout=600)
@@ -196,6 +200,25 @@ def _victim(runs: Sequence[_Run], rng: random.Random, isolations: Sequence[str]
         time.sleep(0.02)
 
 
+def _await_taken(url: str, pid: int, within_s: float) -> list[str]:
+    """Until the host of process `pid` is taken over, or owns nothing open any more."""
+    import psycopg
+
+    deadline = time.monotonic() + within_s
+    with psycopg.connect(url, autocommit=True) as con:
+        while time.monotonic() < deadline:
+            row = con.execute(
+                "SELECT h.id, h.taken_by, (SELECT count(*) FROM delegations d WHERE"
+                " d.owner = h.id AND d.status IS NULL) FROM hosts h WHERE h.pid = %s"
+                " ORDER BY h.n DESC LIMIT 1", (pid,)).fetchone()
+            if row is None or row[1] is not None or row[2] == 0:
+                return []
+            time.sleep(0.05)
+    assert row is not None
+    return [f"lost: host {row[0]} (pid {pid}), left dead, was not taken over within "
+            f"{within_s:g}s; it still owns {row[2]} open delegations"]
+
+
 def _all_started(runs: Sequence[_Run]) -> None:
     """Until every host of `runs` has started (its journal says `zeus.started`) or exited."""
     deadline = time.monotonic() + 120
@@ -221,7 +244,7 @@ def _read_trail(trail: Path) -> dict[str, tuple[float, float]]:
 
 
 def _judge(report: HostsReport, url: str, logs: Sequence[Path], trail: Path, n: int,
-           seed: int, isolations: Sequence[str], kills: Sequence[float]) -> None:
+           seed: int, isolations: Sequence[str], kills: Sequence[tuple[float, int]]) -> None:
     import psycopg
 
     events = _events(logs)
@@ -232,16 +255,19 @@ def _judge(report: HostsReport, url: str, logs: Sequence[Path], trail: Path, n: 
     reattached = {e["delegation_id"] for e in events if e["event"] == "attempt.reattached"}
     report.reattached_attempts = sum(e["event"] == "attempt.reattached" for e in events)
     report.taken_over = sum(e["event"] == "delegation.taken_over" for e in events)
-    taken_at = sorted(e["ts"] for e in events if e["event"] == "delegation.taken_over")
-    for killed in kills:
-        after = [ts for ts in taken_at if ts >= killed]
-        if after:
-            report.takeover_s.append(after[0] - killed)
+    report.recovered_on_restart = sum(
+        len(e["rerun"]) + len(e["reattached"]) + len(e["adopted"]) + len(e["blocked"])
+        for e in events if e["event"] == "zeus.recovered")
     with psycopg.connect(url) as con:
         rows = con.execute("SELECT id, key, status, summary FROM delegations").fetchall()
         attempts = con.execute(
             "SELECT id, delegation_id, number, started, ended, calls, pid, pid_start_time"
             " FROM attempts ORDER BY delegation_id, number").fetchall()
+        hosts = con.execute(
+            "SELECT id, pid, extract(epoch FROM lease_until)::float8, bound_s,"
+            " extract(epoch FROM taken_at)::float8, taken_by FROM hosts").fetchall()
+    report.takeover_s += _takeover_times(events, hosts, kills)
+    report.violations += _early_takeovers(events, hosts)
     spent: Counter[str] = Counter()
     by_delegation: dict[str, list[tuple[str, int, float, float | None]]] = defaultdict(list)
     for attempt_id, delegation_id, number, started, ended, calls, _, _ in attempts:
@@ -287,6 +313,31 @@ def _judge(report: HostsReport, url: str, logs: Sequence[Path], trail: Path, n: 
 def _summary(text: str) -> dict[str, Any]:
     summary: dict[str, Any] = json.loads(text)
     return summary
+
+
+def _takeover_times(events: list[dict[str, Any]], hosts: Sequence[tuple[Any, ...]],
+                    kills: Sequence[tuple[float, int]]) -> list[float]:
+    """For each host left dead: from its kill to its first delegation taken over."""
+    times = []
+    for killed_at, pid in kills:
+        ids = {host_id for host_id, host_pid, *_ in hosts if host_pid == pid}
+        taken = [e["ts"] for e in events
+                 if e["event"] == "delegation.taken_over" and e.get("from_host") in ids]
+        if taken:
+            times.append(min(taken) - killed_at)
+    return times
+
+
+def _early_takeovers(events: list[dict[str, Any]], hosts: Sequence[tuple[Any, ...]]
+                     ) -> list[str]:
+    """Hosts taken over by a live host before their lease's end plus their ladder's bound,
+    by the database's clock (a host started again here takes its dead predecessor over
+    at once, and says no `host.taken_over`)."""
+    taken = {(e["host"], e["by"]) for e in events if e["event"] == "host.taken_over"}
+    return [f"early: host {host_id} taken over by {by} {lease_until + bound_s - at:.3f}s "
+            f"before its lease's end plus its bound"
+            for host_id, _, lease_until, bound_s, at, by in hosts
+            if (host_id, by) in taken and at is not None and at < lease_until + bound_s]
 
 
 def _dispatched_by(logs: Sequence[Path]) -> Counter[int]:
