@@ -90,6 +90,16 @@ def host(store: str, log: str, n: int, seed: int, isolations: Sequence[str],
     os.environ["CHAOS_HOST_PID"] = str(os.getpid())  # not in the brief: it must not change
     routing = Routing.from_dict(_routing(isolations, host_crashes, lease_s))
     agents = {f"c_{mode}": chaos.chaos_work for mode in isolations}
+    spare = os.environ.get("CHAOS_SPARE")
+    if spare:  # started ahead, it opens the store once told which host it is
+        import supervisor.store.postgres  # noqa: F401  (what opening it would import)
+
+        deadline = time.monotonic() + 600
+        while not os.path.exists(spare) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with open(spare, encoding="utf-8") as f:
+            told = json.load(f)
+        log, slot = told["log"], told["slot"]
     planned = chaos.plan(n, seed, isolations, 0.25)
     planned.sort(key=lambda p: p.index % hosts != slot)  # its share first, in order
     with Zeus.start(routing, agents=agents, store=store, log=log) as zeus:

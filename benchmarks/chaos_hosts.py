@@ -69,6 +69,7 @@ class HostsReport:
     taken_over: int = 0  # `delegation.taken_over`, across all journals: by a live host
     recovered_on_restart: int = 0  # open delegations a host started again recovered at once
     reattached_attempts: int = 0
+    trailed_attempts: int = 0  # attempts whose work marked the trail
     takeover_s: list[float] = field(default_factory=list)  # a kill left dead -> taken over
     violations: list[str] = field(default_factory=list)
 
@@ -127,20 +128,46 @@ def _run(url: str, rng: random.Random, n: int, seed: int, isolations: Sequence[s
         incarnations = Counter[int]()
         runs: list[_Run] = []
 
-        def start(slot: int) -> _Run:
-            log = where / f"host{slot}-run{incarnations[slot]}.jsonl"
+        def log_of(slot: int) -> Path:
             incarnations[slot] += 1
+            return where / f"host{slot}-run{incarnations[slot] - 1}.jsonl"
+
+        def launch(slot: int, log: Path, **more: str) -> subprocess.Popen[str]:
             cmd = [sys.executable, "-m", "benchmarks.chaos_crash", "host", url, str(log),
                    str(n), str(seed), ",".join(isolations), str(host_crashes), str(slot),
                    str(hosts), str(lease_s)]
-            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+            return subprocess.Popen(cmd, env={**env, **more}, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.PIPE, text=True)
-            run = _Run(slot, log, proc)
+
+        def start(slot: int) -> _Run:
+            log = log_of(slot)
+            run = _Run(slot, log, launch(slot, log))
+            runs.append(run)
+            return run
+
+        spares = 0
+
+        def new_spare() -> tuple[Path, subprocess.Popen[str]]:
+            """A host process started ahead (its imports take seconds here), so that a
+            killed host starts again within its lease, as a restart on a quiet machine
+            would: it opens the store once told which host it is."""
+            nonlocal spares
+            spares += 1
+            told = where / f"spare{spares}.json"
+            return told, launch(0, where / "unused.jsonl", CHAOS_SPARE=str(told))
+
+        def start_spare(slot: int) -> _Run:
+            told, proc = spare
+            run = _Run(slot, log_of(slot), proc)
+            partial = told.with_suffix(".part")
+            partial.write_text(json.dumps({"slot": slot, "log": str(run.log)}))
+            partial.rename(told)
             runs.append(run)
             return run
 
         started = time.monotonic()
         live = {slot: start(slot) for slot in range(hosts)}
+        spare = new_spare()
         _all_started(list(live.values()))
         Path(env["CHAOS_GO"]).touch()  # each dispatches its share, all at once
         restart = rng.random() < 0.5
@@ -160,7 +187,8 @@ def _run(url: str, rng: random.Random, n: int, seed: int, isolations: Sequence[s
             report.crashes += 1
             others = [r for r in live.values() if r is not victim and r.proc.poll() is None]
             if restart or not others:
-                live[victim.slot] = start(victim.slot)
+                live[victim.slot] = start_spare(victim.slot)
+                spare = new_spare()
                 report.restarted += 1
             else:
                 del live[victim.slot]
@@ -170,6 +198,8 @@ def _run(url: str, rng: random.Random, n: int, seed: int, isolations: Sequence[s
                 # host started here meanwhile would take it over at once instead).
                 report.violations += _await_taken(url, victim.proc.pid, lease_s + 60.0)
             restart = not restart
+        spare[1].kill()  # it never opened the store
+        spare[1].communicate()
         for run in live.values():
             _, err = run.proc.communicate(timeout=600)
             if run.proc.returncode != 0:
@@ -305,7 +335,9 @@ def _judge(report: HostsReport, url: str, logs: Sequence[Path], trail: Path, n: 
     report.by_host.update(_dispatched_by(logs))
     report.violations += _stored_overlaps(by_delegation)
     report.violations += _logged_overlaps(events, by_delegation)
-    report.violations += _trail_overlaps(by_delegation, _read_trail(trail))
+    spans = _read_trail(trail)
+    report.trailed_attempts = len(spans)
+    report.violations += _trail_overlaps(by_delegation, spans)
     report.violations += _alive([(pid, start) for *_, pid, start in attempts
                                  if pid is not None])
 
