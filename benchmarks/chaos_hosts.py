@@ -173,7 +173,7 @@ def _run(url: str, rng: random.Random, n: int, seed: int, isolations: Sequence[s
         restart = rng.random() < 0.5
         kills: list[tuple[float, int]] = []  # hosts left dead: when killed (wall), pid
         while report.crashes < host_crashes:
-            victim = _victim(list(live.values()), rng, isolations)
+            victim = _victim(url, list(live.values()), rng)
             if victim is None:
                 break  # every host finished first: fewer crashes (`crashes` says)
             time.sleep(rng.uniform(0.05, 1.0))  # a random moment of the run
@@ -209,25 +209,25 @@ def _run(url: str, rng: random.Random, n: int, seed: int, isolations: Sequence[s
     return report
 
 
-def _victim(runs: Sequence[_Run], rng: random.Random, isolations: Sequence[str]
-            ) -> _Run | None:
-    """A random one of the hosts that run attempts of their own (their start-up is not
-    the moment to test), once there is one; None once every host has exited."""
-    marks = ('"attempt.spawned"', '"attempt.reattached"') if "process" in isolations \
-        else ('"attempt.started"',)  # fmt: skip
-    while True:
-        running = [r for r in runs if r.proc.poll() is None]
-        if not running:
-            return None
-        ready = []
-        for run in running:
-            with contextlib.suppress(OSError):
-                text = run.log.read_text(encoding="utf-8")
-                if any(mark in text for mark in marks):
-                    ready.append(run)
-        if ready:
-            return rng.choice(ready)
-        time.sleep(0.02)
+def _victim(url: str, runs: Sequence[_Run], rng: random.Random) -> _Run | None:
+    """A random one of the hosts that run attempts of their own right now (by the store:
+    an open delegation it owns with an attempt not ended), once there is one; None once
+    every host has exited."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as con:
+        while True:
+            running = {r.proc.pid: r for r in runs if r.proc.poll() is None}
+            if not running:
+                return None
+            pids = {pid for (pid,) in con.execute(
+                "SELECT DISTINCT h.pid FROM hosts h JOIN delegations d ON d.owner = h.id"
+                " JOIN attempts a ON a.delegation_id = d.id WHERE d.status IS NULL AND"
+                " a.ended IS NULL AND h.taken_by IS NULL AND h.released IS NULL")}
+            ready = sorted(pid for pid in pids if pid in running)
+            if ready:
+                return running[rng.choice(ready)]
+            time.sleep(0.02)
 
 
 def _await_taken(url: str, pid: int, within_s: float) -> list[str]:
