@@ -2,7 +2,9 @@
 
 Run: `python -m benchmarks chaos` (1,000 delegations on thread and process children;
 `--n`, `--seed`, `--isolation thread,process,ray`, `--storm`, `--timeout-s` for every
-attempt's deadline in place of the policy's 3 s). The test suite runs a
+attempt's deadline in place of the policy's 3 s; `--host-crashes N` kills the host N times
+on a SQLite store, chaos_crash.py, and with `--store postgres --hosts K` one of K hosts on
+one PostgreSQL store, chaos_hosts.py). The test suite runs a
 smaller one (tests/test_chaos.py) on threads and processes; `--isolation ray` runs
 the same mix on a local Ray that Zeus starts (the `ray` extra).
 

@@ -8,12 +8,14 @@ The run starts a throwaway PostgreSQL of its own (tests/_postgres.py) and a fres
 database on it, then `hosts` host processes (`python -m benchmarks.chaos_crash host ...`)
 on it at once. Host `k` dispatches its share of the plan first (`index % hosts == k`),
 then every other key: keys are the store's, so a key dispatched on two hosts is one
-delegation. Each crash SIGKILLs a random live host (seeded) once it runs attempts; the
-killed host is either started again at once (a new incarnation on this machine, which
-takes over what its predecessor left open at once: docs/design.md, "Many hosts on one
-PostgreSQL store") or left dead, so that the others take its delegations over once its
-lease (`supervisor.store.lease_s`) and its ladder's bound have passed; the choice
-alternates, from a seeded first one, and the last live host is always started again.
+delegation. Each crash SIGKILLs a random one (seeded) of the live hosts that run
+attempts (by the store); the killed host is either started again at once (a new
+incarnation on this machine, which takes over what its predecessor left open at once:
+docs/design.md, "Many hosts on one PostgreSQL store"; a host process started ahead,
+since its imports take longer here than a lease) or left dead, so that the others take
+its delegations over once its lease (`supervisor.store.lease_s`) and its ladder's bound
+have passed, which the run waits for before the next crash; the choice alternates, from
+a seeded first one, and the last live host is always started again.
 Every incarnation writes a journal of its own, and every attempt's work marks a trail
 while it runs (`CHAOS_TRAIL`, benchmarks/chaos.py). The judge then reads the store and
 every journal:
@@ -26,6 +28,8 @@ every journal:
   (`attempt.completed`, `attempt.failed`, `attempt.lost`, whichever host logged them);
   and no attempt's trail has a mark before the last mark of the one before it;
 - no spend lost: each summary's calls are those its stored attempts charged;
+- no host taken over by a live one before its lease's end plus its ladder's bound, by
+  the database's clock;
 - nothing left running: no delegation open, no child process alive at the end.
 """
 
