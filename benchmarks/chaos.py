@@ -2,7 +2,9 @@
 
 Run: `python -m benchmarks chaos` (1,000 delegations on thread and process children;
 `--n`, `--seed`, `--isolation thread,process,ray`, `--storm`, `--timeout-s` for every
-attempt's deadline in place of the policy's 3 s). The test suite runs a
+attempt's deadline in place of the policy's 3 s; `--host-crashes N` kills the host N times
+on a SQLite store, chaos_crash.py, and with `--store postgres --hosts K` one of K hosts on
+one PostgreSQL store, chaos_hosts.py). The test suite runs a
 smaller one (tests/test_chaos.py) on threads and processes; `--isolation ray` runs
 the same mix on a local Ray that Zeus starts (the `ray` extra).
 
@@ -86,9 +88,52 @@ POLICY: dict[str, Any] = {
 HANG_S = 3.5  # a deaf hang ends by itself after this long (a fenced thread then exits)
 
 
+TRAIL_S = 0.02  # how often a running attempt marks the trail (`CHAOS_TRAIL`)
+
+
+class _Trail:
+    """While an attempt's work runs, a thread of the child appends the wall-clock time to
+    `<CHAOS_TRAIL>/<attempt id>` every `TRAIL_S`: the judge of a run with several hosts
+    sees from it when each attempt really ran, whatever its host logged (a SIGKILLed
+    host logs no end). Without `CHAOS_TRAIL` in the environment, nothing is written."""
+
+    def __init__(self, attempt_id: str) -> None:
+        self._stop = threading.Event()
+        folder = os.environ.get("CHAOS_TRAIL")
+        self._path = os.path.join(folder, attempt_id) if folder else None
+
+    def __enter__(self) -> _Trail:
+        if self._path is not None:
+            self._mark()  # before the work runs: a crash at once still leaves its start
+            threading.Thread(target=self._run, daemon=True, name="chaos-trail").start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._path is not None:
+            self._mark()
+
+    def _mark(self) -> None:
+        assert self._path is not None
+        fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{time.time():.6f}\n".encode())
+        finally:
+            os.close(fd)
+
+    def _run(self) -> None:
+        while not self._stop.wait(TRAIL_S):
+            self._mark()
+
+
 def chaos_work(brief: Brief, ctx: Context) -> str:
     """The work function of every chaos agent; runs in the child (a thread, a process, a
     Ray worker)."""
+    with _Trail(ctx.attempt_id):
+        return _work(brief, ctx)
+
+
+def _work(brief: Brief, ctx: Context) -> str:
     kind = brief.inputs["kind"]
     # The host's pid: in the brief, or (a brief that must read the same after a host
     # restart, under its key) in the environment the host's children inherit.
@@ -388,11 +433,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="also open one agent's circuit on purpose and compare")
     parser.add_argument("--host-crashes", type=int, default=0, metavar="N",
                         help="run on a store and SIGKILL the host N times (chaos_crash.py)")
+    parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite",
+                        help="with --host-crashes: the store (postgres: a throwaway server "
+                             "of the run's own, chaos_hosts.py)")
+    parser.add_argument("--hosts", type=int, default=1, metavar="K",
+                        help="with --store postgres: K hosts share the store from the start")
+    parser.add_argument("--lease-s", type=float, default=2.5, metavar="S",
+                        help="with --store postgres: the hosts' supervisor.store.lease_s")
     args = parser.parse_args(argv)
     isolations = tuple(args.isolation.split(","))
     unknown = [m for m in isolations if m not in ISOLATIONS]
     if unknown:
         parser.error(f"unknown isolation {unknown}; allowed: {', '.join(ISOLATIONS)}")
+    if args.store == "postgres":
+        return _hosts_main(args.n, args.seed, isolations, args.host_crashes, args.hosts,
+                           args.lease_s)
+    if args.hosts != 1:
+        parser.error("--hosts needs --store postgres (a SQLite store has one host)")
     if args.host_crashes:
         from benchmarks.chaos_crash import run_crash_chaos
 
@@ -423,3 +480,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("  " + line)
     print("OK" if not failures else f"FAILED: {len(failures)} violation(s)")
     return 1 if failures else 0
+
+
+def _hosts_main(n: int, seed: int, isolations: Sequence[str], host_crashes: int, hosts: int,
+                lease_s: float) -> int:
+    """`--store postgres`: several hosts on one PostgreSQL (chaos_hosts.py)."""
+    from benchmarks.chaos_hosts import run_hosts_chaos
+
+    r = run_hosts_chaos(n, seed=seed, isolations=isolations, host_crashes=host_crashes,
+                        hosts=hosts, lease_s=lease_s)
+    takeover = (f"; from a kill to the first delegation taken over: "
+                f"{', '.join(f'{s:.2f}s' for s in r.takeover_s)}" if r.takeover_s else "")
+    print(f"chaos on PostgreSQL with {r.hosts} hosts and {r.crashes} host crashes "
+          f"({r.restarted} started again, {r.left_dead} left dead; lease {lease_s:g}s): "
+          f"{r.delegations} delegations on {', '.join(isolations)} in {r.seconds:.1f}s; "
+          f"{dict(r.by_status)}; dispatched by host: {dict(sorted(r.by_host.items()))}; "
+          f"attempts lost with a host: {r.lost_attempts}; delegations recovered by a host "
+          f"started again: {r.recovered_on_restart}, taken over by a live host after the "
+          f"lease: {r.taken_over}; attempts reattached: {r.reattached_attempts}{takeover}")
+    for line in r.violations[:50]:
+        print("  " + line)
+    print("OK" if not r.violations else f"FAILED: {len(r.violations)} violation(s)")
+    return 1 if r.violations else 0

@@ -55,38 +55,65 @@ class CrashReport:
     violations: list[str] = field(default_factory=list)
 
 
-def _routing(isolations: Sequence[str], host_crashes: int) -> dict[str, Any]:
+def _routing(isolations: Sequence[str], host_crashes: int,
+             lease_s: float | None = None) -> dict[str, Any]:
     # A lost attempt is retried as a transient one is: as many times as the host may crash.
     policy = {**chaos.POLICY, "retry": {**chaos.POLICY["retry"], "on": ["transient", "lost"],
                                         "max_retries": host_crashes + 1}}
     supervisor: dict[str, Any] = {"max_concurrent": 64}
+    more: dict[str, Any] = {}
+    if lease_s is not None:  # several hosts: a taker waits the lease and the ladder's bound,
+        supervisor["store"] = {"lease_s": lease_s}  # the longest of the defaults' too
+        more["defaults"] = {"shutdown": chaos.POLICY["shutdown"]}
     if "ray" in isolations:  # as in the plain run: a local Ray, no more in flight than CPUs
         supervisor.update(ray={"init": chaos.RAY_INIT},
                           max_concurrent=chaos.RAY_INIT["num_cpus"])
-    return {"version": 1, "supervisor": supervisor,
+    return {"version": 1, "supervisor": supervisor, **more,
             "agents": {f"c_{mode}": {**policy, **chaos.ISOLATIONS[mode]}
                        for mode in isolations}}
 
 
 def host(store: str, log: str, n: int, seed: int, isolations: Sequence[str],
-         host_crashes: int) -> None:
-    """One host run: dispatch the plan under its keys, cancel some, wait for all."""
+         host_crashes: int, slot: int = 0, hosts: int = 1,
+         lease_s: float | None = None) -> None:
+    """One host run: dispatch the plan under its keys, cancel some, wait for all.
+
+    With `hosts` above 1 (host `slot` of them, on one PostgreSQL store) it dispatches its
+    share first (`index % hosts == slot`), then every other key too: a key another host
+    claimed already gives a handle on that host's delegation, one not claimed yet is
+    this host's. It cancels only in its share, and waits for every key."""
     import threading
 
     from actors import Brief
     from supervisor import Routing, Zeus
 
     os.environ["CHAOS_HOST_PID"] = str(os.getpid())  # not in the brief: it must not change
-    routing = Routing.from_dict(_routing(isolations, host_crashes))
+    routing = Routing.from_dict(_routing(isolations, host_crashes, lease_s))
     agents = {f"c_{mode}": chaos.chaos_work for mode in isolations}
+    spare = os.environ.get("CHAOS_SPARE")
+    if spare:  # started ahead, it opens the store once told which host it is
+        import supervisor.store.postgres  # noqa: F401  (what opening it would import)
+
+        deadline = time.monotonic() + 600
+        while not os.path.exists(spare) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with open(spare, encoding="utf-8") as f:
+            told = json.load(f)
+        log, slot = told["log"], told["slot"]
+    planned = chaos.plan(n, seed, isolations, 0.25)
+    planned.sort(key=lambda p: p.index % hosts != slot)  # its share first, in order
     with Zeus.start(routing, agents=agents, store=store, log=log) as zeus:
+        go = os.environ.get("CHAOS_GO")  # several hosts: each its share first, all at once
+        deadline = time.monotonic() + 120
+        while go and not os.path.exists(go) and time.monotonic() < deadline:
+            time.sleep(0.01)
         handles = []
-        for p in chaos.plan(n, seed, isolations, 0.25):
+        for p in planned:
             brief = Brief(agent=f"c_{p.isolation}", scope=f"{p.kind}:{p.index}",
                           inputs={"kind": p.kind, "delay_s": p.delay_s})
             handle = zeus.dispatch(brief, key=f"chaos-{p.index}")
             handles.append(handle)
-            if p.cancel_after_s is not None:
+            if p.cancel_after_s is not None and p.index % hosts == slot:
                 timer = threading.Timer(p.cancel_after_s, handle.cancel, args=("chaos cancel",))
                 timer.daemon = True
                 timer.start()
@@ -219,9 +246,14 @@ def _alive(pids: Sequence[tuple[int, float | None]]) -> list[str]:
 
 
 def main(argv: Sequence[str]) -> None:
-    """`host STORE LOG N SEED ISOLATIONS CRASHES`: one host run (the driver starts it)."""
-    _, store, log, n, seed, isolations, crashes = argv
-    host(store, log, int(n), int(seed), tuple(isolations.split(",")), int(crashes))
+    """`host STORE LOG N SEED ISOLATIONS CRASHES [SLOT HOSTS LEASE_S]`: one host run (the
+    driver starts it)."""
+    _, store, log, n, seed, isolations, crashes, *shared = argv
+    more: dict[str, Any] = {}
+    if shared:
+        slot, hosts, lease_s = shared
+        more = {"slot": int(slot), "hosts": int(hosts), "lease_s": float(lease_s)}
+    host(store, log, int(n), int(seed), tuple(isolations.split(",")), int(crashes), **more)
 
 
 if __name__ == "__main__":
