@@ -116,9 +116,10 @@ def takeover_round(server: Any, parent: Path) -> float:
             proc.wait()
 
 
-def throughput_run(server: Any, hosts: int, n: int, folder: Path) -> float:
+def throughput_run(server: Any, hosts: int, n: int, parent: Path) -> float:
     """Delegations settled per second with `hosts` host processes, `n` each."""
     url = server.database()
+    folder = Path(tempfile.mkdtemp(dir=parent))
     agents = {"nap": {"entrypoint": "benchmarks.bench_hosts:nap", "read_only": True}}
     supervisor = {"store": {"lease_s": 10}, "max_concurrent": 8}
     go = folder / "go"
@@ -138,8 +139,6 @@ def throughput_run(server: Any, hosts: int, n: int, folder: Path) -> float:
             pass
         proc.wait()
     elapsed = time.monotonic() - start
-    for p in folder.iterdir():
-        p.unlink()
     return hosts * n / elapsed
 
 
