@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from supervisor.core.future import DelegationFuture
 from supervisor.core.lease import TAKE_MARGIN_S
 from supervisor.core.messages import RetryStore
-from supervisor.errors import StoreError
+from supervisor.errors import StoreError, StoreFenced
 from supervisor.store import SharedStore
 
 if TYPE_CHECKING:
@@ -101,6 +101,9 @@ class HostLife:
             assert isinstance(store, SharedStore)  # only a shared store has other hosts
             try:
                 ids = store.take_over(host, limit=free, margin_s=TAKE_MARGIN_S)
+            except StoreFenced as exc:  # this host's own lease is gone meanwhile
+                self.lease_lost(str(exc))
+                break
             except StoreError as exc:
                 sup.events.emit("zeus.internal_error", message="take_over", error=str(exc))
                 continue
@@ -111,9 +114,9 @@ class HostLife:
             for stored in opens:
                 sd = stored.delegation
                 sup.events.emit("delegation.taken_over", delegation_id=sd.id,
-                                    agent=sd.agent, from_host=host, by=self.host_id)
+                                agent=sd.agent, from_host=host, by=self.host_id)
             sup.recovery.recover(opens, keep_handle, writers_stopped=True)
             self.taken_over[host] = self.taken_over.get(host, 0) + len(ids)
             sup.events.emit("host.taken_over", host=host, by=self.host_id,
-                                delegations=len(ids))
+                            delegations=len(ids))
         return {host: len(ids) for host, ids in claimed.items()}

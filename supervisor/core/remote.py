@@ -25,9 +25,12 @@ ReadSummaries = Callable[[Sequence[str]], dict[str, Summary]]
 class RemoteSettlements:
     """The futures of delegations run elsewhere, set from the store as they settle."""
 
-    def __init__(self, read: ReadSummaries, *, poll_s: float = 0.25) -> None:
+    def __init__(self, read: ReadSummaries, *, poll_s: float = 0.25,
+                 thread: bool = True) -> None:
+        """`thread` False: no thread polls; the caller calls `poll()` (tests)."""
         self._read = read
         self.poll_s = poll_s
+        self._threaded = thread
         self._watched: dict[str, list[DelegationFuture]] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -41,7 +44,7 @@ class RemoteSettlements:
             if self._closed:
                 raise ZeusStopped("Zeus is stopped; start a new one to wait on the store")
             self._watched.setdefault(delegation_id, []).append(future)
-            if self._thread is None:
+            if self._thread is None and self._threaded:
                 self._thread = threading.Thread(target=self._run, name="zeus-remote",
                                                 daemon=True)
                 self._thread.start()
