@@ -28,8 +28,6 @@ and its two parts (pg_schema: the tables and statements; pg_hosts: hosts and lea
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import socket
 import time
@@ -64,6 +62,7 @@ from supervisor.store.pg_schema import (
     shown,
 )
 from supervisor.store.sqlite import CRASH_EXIT, _crash_after
+from supervisor.store.writes import Charges, PolicyIds, item_json
 
 try:
     import psycopg
@@ -76,9 +75,6 @@ _T = TypeVar("_T")
 _DAY_S = 86_400.0
 _BACKOFF_S = (0.05, 0.2, 0.5, 1.0, 2.0)  # waits between reconnects; the last repeats
 
-
-def _item_json(item: Any) -> str:
-    return json.dumps(item, default=str, separators=(",", ":"))
 
 
 class PostgresStore(SharedStore):
@@ -96,9 +92,8 @@ class PostgresStore(SharedStore):
         self._keep_days = keep_days
         self._now = now
         self._buffer: dict[str, list[tuple[Any, ...]]] = {kind: [] for kind in KINDS}
-        self._charges: dict[str, list[float]] = {}
-        self._policies: dict[int, tuple[object, str]] = {}
-        self._stored_policies: set[str] = set()
+        self._charges = Charges()  # attempt id -> usage summed this turn
+        self._policies = PolicyIds()
         self._epochs: dict[str, int] = {}  # delegation id -> the epoch this host holds
         self._attempts: dict[str, str] = {}  # attempt id -> its delegation id
         self._writable = True
@@ -221,25 +216,13 @@ class PostgresStore(SharedStore):
         deadline: float | None, created: float,
     ) -> None:
         self._epochs[delegation_id] = 1
+        policy_id, policy_text = self._policies.id_of(policy)
+        if policy_text is not None:  # the first delegation with it: the policy goes first
+            self._buffer["policy"].append((policy_id, policy_text))
         self._buffer["recorded"].append((
             delegation_id, key, parent_id, ordinal, agent, brief.model_dump_json(),
-            self._policy_id(policy), deadline, created, self._next(), self.host_id, 1,
+            policy_id, deadline, created, self._next(), self.host_id, 1,
         ))
-
-    def _policy_id(self, policy: BaseModel | dict[str, Any]) -> str:
-        cached = self._policies.get(id(policy))
-        if cached is not None and cached[0] is policy:
-            return cached[1]
-        text = (json.dumps(policy, default=str, sort_keys=True) if isinstance(policy, dict)
-                else policy.model_dump_json())
-        policy_id = hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
-        if policy_id not in self._stored_policies:
-            self._stored_policies.add(policy_id)
-            self._buffer["policy"].append((policy_id, text))
-        if len(self._policies) >= 1024:
-            self._policies.clear()
-        self._policies[id(policy)] = (policy, policy_id)
-        return policy_id
 
     def _epoch(self, delegation_id: str) -> int:
         return self._epochs.get(delegation_id, 0)  # 0: never held here, so never written
@@ -279,19 +262,11 @@ class PostgresStore(SharedStore):
 
     def charge(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
         self._attempts.setdefault(attempt_id, delegation_id)
-        total = self._charges.get(attempt_id)
-        if total is None:
-            self._charges[attempt_id] = [usage.calls, usage.input_tokens,
-                                         usage.output_tokens, usage.cost]
-        else:
-            total[0] += usage.calls
-            total[1] += usage.input_tokens
-            total[2] += usage.output_tokens
-            total[3] += usage.cost
+        self._charges.add(attempt_id, usage)
 
     def partial(self, delegation_id: str, attempt_id: str, item: Any) -> None:
         self._buffer["partial"].append(
-            (delegation_id, attempt_id, self._next(), _item_json(item), delegation_id,
+            (delegation_id, attempt_id, self._next(), item_json(item), delegation_id,
              self.host_id, self._epoch(delegation_id)))
 
     def attempt_ended(

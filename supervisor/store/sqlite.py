@@ -22,8 +22,6 @@ commit that holds a write of KIND: one of `base.CRASH_KINDS` (`recorded`,
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import sqlite3
 import tempfile
@@ -47,6 +45,7 @@ from supervisor.store.base import (
     StoredDelegation,
 )
 from supervisor.store.schema import APPLICATION, DDL, SCHEMA_VERSION, inspect
+from supervisor.store.writes import Charges, PolicyIds, item_json
 
 __all__ = ["CRASH_ENV", "CRASH_EXIT", "SqliteStore"]
 
@@ -91,9 +90,6 @@ def _crash_after() -> tuple[str, int] | None:
     return kind, int(count or 1)
 
 
-def _item_json(item: Any) -> str:
-    return json.dumps(item, default=str, separators=(",", ":"))
-
 
 class SqliteStore(Store):
     """The store in one SQLite file. Make one with `SqliteStore.open`."""
@@ -108,9 +104,8 @@ class SqliteStore(Store):
         self._keep_days = keep_days
         self._now = now
         self._buffer: dict[str, list[tuple[Any, ...]]] = {kind: [] for kind in _SQL}
-        self._charges: dict[str, list[float]] = {}  # attempt id -> usage summed this turn
-        self._policies: dict[int, tuple[object, str]] = {}  # id(policy) -> (policy, its id)
-        self._stored_policies: set[str] = set()  # ids written (or buffered) by this store
+        self._charges = Charges()  # attempt id -> usage summed this turn
+        self._policies = PolicyIds()
         self._writable = True
         self._beat = owner.heartbeat
         self._crash = _crash_after()
@@ -172,26 +167,13 @@ class SqliteStore(Store):
         ordinal: int | None, agent: str, brief: Brief, policy: BaseModel | dict[str, Any],
         deadline: float | None, created: float,
     ) -> None:
+        policy_id, policy_text = self._policies.id_of(policy)
+        if policy_text is not None:  # the first delegation with it: the policy goes first
+            self._buffer["policy"].append((policy_id, policy_text))
         self._buffer["recorded"].append((
             delegation_id, key, parent_id, ordinal, agent, brief.model_dump_json(),
-            self._policy_id(policy), deadline, created, self._next(),
+            policy_id, deadline, created, self._next(),
         ))
-
-    def _policy_id(self, policy: BaseModel | dict[str, Any]) -> str:
-        """The stored policy's id (a hash of its JSON), buffering it the first time."""
-        cached = self._policies.get(id(policy))
-        if cached is not None and cached[0] is policy:
-            return cached[1]
-        text = (json.dumps(policy, default=str, sort_keys=True) if isinstance(policy, dict)
-                else policy.model_dump_json())
-        policy_id = hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
-        if policy_id not in self._stored_policies:
-            self._stored_policies.add(policy_id)
-            self._buffer["policy"].append((policy_id, text))
-        if len(self._policies) >= 1024:
-            self._policies.clear()
-        self._policies[id(policy)] = (policy, policy_id)  # holding it keeps its id unique
-        return policy_id
 
     def attempt_started(
         self, attempt_id: str, *, delegation_id: str, number: int, agent: str,
@@ -209,18 +191,10 @@ class SqliteStore(Store):
             (pid, pid_start_time, pgid, node, self._next(), started, deadline, attempt_id))
 
     def charge(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
-        total = self._charges.get(attempt_id)
-        if total is None:
-            self._charges[attempt_id] = [usage.calls, usage.input_tokens,
-                                         usage.output_tokens, usage.cost]
-        else:
-            total[0] += usage.calls
-            total[1] += usage.input_tokens
-            total[2] += usage.output_tokens
-            total[3] += usage.cost
+        self._charges.add(attempt_id, usage)
 
     def partial(self, delegation_id: str, attempt_id: str, item: Any) -> None:
-        self._buffer["partial"].append((delegation_id, attempt_id, self._next(), _item_json(item)))
+        self._buffer["partial"].append((delegation_id, attempt_id, self._next(), item_json(item)))
 
     def attempt_ended(
         self, attempt_id: str, *, outcome: str, ended: float, error: str | None,
