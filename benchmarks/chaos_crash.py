@@ -33,10 +33,10 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from benchmarks import chaos
 
@@ -180,14 +180,62 @@ def _events(logs: Sequence[Path]) -> list[dict[str, Any]]:
     return events
 
 
-def _judge(report: CrashReport, store: Path, logs: Sequence[Path], n: int, seed: int,
-           isolations: Sequence[str]) -> None:
-    events = _events(logs)
+class _Judged(Protocol):
+    by_status: Counter[str]
+    lost_attempts: int
+    violations: list[str]
+
+
+def judge_settlements(report: _Judged, rows: Sequence[tuple[Any, ...]],
+                      spent: Mapping[str, int], events: Sequence[dict[str, Any]], n: int,
+                      seed: int, isolations: Sequence[str]) -> list[dict[str, Any]]:
+    """What every chaos run with host crashes checks of its store's delegations (`rows`:
+    id, key, status, summary): one per planned key, each settled, and settled once
+    across every journal, with the status its kind settles with and the calls its
+    stored attempts charged (`spent`). The summaries read, for the run's own counts."""
     settled_events = Counter(e["delegation_id"] for e in events
                              if e["event"] == "delegation.settled")
     cancel_logged = {e["delegation_id"] for e in events
                      if e["event"] == "delegation.cancel_requested"}
     reattached = {e["delegation_id"] for e in events if e["event"] == "attempt.reattached"}
+    by_key = Counter(key for _, key, _, _ in rows)
+    planned = {f"chaos-{p.index}": p for p in chaos.plan(n, seed, isolations, 0.25)}
+    for key in planned:
+        if by_key[key] != 1:
+            report.violations.append(f"{by_key[key]} stored delegations for key {key}")
+    summaries = []
+    for delegation_id, key, status, summary_json in rows:
+        if status is None:
+            report.violations.append(f"lost: {delegation_id} never settled")
+            continue
+        if settled_events[delegation_id] > 1:
+            report.violations.append(f"settled {settled_events[delegation_id]} times: "
+                                     f"{delegation_id}")
+        summary: dict[str, Any] = json.loads(summary_json)
+        summaries.append(summary)
+        report.by_status[status] += 1
+        outcomes = [a["outcome"] for a in summary["attempts"]]
+        report.lost_attempts += outcomes.count("lost")
+        p = planned[key]
+        expected = {s.value for s in chaos.KINDS[p.kind]}
+        if delegation_id in cancel_logged:
+            expected.add("cancelled")
+        if "lost" in outcomes or delegation_id in reattached:
+            expected.add("timed_out")  # its deadline may have passed while no host ran it
+        if status not in expected:
+            report.violations.append(f"misjudged: {delegation_id} ({p.kind}) settled {status}, "
+                                     f"expected {' or '.join(sorted(expected))}")
+        calls = spent.get(delegation_id) or 0
+        if summary["usage"]["calls"] != calls:
+            report.violations.append(
+                f"spend: {delegation_id}'s summary has {summary['usage']['calls']} calls, "
+                f"its stored attempts {calls}")
+    return summaries
+
+
+def _judge(report: CrashReport, store: Path, logs: Sequence[Path], n: int, seed: int,
+           isolations: Sequence[str]) -> None:
+    events = _events(logs)
     report.reattached_attempts = sum(e["event"] == "attempt.reattached" for e in events)
     report.adopted_attempts = sum(len(e.get("adopted", ())) for e in events
                                   if e["event"] == "zeus.recovered")
@@ -197,37 +245,9 @@ def _judge(report: CrashReport, store: Path, logs: Sequence[Path], n: int, seed:
                                  " GROUP BY delegation_id").fetchall())
         pids = con.execute("SELECT pid, pid_start_time FROM attempts WHERE pid IS NOT NULL"
                            ).fetchall()
-    by_key = Counter(key for _, key, _, _ in rows)
-    planned = {f"chaos-{p.index}": p for p in chaos.plan(n, seed, isolations, 0.25)}
-    for key in planned:
-        if by_key[key] != 1:
-            report.violations.append(f"{by_key[key]} stored delegations for key {key}")
-    for delegation_id, key, status, summary_json in rows:
-        if status is None:
-            report.violations.append(f"lost: {delegation_id} never settled")
-            continue
-        if settled_events[delegation_id] > 1:
-            report.violations.append(f"settled {settled_events[delegation_id]} times: "
-                                     f"{delegation_id}")
-        summary = json.loads(summary_json)
-        report.by_status[status] += 1
-        outcomes = [a["outcome"] for a in summary["attempts"]]
-        report.lost_attempts += outcomes.count("lost")
+    for summary in judge_settlements(report, rows, spent, events, n, seed, isolations):
         report.lost_process_attempts += sum(
             a["outcome"] == "lost" and a["agent"] == "c_process" for a in summary["attempts"])
-        p = planned[key]
-        expected = {s.value for s in chaos.KINDS[p.kind]}
-        if delegation_id in cancel_logged:
-            expected.add("cancelled")
-        if "lost" in outcomes or delegation_id in reattached:
-            expected.add("timed_out")  # its deadline may have passed while no host ran
-        if status not in expected:
-            report.violations.append(f"misjudged: {delegation_id} ({p.kind}) settled {status}, "
-                                     f"expected {' or '.join(sorted(expected))}")
-        if summary["usage"]["calls"] != (spent.get(delegation_id) or 0):
-            report.violations.append(
-                f"spend: {delegation_id}'s summary has {summary['usage']['calls']} calls, "
-                f"its stored attempts {spent.get(delegation_id) or 0}")
     report.violations += chaos._overlaps(events)
     report.violations += _alive(pids)
 

@@ -51,8 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks import chaos
-from benchmarks.chaos_crash import _alive, _events
+from benchmarks.chaos_crash import _alive, _events, judge_settlements
 
 __all__ = ["HostsReport", "run_hosts_chaos"]
 
@@ -282,11 +281,6 @@ def _judge(report: HostsReport, url: str, logs: Sequence[Path], trail: Path, n: 
     import psycopg
 
     events = _events(logs)
-    settled_events = Counter(e["delegation_id"] for e in events
-                             if e["event"] == "delegation.settled")
-    cancel_logged = {e["delegation_id"] for e in events
-                     if e["event"] == "delegation.cancel_requested"}
-    reattached = {e["delegation_id"] for e in events if e["event"] == "attempt.reattached"}
     report.reattached_attempts = sum(e["event"] == "attempt.reattached" for e in events)
     report.taken_over = sum(e["event"] == "delegation.taken_over" for e in events)
     report.recovered_on_restart = sum(
@@ -307,35 +301,7 @@ def _judge(report: HostsReport, url: str, logs: Sequence[Path], trail: Path, n: 
     for attempt_id, delegation_id, number, started, ended, calls, _, _ in attempts:
         spent[delegation_id] += calls
         by_delegation[delegation_id].append((attempt_id, number, started, ended))
-    by_key = Counter(key for _, key, _, _ in rows)
-    planned = {f"chaos-{p.index}": p for p in chaos.plan(n, seed, isolations, 0.25)}
-    for key in planned:
-        if by_key[key] != 1:
-            report.violations.append(f"{by_key[key]} stored delegations for key {key}")
-    for delegation_id, key, status, summary_json in rows:
-        if status is None:
-            report.violations.append(f"lost: {delegation_id} never settled")
-            continue
-        if settled_events[delegation_id] > 1:
-            report.violations.append(f"settled {settled_events[delegation_id]} times: "
-                                     f"{delegation_id}")
-        summary = _summary(summary_json)
-        report.by_status[status] += 1
-        outcomes = [a["outcome"] for a in summary["attempts"]]
-        report.lost_attempts += outcomes.count("lost")
-        p = planned[key]
-        expected = {s.value for s in chaos.KINDS[p.kind]}
-        if delegation_id in cancel_logged:
-            expected.add("cancelled")
-        if "lost" in outcomes or delegation_id in reattached:
-            expected.add("timed_out")  # its deadline may have passed while no host ran it
-        if status not in expected:
-            report.violations.append(f"misjudged: {delegation_id} ({p.kind}) settled {status}, "
-                                     f"expected {' or '.join(sorted(expected))}")
-        if summary["usage"]["calls"] != spent[delegation_id]:
-            report.violations.append(
-                f"spend: {delegation_id}'s summary has {summary['usage']['calls']} calls, "
-                f"its stored attempts {spent[delegation_id]}")
+    judge_settlements(report, rows, spent, events, n, seed, isolations)
     report.by_host.update(_dispatched_by(logs))
     report.violations += _stored_overlaps(by_delegation)
     report.violations += _logged_overlaps(events, by_delegation)
@@ -344,11 +310,6 @@ def _judge(report: HostsReport, url: str, logs: Sequence[Path], trail: Path, n: 
     report.violations += _trail_overlaps(by_delegation, spans)
     report.violations += _alive([(pid, start) for *_, pid, start in attempts
                                  if pid is not None])
-
-
-def _summary(text: str) -> dict[str, Any]:
-    summary: dict[str, Any] = json.loads(text)
-    return summary
 
 
 def _takeover_times(events: list[dict[str, Any]], hosts: Sequence[tuple[Any, ...]],
