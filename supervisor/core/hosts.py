@@ -49,7 +49,6 @@ class HostLife:
         self.terms = terms
         self.host_id = terms.host_id
         self.lost: str | None = None  # why the lease was lost, once it is
-        self.taken_over: dict[str, int] = {}  # host id -> delegations this host took
         sup.durable.on_fenced = self.lease_lost
         sup.durable.retry_later = lambda: sup.timers.after(COMMIT_AGAIN_S, RetryStore())
 
@@ -83,7 +82,7 @@ class HostLife:
 
     # -- taking over ------------------------------------------------------------------------
 
-    def take_over(self, hosts: Sequence[str], keep_handle: KeepHandle) -> dict[str, int]:
+    def take_over(self, hosts: Sequence[str], keep_handle: KeepHandle) -> None:
         """Claim what each expired host left open, tree by tree, as many as there are free
         slots, and recover it as a restart would: its children are gone (the lease and the
         ladder's bound have passed), so writers run again too. What one batch leaves is
@@ -91,8 +90,7 @@ class HostLife:
         host before its lease's end plus that host's own ladder's bound."""
         sup = self._sup
         if self.lost is not None or not sup.accepting:
-            return {}
-        claimed: dict[str, list[str]] = {}
+            return
         for host in hosts:
             free = sup.free_slots()
             if free <= 0:
@@ -109,14 +107,11 @@ class HostLife:
                 continue
             if not ids:
                 continue
-            claimed[host] = ids
             opens = store.open_delegations_of(ids)
             for stored in opens:
                 sd = stored.delegation
                 sup.events.emit("delegation.taken_over", delegation_id=sd.id,
                                 agent=sd.agent, from_host=host, by=self.host_id)
             sup.recovery.recover(opens, keep_handle, writers_stopped=True)
-            self.taken_over[host] = self.taken_over.get(host, 0) + len(ids)
             sup.events.emit("host.taken_over", host=host, by=self.host_id,
                             delegations=len(ids))
-        return {host: len(ids) for host, ids in claimed.items()}

@@ -133,7 +133,6 @@ class Zeus:
         elif self._store is not None:
             self._registry.continue_from(self._store.issued())
         self._keys = Keys(None if self._store is None else self._stored_key)
-        self._claimed: dict[str, str] = {}  # key -> the id a shared store gave it
         # Ray first: it may refuse to start (not installed, unreachable), and nothing else
         # has been started then.
         ray = {} if (backends and "ray" in backends) else ray_backends(routing)
@@ -242,28 +241,28 @@ class Zeus:
             return self._dispatch(checked, None, watch=watch)
         with self._keys.lock:  # one dispatch per key, whichever thread asks first
             found = self._keys.find(key, checked)
+            mine = None
             if found is None and self._host is not None:
-                found = self._claim_key(key, checked)  # whichever host asks first
+                found, mine = self._claim_key(key, checked)  # whichever host asks first
             if found is not None:
                 return self._blocked_says_verbs(self.handle(found))
-            handle = self._dispatch(checked, None, watch=watch, key=key,
-                                    delegation_id=self._claimed.pop(key, None))
+            handle = self._dispatch(checked, None, watch=watch, key=key, delegation_id=mine)
             self._keys.add(key, handle.id, checked)
             return handle
 
-    def _claim_key(self, key: str, brief: Brief) -> str | None:
-        """On a shared store: claim `key` for a new delegation (its id is kept for the
-        dispatch that follows), or the id of the delegation another host claimed it for
-        (`KeyConflict` when its brief differs). Called with the keys' lock held."""
+    def _claim_key(self, key: str, brief: Brief) -> tuple[str | None, str | None]:
+        """On a shared store, claim `key` for a new delegation: (None, the id it is claimed
+        for, which the dispatch that follows uses), or (the id of the delegation another
+        host claimed it for, None); `KeyConflict` when that one's brief differs. Called
+        with the keys' lock held."""
         assert self._host is not None
         self._check_lease()
         mine = self._registry.next_id(brief.agent)
         claimed, first = self._host.lease.claim_key(key, mine, brief)
         if claimed == mine:
-            self._claimed[key] = mine
-            return None
+            return None, mine
         self._keys.add(key, claimed, first)
-        return self._keys.find(key, brief)
+        return self._keys.find(key, brief), None
 
     def _blocked_says_verbs(self, handle: Handle) -> Handle:
         """A key's delegation that settled blocked, with a store: its summary's reason says
