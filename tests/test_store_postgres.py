@@ -367,24 +367,6 @@ def test_zeus_refuses_new_work_while_the_database_is_away_and_goes_on_after(
     assert sql(pg_url, "SELECT count(*) FROM delegations WHERE status IS NULL") == [(0,)]
 
 
-@pytest.mark.realtime
-def test_a_store_that_renews_its_own_lease_outlives_it_and_stops_renewing_when_closed(
-    pg_url: str,
-) -> None:
-    store = PostgresStore.open(pg_url, lease_s=0.6, renew=True)
-    renewer = store.renewer
-    assert renewer is not None
-    deadline = time.monotonic() + WAIT_S
-    while renewer.renewals < 4:  # past the first lease's end (4 x 0.2 s)
-        assert time.monotonic() < deadline, "the lease was never renewed"
-        time.sleep(0.02)
-    record(store, "apollo-1")
-    store.commit()  # still held: not fenced
-    assert not renewer.lost.is_set()
-    store.close()
-    assert sql(pg_url, "SELECT released IS NOT NULL FROM hosts") == [(True,)]
-
-
 # -- read by the CLI and the ui ---------------------------------------------------------------
 def test_zeus_tree_and_blocked_read_a_shared_store_with_its_hosts(
     opened: Any, pg_url: str, capsys: pytest.CaptureFixture[str]

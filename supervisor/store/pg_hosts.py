@@ -1,7 +1,7 @@
 """The hosts of a PostgreSQL store and their leases: a host's row read (`Host`, `hosts`),
 a connection as a host makes it (its name and its idle-in-transaction limit), a
 read-only view for the CLI and the ui, and the lease kept from a thread of its own
-(`LeaseKeeper`, and the store's own renewer)."""
+(`LeaseKeeper`)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,14 @@ try:
 except ImportError:  # pragma: no cover - the extra is missing
     psycopg = None  # type: ignore[assignment]
 
-__all__ = ["Host", "LeaseKeeper", "Renewer", "connect", "hosts", "read_only"]
+__all__ = ["RENEW", "Host", "LeaseKeeper", "connect", "hosts", "read_only"]
 
 CONNECT_TIMEOUT_S = 3
+# A host's lease extended by `lease_s` (the database's clock), only while it holds it:
+# the seconds it has left, or no row once it is lost (args: lease_s, host id).
+RENEW = ("UPDATE hosts SET lease_until = now() + make_interval(secs => %s) WHERE id = %s"
+         " AND taken_by IS NULL AND released IS NULL AND lease_until >= now()"
+         " RETURNING extract(epoch FROM lease_until - now())::float8 AS left_s")
 
 @dataclass(frozen=True, slots=True)
 class Host:
@@ -139,11 +144,7 @@ class LeaseKeeper(HostLease):
         has left; None when it is lost (expired, taken, or released). `StoreError` when the
         database cannot be reached (the lease then runs down: the caller stops its
         children before it ends)."""
-        rows = self._run(
-            "UPDATE hosts SET lease_until = now() + make_interval(secs => %s) WHERE id = %s"
-            " AND taken_by IS NULL AND released IS NULL AND lease_until >= now()"
-            " RETURNING extract(epoch FROM lease_until - now())::float8",
-            (self._lease_s, self._host_id))
+        rows = self._run(RENEW, (self._lease_s, self._host_id))
         return float(rows[0][0]) if rows else None
 
     def keep(self, margin_s: float) -> Renewal | None:
@@ -151,14 +152,10 @@ class LeaseKeeper(HostLease):
         (`bound_s`, which each host registers) plus `margin_s` ago and still own open
         delegations, in one statement: a host's whole traffic for its lease."""
         rows = self._run(
-            "WITH renewed AS (UPDATE hosts SET lease_until = now() + make_interval(secs =>"
-            " %s) WHERE id = %s AND taken_by IS NULL AND released IS NULL AND lease_until"
-            " >= now() RETURNING extract(epoch FROM lease_until - now())::float8 AS left_s)"
-            ", others AS (SELECT h.id, extract(epoch FROM h.lease_until + make_interval(secs"
-            " => h.bound_s + %s) - now())::float8 AS due_s FROM hosts h WHERE h.id <> %s AND"
-            " h.released"
-            " IS NULL AND EXISTS (SELECT 1 FROM delegations d WHERE d.owner = h.id AND"
-            " d.status IS NULL))"
+            f"WITH renewed AS ({RENEW}), others AS (SELECT h.id, extract(epoch FROM"
+            " h.lease_until + make_interval(secs => h.bound_s + %s) - now())::float8 AS due_s"
+            " FROM hosts h WHERE h.id <> %s AND h.released IS NULL AND EXISTS (SELECT 1 FROM"
+            " delegations d WHERE d.owner = h.id AND d.status IS NULL))"
             " SELECT (SELECT left_s FROM renewed), ARRAY(SELECT id FROM others WHERE due_s < 0"
             " ORDER BY due_s), (SELECT min(due_s) FROM others WHERE due_s >= 0)",
             (self._lease_s, self._host_id, margin_s, self._host_id))
@@ -222,35 +219,5 @@ class LeaseKeeper(HostLease):
                 with contextlib.suppress(Exception):
                     self._con.close()
                 self._con = None
-
-
-class Renewer:
-    """A daemon thread that renews a lease every `every_s` until it is lost or stopped.
-    `lost` is set when a renewal found the lease gone; a renewal that cannot reach the
-    database is tried again at the next tick (the lease runs down meanwhile)."""
-
-    def __init__(self, keeper: LeaseKeeper, every_s: float) -> None:
-        self._keeper = keeper
-        self._every_s = every_s
-        self._stop = threading.Event()
-        self.lost = threading.Event()
-        self.renewals = 0
-        self._thread = threading.Thread(target=self._run, name="zeus-lease", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:  # the renewal's thread
-        while not self._stop.wait(self._every_s):
-            try:
-                left = self._keeper.renew()
-            except StoreError:
-                continue
-            self.renewals += 1
-            if left is None:
-                self.lost.set()
-                return
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(self._every_s + 5)
 
 

@@ -49,7 +49,7 @@ from supervisor.store.base import (
     StoredDelegation,
 )
 from supervisor.store.owner import owner_alive
-from supervisor.store.pg_hosts import Host, LeaseKeeper, Renewer, connect, hosts, read_only
+from supervisor.store.pg_hosts import RENEW, Host, LeaseKeeper, connect, hosts, read_only
 from supervisor.store.pg_schema import (
     EXECUTE,
     FENCED,
@@ -104,21 +104,19 @@ class PostgresStore(SharedStore):
         self._keeper: LeaseKeeper | None = None
         self._crash = _crash_after()
         self._crash_seen = 0
-        self.renewer: Renewer | None = None
         self._number = 0  # commits made (each stamps the host's row)
         self._unsure: tuple[int, dict[str, int]] | None = None  # a commit whose end was lost
 
     @classmethod
     def open(cls, url: str, *, lease_s: float = 10.0, bound_s: float = 0.0,
              keep_days: float = 30.0,
-             now: Callable[[], float] = time.time, renew: bool = False) -> PostgresStore:
+             now: Callable[[], float] = time.time) -> PostgresStore:
         """Open (or create) the store at `url` and register this host with a lease of
         `lease_s` seconds (many live hosts share one store). `StoreError` when the
         database cannot be reached, holds another application's tables, or a newer
-        schema: it is then not changed. `now` is the wall clock for pruning. With
-        `renew`, a thread of the store's own renews the lease every `lease_s / 3` until
-        it is lost or the store closes (`renewer`); without, the caller renews it
-        (`lease_keeper`)."""
+        schema: it is then not changed. `now` is the wall clock for pruning. The caller
+        renews the lease (`lease()`: Zeus's lease keeper); `bound_s` is its children's
+        ladder's bound, which a taker waits past the lease's end."""
         if not lease_s > 0:
             raise StoreError(f"lease_s must be > 0 (got {lease_s!r})")
         host_id = uuid.uuid4().hex
@@ -147,8 +145,6 @@ class PostgresStore(SharedStore):
                         keep_days=keep_days, now=now, owner=owner)
             store._adopt_local_dead()
             store.prune()
-            if renew:
-                store.renewer = Renewer(store.lease_keeper(), lease_s / 3)
         except psycopg.Error as exc:
             con.close()
             raise StoreError(f"{where}: cannot use the store: {exc}") from None
@@ -588,9 +584,7 @@ class PostgresStore(SharedStore):
         """Renew this host's lease (on the store's own connection)."""
         try:
             con = self._connection()
-            con.execute("UPDATE hosts SET lease_until = now() + make_interval(secs => %s)"
-                        " WHERE id = %s AND taken_by IS NULL AND released IS NULL AND"
-                        " lease_until >= now()", (self.lease_s, self.host_id))
+            con.execute(RENEW, (self.lease_s, self.host_id))
         except psycopg.Error as exc:
             raise self._lost(exc) from None
 
@@ -628,8 +622,6 @@ class PostgresStore(SharedStore):
         except psycopg.Error as exc:
             raise self._lost(exc) from None
         finally:
-            if self.renewer is not None:
-                self.renewer.stop()
             if self._keeper is not None:
                 self._keeper.close()
             if self._con is not None:
