@@ -7,6 +7,7 @@ databases that are not a Zeus store refused unchanged, and a server restarted wi
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -14,14 +15,15 @@ from typing import Any
 
 import pytest
 
-from actors import Brief, Status, Summary, Usage
+from actors import AttemptRecord, Brief, Status, Summary, Usage
 from supervisor import StoreError, Zeus
 from supervisor.errors import StoreFenced
 from supervisor.routing import AgentPolicy
 
 psycopg = pytest.importorskip("psycopg", reason="pip install 'zeus-supervisor[postgres]'")
 
-from supervisor.store.postgres import PostgresStore  # noqa: E402 - psycopg first
+from supervisor.store.pg_schema import EXECUTE  # noqa: E402 - psycopg first
+from supervisor.store.postgres import PostgresStore  # noqa: E402
 
 BRIEF = Brief(agent="apollo", scope="scan the routes")
 POLICY = AgentPolicy(read_only=True)
@@ -163,6 +165,42 @@ def test_a_host_whose_lease_ended_is_fenced_and_its_commit_writes_nothing(
     assert sql(pg_url, "SELECT calls FROM attempts") == [(0,)]
     with pytest.raises(StoreFenced):  # and stays fenced
         a.commit()
+
+
+def test_a_write_to_an_attempt_reads_its_own_delegation_not_the_table(opened: Any) -> None:
+    """Each conditioned write to an attempt (its pid, a charge, its end) checks one
+    delegation row by its key: its cost does not grow with the store. (A check joined to
+    the attempt's row was once planned as a scan of every delegation.)"""
+    a = opened()
+    for i in range(1, 11):  # while the store is small, as when a host starts on a new one
+        record(a, f"apollo-{i}")
+        a_id = start(a, f"apollo-{i}")
+        a.attempt_identity(a_id, pid=1, pid_start_time=1.0, pgid=1, node=None)
+        a.charge(f"apollo-{i}", a_id, Usage(calls=1))
+        a.attempt_ended(a_id, outcome="completed", ended=12.0, error=None,
+                        record=AttemptRecord(id=a_id, agent="apollo", outcome="completed"))
+        a.commit()  # each write's plan is cached by now
+    for i in range(11, 2001):
+        record(a, f"apollo-{i}")
+        start(a, f"apollo-{i}")
+    a.commit()
+    con = a._con
+    args = {
+        "attempt_identity": (1, 1.0, 1, None, 1, None, None, "apollo-1500-a1", "apollo-1500",
+                             a.host_id, 1),
+        "charge": (1, 2, 3, 0.5, "apollo-1500-a1", "apollo-1500", a.host_id, 1),
+        "attempt_ended": ("completed", 12.0, None, "{}", 1, "apollo-1500-a1", "apollo-1500",
+                          a.host_id, 1),
+    }
+    for kind, row in args.items():
+        text = psycopg.ClientCursor(con).mogrify(EXECUTE[kind], row)
+        with con.transaction(force_rollback=True):
+            plan = "\n".join(r[0] for r in con.execute(
+                ("EXPLAIN (ANALYZE, BUFFERS) " + text).encode()).fetchall())
+        assert "Seq Scan" not in plan, (kind, plan)
+        executed = plan.split("Planning")[0]  # the run's buffers, not the planner's
+        pages = max(int(n) for n in re.findall(r"shared hit=(\d+)", executed))
+        assert pages < 50, (kind, plan)  # 2,000 delegations fill about 100 pages
 
 
 def test_a_write_for_a_delegation_another_host_took_is_fenced_whole(

@@ -77,8 +77,9 @@ _HOLD = ("UPDATE hosts SET commit_no = %s WHERE id = %s AND taken_by IS NULL AND
 LEASED = ("SELECT 1 FROM hosts WHERE id = %s AND taken_by IS NULL AND released IS NULL"
            " AND lease_until > now() FOR SHARE")
 _OWNED = "SELECT 1 FROM delegations d WHERE d.id = %s AND d.owner = %s AND d.epoch = %s"
-_ATTEMPT_OWNED = (" AND EXISTS (SELECT 1 FROM delegations d WHERE d.id = attempts.delegation_id"
-                  " AND d.owner = %s AND d.epoch = %s)")
+# The attempt's delegation is named, not joined: a correlated subquery here was planned
+# as a scan of every delegation (a prepared plan made while the table was small).
+_ATTEMPT_OWNED = " AND EXISTS (" + _OWNED + ")"
 
 # One statement per kind of write, applied in this order by each commit; each row ends with
 # what conditions it (this host and the delegation's epoch), so a fenced row changes nothing.
@@ -123,10 +124,10 @@ _TYPES: dict[str, tuple[str, ...]] = {  # each statement's parameters, in order
     "policy": (_T8, _T8),
     "recorded": (_T8, _T8, _T8, _I4, _T8, _T8, _T8, _F8, _F8, _I8, _T8, _I4),
     "attempt_started": (_T8, _T8, _I4, _T8, _F8, _F8, _I8, _T8, _T8, _I4),
-    "attempt_identity": (_I4, _F8, _I4, _T8, _I8, _F8, _F8, _T8, _T8, _I4),
-    "charge": (_I8, _I8, _I8, _F8, _T8, _T8, _I4),
+    "attempt_identity": (_I4, _F8, _I4, _T8, _I8, _F8, _F8, _T8, _T8, _T8, _I4),
+    "charge": (_I8, _I8, _I8, _F8, _T8, _T8, _T8, _I4),
     "partial": (_T8, _T8, _I8, _T8, _T8, _T8, _I4),
-    "attempt_ended": (_T8, _F8, _T8, _T8, _I8, _T8, _T8, _I4),
+    "attempt_ended": (_T8, _F8, _T8, _T8, _I8, _T8, _T8, _T8, _I4),
     "retry_scheduled": (_T8, _T8, _F8, _T8, _I8, _T8, _T8, _I4),
     "settled": (_T8, _T8, _F8, _I8, _T8, _T8, _I4),
 }

@@ -234,9 +234,10 @@ class PostgresStore(SharedStore):
             "SELECT epoch FROM delegations WHERE id = ?", (delegation_id,)).fetchone())
         return 1 if row is None else int(row[0])
 
-    def _of(self, attempt_id: str) -> tuple[str, int]:
+    def _of(self, attempt_id: str) -> tuple[str, str, int]:
+        """What conditions a write to the attempt: its delegation, this host, the epoch."""
         delegation_id = self._attempts.get(attempt_id, "")
-        return self.host_id, self._epoch(delegation_id)
+        return delegation_id, self.host_id, self._epoch(delegation_id)
 
     def attempt_started(
         self, attempt_id: str, *, delegation_id: str, number: int, agent: str,
