@@ -167,6 +167,22 @@ def test_a_host_whose_lease_ended_is_fenced_and_its_commit_writes_nothing(
         a.commit()
 
 
+def test_a_commit_stores_quotes_backslashes_and_nul_as_given(opened: Any, pg_url: str) -> None:
+    """A commit's values travel as literals in one query (pg_schema.bound): quotes and
+    backslashes arrive unchanged, a float's infinity too, and a NUL (no PostgreSQL text can
+    hold one) arrives as U+FFFD instead of refusing every later commit."""
+    a = opened()
+    record(a, "apollo-1", key="it's \\ a 'key' é 😀")
+    a_id = start(a, "apollo-1")
+    a.retry_scheduled("apollo-1", after_attempt=a_id, due=float("inf"), agent="apollo")
+    a.attempt_ended(a_id, outcome="error", ended=12.0, error="bad\x00byte 'q' \\n",
+                    record=AttemptRecord(id=a_id, agent="apollo", outcome="error"))
+    a.commit()
+    assert sql(pg_url, "SELECT key FROM delegations") == [("it's \\ a 'key' é 😀",)]
+    assert sql(pg_url, "SELECT error FROM attempts") == [("bad\ufffdbyte 'q' \\n",)]
+    assert sql(pg_url, "SELECT due FROM retries") == [(float("inf"),)]
+
+
 def test_a_write_to_an_attempt_reads_its_own_delegation_not_the_table(opened: Any) -> None:
     """Each conditioned write to an attempt (its pid, a charge, its end) checks one
     delegation row by its key: its cost does not grow with the store. (A check joined to

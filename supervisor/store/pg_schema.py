@@ -6,6 +6,7 @@ statements are text, run by `PostgresStore` (postgres) on its connection."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -14,7 +15,7 @@ from supervisor.errors import StoreError
 from supervisor.store.schema import APPLICATION, SCHEMA_VERSION
 
 __all__ = ["DDL", "EXECUTE", "FENCED", "KINDS", "LEASED", "PREPARE", "TABLES", "Qmark",
-           "is_postgres_url", "prepare", "shown"]
+           "bound", "is_postgres_url", "prepare", "shown"]
 
 LOCK_KEY = 0x5A455553  # "ZEUS": the advisory lock that creating the schema holds
 TABLES = ("meta", "hosts", "policies", "delegations", "attempts", "partials", "retries",
@@ -149,6 +150,31 @@ PREPARE = ";\n".join(f"PREPARE zeus_{kind} ({', '.join(_TYPES[kind])}) AS {_numb
                        for kind, sql in _SENT.items())
 EXECUTE = {kind: f"EXECUTE zeus_{kind} ({', '.join(['%s'] * len(_TYPES[kind]))})"
             for kind in _SENT}
+
+
+def _literal(value: object) -> str:
+    """`value` as an SQL literal for an `EXECUTE`'s typed parameter: the prepared
+    statement casts it (sessions use standard-conforming strings, where a backslash is
+    plain). No PostgreSQL text can hold NUL: one is stored as U+FFFD, so that a commit
+    is never refused for good over it."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, str):
+        if "\x00" in value:
+            value = value.replace("\x00", "\ufffd")
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else f"'{value!r}'"  # 'nan', 'inf'
+    raise TypeError(f"no SQL literal for {type(value).__name__}")
+
+
+def bound(statement: str, row: Sequence[object]) -> str:
+    """An `EXECUTE` with its row's values in place (a commit sends many as one query)."""
+    return statement % tuple(map(_literal, row))
 
 
 def is_postgres_url(store: object) -> bool:

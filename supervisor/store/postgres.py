@@ -57,6 +57,7 @@ from supervisor.store.pg_schema import (
     LEASED,
     PREPARE,
     Qmark,
+    bound,
     is_postgres_url,
     prepare,
     shown,
@@ -351,11 +352,10 @@ class PostgresStore(SharedStore):
         sizes = {kind: len(buffer[kind]) for kind in kinds}
         # One round trip: the statements, their values bound here, sent as one query,
         # which the server runs as one transaction (an error anywhere rolls back all).
-        bind = psycopg.ClientCursor(con).mogrify
-        parts = [bind(EXECUTE["hold"], (self._number, self.host_id))]
+        parts = [bound(EXECUTE["hold"], (self._number, self.host_id))]
         for kind in kinds:
             statement = EXECUTE[kind]
-            parts.extend(bind(statement, row) for row in buffer[kind])
+            parts.extend(bound(statement, row) for row in buffer[kind])
         self._unsure = (self._number, sizes)  # until the server answers
         try:
             con.execute(";\n".join(parts).encode())
