@@ -183,6 +183,40 @@ def test_a_commit_stores_quotes_backslashes_and_nul_as_given(opened: Any, pg_url
     assert sql(pg_url, "SELECT due FROM retries") == [(float("inf"),)]
 
 
+def test_a_settlement_is_heard_by_the_hosts_that_watch_it_as_it_commits(opened: Any) -> None:
+    """A commit that settles delegations notifies the settled channel with their ids; the
+    watching host's `RemoteSettlements` looks at the store when it hears, without waiting
+    for its own poll (an hour here)."""
+    from supervisor.core.future import DelegationFuture
+    from supervisor.core.remote import RemoteSettlements
+
+    runner, watcher = opened(), opened()
+    record(runner, "apollo-1")
+    start(runner, "apollo-1")
+    runner.commit()
+    lease = watcher.lease_keeper()
+    feed = lease.settled_feed()
+    assert feed.wait(0.0) is None  # made just now: no word to trust yet
+    looked = threading.Semaphore(0)
+
+    def read(ids: Any) -> Any:
+        try:
+            return lease.summaries(ids)
+        finally:
+            looked.release()
+
+    remote = RemoteSettlements(read, feed=lambda: feed, poll_s=3600, backstop_s=3600)
+    future = DelegationFuture()
+    remote.watch("apollo-1", future)
+    assert looked.acquire(timeout=WAIT_S)  # the watch's first look: not settled yet
+    assert not future.done()
+    settle(runner, "apollo-1")
+    runner.commit()
+    assert future.result(WAIT_S).status is Status.completed
+    assert remote.polls == 2
+    remote.close("done")
+
+
 def test_a_write_to_an_attempt_reads_its_own_delegation_not_the_table(opened: Any) -> None:
     """Each conditioned write to an attempt (its pid, a charge, its end) checks one
     delegation row by its key: its cost does not grow with the store. (A check joined to

@@ -2,40 +2,51 @@
 
 A handle to such a delegation (`zeus.handle(id)`, `dispatch(key=K)` for a key another
 host holds, or one of this host's own after its lease was lost and another host took
-it over) resolves when the store says it settled. The thread `zeus-remote` asks the
-store, on a connection of its own, for the summaries of every watched delegation at
-once, every `poll_s` while any is watched (docs/design.md, "Several hosts"). It sets
-each future in that thread; nothing here calls into Zeus's actor.
+it over) resolves when the store says it settled. The thread `zeus-remote` waits for
+the store's word of settlements (a `SettledFeed`: PostgreSQL's `LISTEN`) and then asks
+the store, on a connection of its own, for the summaries of every watched delegation
+at once; it also asks every `backstop_s` whatever it heard, and every `poll_s` where
+the store gives no word (docs/design.md, "Several hosts"). It sets each future in that
+thread; nothing here calls into Zeus's actor.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 from actors import Summary
 from supervisor.core.future import DelegationFuture
 from supervisor.errors import ZeusStopped
+from supervisor.store import SettledFeed
 
 __all__ = ["RemoteSettlements"]
 
 ReadSummaries = Callable[[Sequence[str]], dict[str, Summary]]
+SLICE_S = 0.05  # the longest a new watch waits for its first look while the feed is heard
 
 
 class RemoteSettlements:
     """The futures of delegations run elsewhere, set from the store as they settle."""
 
-    def __init__(self, read: ReadSummaries, *, poll_s: float = 0.25,
-                 thread: bool = True) -> None:
-        """`thread` False: no thread polls; the caller calls `poll()` (tests)."""
+    def __init__(self, read: ReadSummaries, *,
+                 feed: Callable[[], SettledFeed | None] | None = None,
+                 poll_s: float = 0.25, backstop_s: float = 2.0, thread: bool = True) -> None:
+        """`feed` makes the store's word of settlements (in the zeus-remote thread);
+        `thread` False: no thread polls; the caller calls `poll()` (tests)."""
         self._read = read
+        self._feed = feed
         self.poll_s = poll_s
+        self.backstop_s = backstop_s
         self._threaded = thread
         self._watched: dict[str, list[DelegationFuture]] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._added = 0  # watches made (the thread looks once for each new one)
         self._closed = False
         self.failures = 0  # polls the store did not answer (it is asked again)
+        self.polls = 0  # looks at the store
         self._thread: threading.Thread | None = None
 
     def watch(self, delegation_id: str, future: DelegationFuture) -> None:
@@ -44,6 +55,7 @@ class RemoteSettlements:
             if self._closed:
                 raise ZeusStopped("Zeus is stopped; start a new one to wait on the store")
             self._watched.setdefault(delegation_id, []).append(future)
+            self._added += 1
             if self._thread is None and self._threaded:
                 self._thread = threading.Thread(target=self._run, name="zeus-remote",
                                                 daemon=True)
@@ -61,6 +73,7 @@ class RemoteSettlements:
             ids = list(self._watched)
         if not ids:
             return 0
+        self.polls += 1
         try:
             found = self._read(ids)
         except Exception:  # noqa: BLE001 - the store away: the next poll asks again
@@ -75,13 +88,30 @@ class RemoteSettlements:
         return settled
 
     def _run(self) -> None:  # the zeus-remote thread
-        while True:
-            self._wake.wait(self.poll_s)
-            self._wake.clear()
-            with self._lock:
-                if self._closed:
-                    return
-            self.poll()
+        feed = self._feed() if self._feed is not None else None
+        seen = -1  # the watches already looked for
+        due = 0.0  # the backstop's next look (monotonic)
+        try:
+            while True:
+                heard: set[str] | None = None
+                if feed is not None:
+                    heard = feed.wait(SLICE_S)
+                if heard is None:  # no word to trust: the store's own pace
+                    self._wake.wait(self.poll_s if feed is None else min(self.poll_s, 1.0))
+                    self._wake.clear()
+                with self._lock:
+                    if self._closed:
+                        return
+                    fresh = self._added != seen
+                    seen = self._added
+                    if heard is not None and not fresh and time.monotonic() < due \
+                            and heard.isdisjoint(self._watched):
+                        continue
+                self.poll()
+                due = time.monotonic() + self.backstop_s
+        finally:
+            if feed is not None:
+                feed.close()
 
     def close(self, why: str) -> None:
         """Watch no more: each future still waiting fails with `ZeusStopped(why)`."""

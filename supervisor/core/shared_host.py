@@ -44,7 +44,7 @@ class SharedHost:
         self._tell = tell
         self._keep_handle = keep_handle
         self.lease = store.lease()
-        self.remote = RemoteSettlements(self.lease.summaries)
+        self.remote = RemoteSettlements(self.lease.summaries, feed=self.lease.settled_feed)
         self.keeper = LeaseKeeper(self.lease, lease_s=store.lease_s, bound_s=self.bound_s,
                                   extend=self._extend, lost=self._lost,
                                   expired=self._expired)

@@ -23,6 +23,7 @@ __all__ = [
     "Owner",
     "Recovery",
     "Renewal",
+    "SettledFeed",
     "SharedStore",
     "Store",
     "StoreCounts",
@@ -317,6 +318,21 @@ class Renewal:
     next_s: float | None = None
 
 
+class SettledFeed(abc.ABC):
+    """Word from a shared store that delegations settled (PostgreSQL's `LISTEN`), on a
+    connection of its own: waited on by the thread that watches other hosts' delegations
+    (supervisor/core/remote.py), which still polls the store as a backstop."""
+
+    @abc.abstractmethod
+    def wait(self, timeout_s: float) -> set[str] | None:
+        """The delegations said to have settled within `timeout_s` (empty: none). None
+        when there is no word to trust (the feed was lost or just made again): the
+        caller looks at the store itself."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+
 class HostLease(abc.ABC):
     """A host's lease on a shared store, on a connection of its own: the lease keeper's
     thread renews it, the thread that watches other hosts' delegations reads through it
@@ -341,6 +357,11 @@ class HostLease(abc.ABC):
     def claim_key(self, key: str, delegation_id: str, brief: Brief) -> tuple[str, Brief]:
         """Claim `key` for the delegation about to be dispatched, committed at once: the
         key's delegation, this one or the one another host claimed first (its brief)."""
+
+    def settled_feed(self) -> SettledFeed | None:
+        """Word of settlements as they commit, on a connection of its own (called in the
+        watching thread); None: the store gives none, so the watcher polls."""
+        return None
 
     @abc.abstractmethod
     def close(self) -> None: ...

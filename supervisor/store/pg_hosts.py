@@ -13,7 +13,7 @@ from typing import Any
 
 from actors import Brief, Summary
 from supervisor.errors import StoreError
-from supervisor.store.base import ID_BLOCK, HostLease, Renewal
+from supervisor.store.base import ID_BLOCK, HostLease, Renewal, SettledFeed
 from supervisor.store.pg_schema import TABLES, Qmark, shown
 
 try:
@@ -21,7 +21,8 @@ try:
 except ImportError:  # pragma: no cover - the extra is missing
     psycopg = None  # type: ignore[assignment]
 
-__all__ = ["RENEW", "Host", "LeaseKeeper", "connect", "hosts", "read_only"]
+__all__ = ["RENEW", "SETTLED", "Host", "LeaseKeeper", "SettledWord", "connect", "hosts",
+           "read_only"]
 
 CONNECT_TIMEOUT_S = 3
 # A host's lease extended by `lease_s` (the database's clock), only while it holds it:
@@ -29,6 +30,11 @@ CONNECT_TIMEOUT_S = 3
 RENEW = ("UPDATE hosts SET lease_until = now() + make_interval(secs => %s) WHERE id = %s"
          " AND taken_by IS NULL AND released IS NULL AND lease_until >= now()"
          " RETURNING extract(epoch FROM lease_until - now())::float8 AS left_s")
+
+# The channel a commit that settles delegations notifies, their ids the payload (one per
+# line); it reaches the listeners only if the commit lands.
+SETTLED = "zeus_settled"
+
 
 @dataclass(frozen=True, slots=True)
 class Host:
@@ -207,6 +213,9 @@ class LeaseKeeper(HostLease):
             " ORDER BY h.lease_until", (self._host_id, margin_s))
         return [_host(r) for r in rows]
 
+    def settled_feed(self) -> SettledWord:
+        return SettledWord(self._url, self._host_id, self._lease_s)
+
     def release(self) -> None:
         """End the lease now (a clean stop) and close this connection."""
         with contextlib.suppress(StoreError):
@@ -222,3 +231,35 @@ class LeaseKeeper(HostLease):
                 self._con = None
 
 
+
+
+class SettledWord(SettledFeed):
+    """`LISTEN` on the settled channel, on a connection of its own, used from one thread
+    (the one that watches other hosts' delegations)."""
+
+    def __init__(self, url: str, host_id: str, lease_s: float) -> None:
+        self._url = url
+        self._host_id = host_id
+        self._lease_s = lease_s
+        self._con: Any = None
+
+    def wait(self, timeout_s: float) -> set[str] | None:
+        if self._con is None or self._con.closed:
+            try:  # listening from now on: what settled before, only the store can say
+                self._con = connect(self._url, self._host_id, self._lease_s)
+                self._con.execute(f"LISTEN {SETTLED}")
+            except psycopg.Error:
+                self.close()
+            return None
+        try:
+            said = list(self._con.notifies(timeout=timeout_s, stop_after=1))
+        except psycopg.Error:
+            self.close()
+            return None
+        return {d_id for note in said for d_id in note.payload.split("\n")}
+
+    def close(self) -> None:
+        if self._con is not None:
+            with contextlib.suppress(Exception):
+                self._con.close()
+            self._con = None

@@ -32,7 +32,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -49,7 +49,15 @@ from supervisor.store.base import (
     StoredDelegation,
 )
 from supervisor.store.owner import owner_alive
-from supervisor.store.pg_hosts import RENEW, Host, LeaseKeeper, connect, hosts, read_only
+from supervisor.store.pg_hosts import (
+    RENEW,
+    SETTLED,
+    Host,
+    LeaseKeeper,
+    connect,
+    hosts,
+    read_only,
+)
 from supervisor.store.pg_schema import (
     EXECUTE,
     FENCED,
@@ -76,6 +84,26 @@ _T = TypeVar("_T")
 _DAY_S = 86_400.0
 _BACKOFF_S = (0.05, 0.2, 0.5, 1.0, 2.0)  # waits between reconnects; the last repeats
 
+
+
+_NOTIFY = f"SELECT pg_notify('{SETTLED}', %s)"
+_PAYLOAD_CHARS = 7000  # a notification's payload holds under 8,000 bytes
+
+
+def _payloads(ids: Iterable[str]) -> Iterator[str]:
+    """`ids`, one per line, in payloads that each fit a notification."""
+    chunk: list[str] = []
+    size = 0
+    for d_id in ids:
+        if len(d_id) >= _PAYLOAD_CHARS:  # no room: its watchers find it by their poll
+            continue
+        if chunk and size + len(d_id) + 1 > _PAYLOAD_CHARS:
+            yield "\n".join(chunk)
+            chunk, size = [], 0
+        chunk.append(d_id)
+        size += len(d_id) + 1
+    if chunk:
+        yield "\n".join(chunk)
 
 
 class PostgresStore(SharedStore):
@@ -356,6 +384,9 @@ class PostgresStore(SharedStore):
         for kind in kinds:
             statement = EXECUTE[kind]
             parts.extend(bound(statement, row) for row in buffer[kind])
+        if "settled" in sizes:  # word to the hosts that watch them, once this lands
+            parts.extend(bound(_NOTIFY, (ids,)) for ids in _payloads(
+                row[4] for row in buffer["settled"]))
         self._unsure = (self._number, sizes)  # until the server answers
         try:
             con.execute(";\n".join(parts).encode())
