@@ -8,8 +8,9 @@ delegations by a Zeus started on the store, throughput with 8 in flight with and
 without a store, and `Zeus.start` recovering 10,000 open delegations. The store
 alone (`SqliteStore`), driven the way Zeus's thread drives it: a record and an
 attempt (one commit) then the attempt's end and the settlement (one commit).
-DBOS (the `bench-dbos` extra) runs a workflow of one no-op step on SQLite at its
-default settings; without it installed, its rows are skipped. The engines side by side
+DBOS (the `bench-dbos` extra) runs a workflow of one no-op step at its default
+settings, on SQLite and on the same PostgreSQL server as Zeus; without it installed,
+its rows are skipped. The engines side by side
 (`python -m benchmarks store engines` runs only these): the same no-op delegation in
 memory, on SQLite and on PostgreSQL (`ZEUS_BENCH_POSTGRES`, else a throwaway local
 server), in alternating rounds.
@@ -325,6 +326,75 @@ def bench_dbos(rows: list[Row], durable_s: float, lookup_s: float) -> None:
                     "ratio<=0.2", note="Zeus restarted on the store: dispatch(key=K)"))
 
 
+def bench_dbos_postgres(rows: list[Row], rounds: int = 5, per_round: int = 200) -> None:
+    """A durable no-op delegation through Zeus on PostgreSQL against a DBOS workflow of
+    one no-op step, each on its own database of the same server, in alternating rounds:
+    the median of the rounds' medians and their spread."""
+    try:
+        from dbos import DBOS, SetWorkflowID
+    except ImportError:
+        rows.append(Row("DBOS baseline on PostgreSQL", float("nan"), None, "",
+                        note="skipped: `pip install zeus-supervisor[bench-dbos]`"))
+        return
+    logging.getLogger("dbos").setLevel(logging.WARNING)
+    routing = Routing.from_dict({"version": 1, "agents": {}})
+    with postgres_url() as first:
+        if first is None:
+            rows.append(Row("durable delegation vs DBOS workflow on PostgreSQL", float("nan"),
+                            None, "us", note="skipped: no PostgreSQL server here"))
+            return
+        second = _another_database(first)
+        DBOS(config={"name": "bench", "system_database_url": second, "log_level": "WARNING"})
+
+        @DBOS.step()
+        def step() -> None:
+            return None
+
+        @DBOS.workflow()
+        def workflow() -> None:
+            step()
+
+        DBOS.launch()
+        try:
+            def run(i: int) -> None:
+                with SetWorkflowID(f"wf-{i}"):
+                    workflow()
+
+            zeus_rounds: list[float] = []
+            dbos_rounds: list[float] = []
+            with Zeus.start(routing, agents={"noop": noop}, store=first) as zeus:
+                samples(lambda i: zeus.dispatch(BRIEF).result(5), 100)
+                samples(run, 50)
+                for r in range(rounds):
+                    zeus_rounds.append(p50(samples(
+                        lambda i: zeus.dispatch(BRIEF).result(5), per_round)))
+                    dbos_rounds.append(p50(samples(
+                        lambda i, r=r: run(1000 + r * per_round + i), per_round)))  # type: ignore[misc]
+        finally:
+            DBOS.destroy()
+    rows.append(Row(
+        "durable delegation vs DBOS workflow (1 no-op step), both on PostgreSQL",
+        p50(zeus_rounds) * 1e6, p50(dbos_rounds) * 1e6, "us",
+        "DBOS on the same PostgreSQL server, default settings (p50)", "ratio<=0.1",
+        note=f"{rounds} alternating rounds of {per_round}: Zeus {min(zeus_rounds) * 1e6:.0f}.."
+             f"{max(zeus_rounds) * 1e6:.0f} us, DBOS {min(dbos_rounds) * 1e6:.0f}.."
+             f"{max(dbos_rounds) * 1e6:.0f} us; local server, Unix socket",
+        extra={"rounds": zeus_rounds, "dbos_rounds": dbos_rounds}))
+
+
+def _another_database(url: str) -> str:
+    """A second empty database on the server of `url` (each side gets its own)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    parts = urlsplit(url)
+    name = parts.path.lstrip("/") + "_dbos"
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+    return urlunsplit(parts._replace(path="/" + name))
+
+
 def left_open(path: Path, n: int) -> None:
     """A store at `path` as a dead Zeus left it: `n` delegations each with an open attempt."""
     store = SqliteStore.open(path)
@@ -398,11 +468,13 @@ def bench_startup(rows: list[Row]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     rows: list[Row] = []
-    if argv and argv[0] == "engines":  # `python -m benchmarks store engines`: that row only
+    if argv and argv[0] == "engines":  # `python -m benchmarks store engines`: those rows only
         bench_engines(rows)
+        bench_dbos_postgres(rows)
         report("store-engines", rows)
         return
     bench_engines(rows)
+    bench_dbos_postgres(rows)
     durable, lookup = bench_wired(rows)
     bench_writes(rows)
     bench_dbos(rows, durable, lookup)
