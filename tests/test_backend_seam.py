@@ -136,3 +136,20 @@ def test_a_writer_runs_again_only_when_its_child_was_stopped_by_its_hosts_lease(
         assert plan == Plan(("d-a1",), Rerun(1))
     else:
         assert isinstance(plan.step, Settle) and plan.step.status.value == "blocked"
+
+
+@pytest.mark.parametrize(("policy", "in_tool", "reruns"), [
+    (AgentPolicy(retry=RetryPolicy(max_retries=1)), None, True),
+    (AgentPolicy(retry=RetryPolicy(max_retries=1)), "write_file", False),  # may still write
+    (AgentPolicy(read_only=True, retry=RetryPolicy(max_retries=1)), "write_file", True),
+    (AgentPolicy(idempotent=True, retry=RetryPolicy(max_retries=1)), "write_file", True),
+])
+def test_a_taken_writer_whose_thread_was_inside_a_side_effect_tool_is_blocked(
+        policy: AgentPolicy, in_tool: str | None, reruns: bool) -> None:
+    plan = recover([AttemptFacts("d-a1", open=True, in_tool=in_tool)], policy,
+                   writers_stopped=True, **ARGS)
+    if reruns:
+        assert plan == Plan(("d-a1",), Rerun(1))
+    else:
+        assert isinstance(plan.step, Settle) and plan.step.status.value == "blocked"
+        assert "'write_file'" in (plan.step.reason or "") and "thread" in (plan.step.reason or "")

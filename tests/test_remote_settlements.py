@@ -14,7 +14,6 @@ from supervisor.core.future import DelegationFuture
 from supervisor.core.remote import RemoteSettlements
 from supervisor.errors import StoreError, ZeusStopped
 
-
 WAIT_S = 30.0  # a safety bound on waits, never the thing asserted
 
 

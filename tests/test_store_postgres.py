@@ -364,6 +364,18 @@ def test_a_database_of_another_application_is_refused_unchanged(pg_url: str) -> 
                " table_schema = 'public'") == [("invoices",)]
 
 
+def test_a_store_made_before_attempts_kept_their_tool_call_gains_the_column(
+    opened: Any, pg_url: str
+) -> None:
+    opened().close()
+    sql(pg_url, "ALTER TABLE attempts DROP COLUMN in_tool")  # as an older Zeus made it
+    again = opened()
+    record(again, "apollo-1")
+    again.attempt_in_tool(start(again, "apollo-1"), "write_file")
+    again.commit()
+    assert sql(pg_url, "SELECT in_tool FROM attempts") == [("write_file",)]
+
+
 def test_a_store_of_a_newer_schema_is_refused_unchanged(pg_url: str) -> None:
     PostgresStore.open(pg_url).close()
     sql(pg_url, "UPDATE meta SET value = '99' WHERE key = 'schema_version'")

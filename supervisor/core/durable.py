@@ -65,6 +65,10 @@ class MemoryDurable:
         """Who the attempt's child is (and, `running`, that it began the work)."""
         del a, pid, pid_start_time, node, running
 
+    def in_tool(self, a: Attempt, tool: str | None) -> None:
+        """A thread child of `a` entered the side-effect tool call `tool` (None: left it)."""
+        del a, tool
+
     def charged(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
         del delegation_id, attempt_id, usage
 
@@ -184,6 +188,12 @@ class Durable(MemoryDurable):
                                     node=node)
         self._dirty = True
         self.commit_now()
+
+    def in_tool(self, a: Attempt, tool: str | None) -> None:
+        """With the turn's commit: a taker of a shared store then blocks the writer
+        instead of running it again beside a thread it cannot stop."""
+        self.store.attempt_in_tool(a.id, tool)
+        self._dirty = True
 
     def charged(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
         self.store.charge(delegation_id, attempt_id, usage)

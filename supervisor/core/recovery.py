@@ -264,7 +264,8 @@ class Recoverer:
         partial_ok = d.brief.partial_ok if d.brief.partial_ok is not None else d.policy.partial_ok
         plan = recover(
             [AttemptFacts(a.id, a.open, True, None if a.open else _outcome(a.outcome),
-                          started=a.id not in r.unstarted and a.error != LOST_UNSTARTED)
+                          started=a.id not in r.unstarted and a.error != LOST_UNSTARTED,
+                          in_tool=a.in_tool)
              for a in stored.attempts],
             d.policy, deadline=deadline, now=self._clock.wall(), spent=d.usage,
             has_partials=bool(d.partials), partial_ok=partial_ok, retries_used=d.retries_used,

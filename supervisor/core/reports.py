@@ -179,6 +179,9 @@ class ChildReports:
             return
         d, a = owner
         if msg.running is False:  # a long tool call ended
+            if a.tool_stored:
+                a.tool_stored = False
+                self._sup.durable.in_tool(a, None)
             if a.stopping_since is None:  # (a stopping attempt keeps it, as evidence)
                 a.in_tool = None
                 self._sup.timers.arm(a)  # the shorter threshold applies again
@@ -187,6 +190,10 @@ class ChildReports:
         a.last_tool = msg.name
         if msg.running:
             a.in_tool = msg.name
+            writer = not (a.policy.read_only or a.policy.idempotent)
+            if writer and not msg.read_only and self._sup.backend_for(a.policy).runs_in_host:
+                a.tool_stored = True  # a thread that no lease can stop is writing
+                self._sup.durable.in_tool(a, msg.name)
         if not msg.read_only:
             # Side effects are a tree: every ancestor attempt that delegated this one wrote.
             a.side_effects = True

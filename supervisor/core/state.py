@@ -68,6 +68,7 @@ class Attempt:
     last_tool: str | None = None
     last_note: str | None = None
     in_tool: str | None = None  # a long tool call (`with ctx.tool(...)`) in progress
+    tool_stored: bool = False  # `in_tool` is a side-effect call the store was told of
     agent_session: str | None = None  # the agent program's own session id, once it said
     announced: bool = False  # `attempt.started` emitted (deferred until a Ray task is placed)
 

@@ -63,6 +63,11 @@ STATEFUL_REASON = (
     "a stateful performer whose supervisor stopped while it ran cannot be replaced; "
     "its child is confirmed stopped: check its changes"
 )
+IN_TOOL_REASON = (
+    "its thread child was inside the tool call {tool!r}, which has side effects, when "
+    "its host's lease ended; a thread cannot be stopped, so it may still be writing: "
+    "check its changes"
+)
 NOT_ASKED_AGAIN = "not asked again after the restart"
 
 
@@ -77,6 +82,9 @@ class AttemptFacts:
     # Whether its child had started the work when its host died (an open attempt, or
     # one that ended `lost`): one whose process was never spawned had not.
     started: bool = True
+    # An open attempt's thread child was inside this tool call with side effects, as
+    # its host last committed (a shared store's).
+    in_tool: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +146,8 @@ def recover(
     scheduled after its last attempt; `max_recoveries` the routing's
     `supervisor.max_recoveries`. `writers_stopped`: the open attempts' children were
     stopped by their host's lease (a takeover), so a writer lost with them may run again
-    like a reader; a stateful agent's session is still gone with them.
+    like a reader, unless a thread child of it was inside a tool call with side effects
+    (no lease stops a thread); a stateful agent's session is still gone with them.
     """
     waiting = tuple(a.id for a in attempts if a.open and not a.gone)
     if waiting:
@@ -147,8 +156,10 @@ def recover(
     writer = not (policy.read_only or policy.idempotent)
     expired = deadline is not None and now >= deadline
     overrun = budget_overrun(spent, policy.budget)
-    if lost and (policy.stateful or (writer and not writers_stopped)):
-        reason = STATEFUL_REASON if policy.stateful else BLOCKED_REASON
+    in_tool = next((a.in_tool for a in attempts if a.open and a.in_tool), None)
+    if lost and (policy.stateful or (writer and (not writers_stopped or in_tool))):
+        reason = (STATEFUL_REASON if policy.stateful else BLOCKED_REASON
+                  if not writers_stopped else IN_TOOL_REASON.format(tool=in_tool))
         if expired:
             reason += " (its deadline passed while no supervisor ran)"
         elif overrun is not None:

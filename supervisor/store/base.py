@@ -96,6 +96,9 @@ class StoredAttempt:
     ended: float | None = None
     error: str | None = None
     record: AttemptRecord | None = None
+    # A thread child inside a tool call with side effects when last committed (shared
+    # stores only): its name.
+    in_tool: str | None = None
 
     @property
     def open(self) -> bool:
@@ -193,6 +196,13 @@ class Store(abc.ABC):
     ) -> None:
         """Who the attempt's child is; with `started` (and its `deadline`), when it began
         to run the work, which replaces the start recorded as Zeus decided it."""
+
+    def attempt_in_tool(self, attempt_id: str, tool: str | None) -> None:
+        """A thread child of the attempt is inside the tool call `tool`, which has side
+        effects (None: it left it). Only a shared store keeps it: a taker cannot stop a
+        thread, so it must not run such a writer again (docs/design.md, "Several
+        hosts"); one host's restart blocks every writer it finds open anyway."""
+        del attempt_id, tool
 
     @abc.abstractmethod
     def charge(self, delegation_id: str, attempt_id: str, usage: Usage) -> None: ...

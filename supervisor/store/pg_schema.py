@@ -12,11 +12,13 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from supervisor.errors import StoreError
+from supervisor.store import reads
 from supervisor.store.schema import APPLICATION, SCHEMA_VERSION
 
-__all__ = ["DDL", "EXECUTE", "FENCED", "KINDS", "LEASED", "PREPARE", "TABLES", "Qmark",
-           "bound", "is_postgres_url", "prepare", "shown"]
+__all__ = ["ATTEMPT_COLUMNS", "DDL", "EXECUTE", "FENCED", "KINDS", "LEASED", "PREPARE", "TABLES",
+           "Qmark", "bound", "is_postgres_url", "prepare", "shown"]
 
+ATTEMPT_COLUMNS = reads.ATTEMPT_COLUMNS + ", in_tool"  # what a taker reads of an attempt
 LOCK_KEY = 0x5A455553  # "ZEUS": the advisory lock that creating the schema holds
 TABLES = ("meta", "hosts", "policies", "delegations", "attempts", "partials", "retries",
           "keys", "id_blocks")
@@ -53,7 +55,7 @@ CREATE TABLE attempts (
     node TEXT, identity_seq BIGINT, calls BIGINT NOT NULL DEFAULT 0,
     input_tokens BIGINT NOT NULL DEFAULT 0, output_tokens BIGINT NOT NULL DEFAULT 0,
     cost DOUBLE PRECISION NOT NULL DEFAULT 0, outcome TEXT, ended DOUBLE PRECISION,
-    error TEXT, record TEXT, end_seq BIGINT
+    error TEXT, record TEXT, end_seq BIGINT, in_tool TEXT
 );
 CREATE INDEX attempts_delegation ON attempts (delegation_id, number);
 CREATE TABLE partials (
@@ -95,6 +97,7 @@ _SQL: dict[str, str] = {
     "attempt_identity": "UPDATE attempts SET pid = %s, pid_start_time = %s, pgid = %s,"
                         " node = %s, identity_seq = %s, started = COALESCE(%s, started),"
                         " deadline = COALESCE(%s, deadline) WHERE id = %s" + _ATTEMPT_OWNED,
+    "attempt_tool": "UPDATE attempts SET in_tool = %s WHERE id = %s" + _ATTEMPT_OWNED,
     "charge": "UPDATE attempts SET calls = calls + %s, input_tokens = input_tokens + %s,"
               " output_tokens = output_tokens + %s, cost = cost + %s WHERE id = %s"
               + _ATTEMPT_OWNED,
@@ -126,6 +129,7 @@ _TYPES: dict[str, tuple[str, ...]] = {  # each statement's parameters, in order
     "recorded": (_T8, _T8, _T8, _I4, _T8, _T8, _T8, _F8, _F8, _I8, _T8, _I4),
     "attempt_started": (_T8, _T8, _I4, _T8, _F8, _F8, _I8, _T8, _T8, _I4),
     "attempt_identity": (_I4, _F8, _I4, _T8, _I8, _F8, _F8, _T8, _T8, _T8, _I4),
+    "attempt_tool": (_T8, _T8, _T8, _T8, _I4),
     "charge": (_I8, _I8, _I8, _F8, _T8, _T8, _T8, _I4),
     "partial": (_T8, _T8, _I8, _T8, _T8, _T8, _I4),
     "attempt_ended": (_T8, _F8, _T8, _T8, _I8, _T8, _T8, _T8, _I4),
@@ -237,5 +241,8 @@ def prepare(con: Any, url: str) -> None:
             raise StoreError(f"{where}: the store has schema version {version}, newer than "
                              f"this Zeus reads ({SCHEMA_VERSION}); upgrade zeus-supervisor "
                              "to open it. The database was left as it is.")
+        # A store made before attempts kept their tool call (hosts of both kinds can
+        # share it: an older one leaves the column empty).
+        con.execute("ALTER TABLE attempts ADD COLUMN IF NOT EXISTS in_tool TEXT")
 
 

@@ -59,6 +59,7 @@ from supervisor.store.pg_hosts import (
     read_only,
 )
 from supervisor.store.pg_schema import (
+    ATTEMPT_COLUMNS,
     EXECUTE,
     FENCED,
     KINDS,
@@ -286,6 +287,9 @@ class PostgresStore(SharedStore):
             (pid, pid_start_time, pgid, node, self._next(), started, deadline, attempt_id,
              *self._of(attempt_id)))
 
+    def attempt_in_tool(self, attempt_id: str, tool: str | None) -> None:
+        self._buffer["attempt_tool"].append((tool, attempt_id, *self._of(attempt_id)))
+
     def charge(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
         self._attempts.setdefault(attempt_id, delegation_id)
         self._charges.add(attempt_id, usage)
@@ -500,8 +504,9 @@ class PostgresStore(SharedStore):
         wanted = list(ids)
         if not wanted:
             return []
-        return self._opened(self._read(reads.open_delegations, None, "status IS NULL AND"
-                                       " owner = ? AND id = ANY(?)", (self.host_id, wanted)))
+        return self._opened(self._read(
+            reads.open_delegations, None, "status IS NULL AND owner = ? AND id = ANY(?)",
+            (self.host_id, wanted), attempt_columns=ATTEMPT_COLUMNS))
 
     def _opened(self, found: list[OpenDelegation]) -> list[OpenDelegation]:
         """`found` remembered as this host's (their attempts' delegations) and put parents
@@ -528,16 +533,17 @@ class PostgresStore(SharedStore):
         return ordered
 
     # -- readers ----------------------------------------------------------------------------
-    def _read(self, fn: Callable[..., _T], *args: Any) -> _T:
+    def _read(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         try:
-            return fn(Qmark(self._connection()), *args)
+            return fn(Qmark(self._connection()), *args, **kwargs)
         except psycopg.Error as exc:
             raise self._lost(exc) from None
 
     def open_delegations(self) -> list[OpenDelegation]:
         """This host's open delegations (what it owns), parents before children."""
         return self._opened(self._read(reads.open_delegations, None,
-                                       "status IS NULL AND owner = ?", (self.host_id,)))
+                                       "status IS NULL AND owner = ?", (self.host_id,),
+                                       attempt_columns=ATTEMPT_COLUMNS))
 
     def delegation_as_open(self, delegation_id: str) -> OpenDelegation | None:
         found = self._read(reads.open_delegations, delegation_id)

@@ -64,6 +64,7 @@ def attempt(row: tuple[Any, ...]) -> StoredAttempt:
                                     output_tokens=row[12], cost=row[13]),  # ours: valid
         outcome=row[14], ended=row[15], error=row[16],
         record=AttemptRecord.model_validate_json(row[17]) if row[17] is not None else None,
+        in_tool=row[18] if len(row) > 18 else None,  # a shared store's column
     )
 
 
@@ -147,10 +148,12 @@ def _grouped(rows: Iterable[tuple[Any, ...]]) -> dict[str, list[tuple[Any, ...]]
 
 
 def open_delegations(con: Any, only: str | None = None, where: str | None = None,
-                     args: tuple[Any, ...] = ()) -> list[OpenDelegation]:
+                     args: tuple[Any, ...] = (), *,
+                     attempt_columns: str = ATTEMPT_COLUMNS) -> list[OpenDelegation]:
     """Every open delegation in the order they were recorded (parents before children);
     with `only`, that one delegation, open or settled, as recovery would see it; with
-    `where` (a condition on the delegations' own columns) and its `args`, those."""
+    `where` (a condition on the delegations' own columns) and its `args`, those.
+    `attempt_columns`: `ATTEMPT_COLUMNS`, and a shared store's `in_tool` after them."""
     if where is None:
         where, args = ("status IS NULL", ()) if only is None else ("id = ?", (only,))
     open_ids = f"SELECT id FROM delegations WHERE {where}"
@@ -160,7 +163,7 @@ def open_delegations(con: Any, only: str | None = None, where: str | None = None
         return []
     attempts = _grouped(
         (row[1], *row) for row in con.execute(
-            f"SELECT {ATTEMPT_COLUMNS} FROM attempts WHERE delegation_id IN ({open_ids})"
+            f"SELECT {attempt_columns} FROM attempts WHERE delegation_id IN ({open_ids})"
             " ORDER BY delegation_id, number", args))
     partials = _grouped(con.execute(
         f"SELECT delegation_id, item FROM partials WHERE delegation_id IN ({open_ids})"
