@@ -35,11 +35,11 @@ def ladder_bound(routing: Routing) -> float:
 class SharedHost:
     """A host's lease on a shared store and its view of the other hosts' delegations."""
 
-    def __init__(self, store: SharedStore, routing: Routing, *,
+    def __init__(self, store: SharedStore, *,
                  backends: Mapping[str, Backend], tell: Callable[[object], None],
                  keep_handle: KeepHandle) -> None:
         self.store = store
-        self.bound_s = ladder_bound(routing)
+        self.bound_s = store.bound_s  # as the store registered it (ladder_bound)
         self._backends = backends
         self._tell = tell
         self._keep_handle = keep_handle

@@ -148,7 +148,7 @@ class Zeus:
         durable = (MemoryDurable() if self._store is None
                    else Durable(self._store, self._clock, self._events))
         if self._shared is not None:
-            self._host = SharedHost(self._shared, routing, backends=self._backends,
+            self._host = SharedHost(self._shared, backends=self._backends,
                                     tell=lambda message: self._put(message),
                                     keep_handle=self._kept_handle)
         self._ref = ZeusActor.start(

@@ -383,6 +383,7 @@ class SharedStore(Store):
 
     host_id: str
     lease_s: float
+    bound_s: float  # its children's ladder's bound, as registered: a taker waits past it
 
     @abc.abstractmethod
     def lease(self) -> HostLease:

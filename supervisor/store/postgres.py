@@ -111,12 +111,14 @@ class PostgresStore(SharedStore):
     """The store in a PostgreSQL database. Make one with `PostgresStore.open`."""
 
     def __init__(self, url: str, con: Any, *, host_id: str, n: int, lease_s: float,
-                 keep_days: float, now: Callable[[], float], owner: Owner) -> None:
+                 bound_s: float, keep_days: float, now: Callable[[], float],
+                 owner: Owner) -> None:
         self.url = url
         self.path = shown(url)
         self.previous_owner: Owner | None = None  # hosts are taken over, not replaced
         self.host_id = host_id
         self.lease_s = lease_s
+        self.bound_s = bound_s
         self._con: Any = con
         self._owner = owner
         self._keep_days = keep_days
@@ -172,7 +174,7 @@ class PostgresStore(SharedStore):
                           host=socket.gethostname(), since=row[1], heartbeat=row[1])
             con.execute(PREPARE.encode())
             store = cls(url, con, host_id=host_id, n=int(row[0]), lease_s=lease_s,
-                        keep_days=keep_days, now=now, owner=owner)
+                        bound_s=bound_s, keep_days=keep_days, now=now, owner=owner)
             store._adopt_local_dead()
             store.prune()
         except psycopg.Error as exc:
