@@ -217,6 +217,53 @@ def test_a_settlement_is_heard_by_the_hosts_that_watch_it_as_it_commits(opened: 
     remote.close("done")
 
 
+def test_a_host_lets_go_of_a_delegation_once_its_settlement_and_last_end_landed(
+    opened: Any, pg_url: str
+) -> None:
+    """What conditions a host's writes (each delegation's epoch, each attempt's delegation)
+    does not grow with every delegation it ran; an attempt that ends after its delegation
+    settled (a cancel settles first) is still written under its epoch, then let go."""
+    a = opened()
+    for i in range(1, 51):  # ended, then settled
+        record(a, f"apollo-{i}")
+        a_id = start(a, f"apollo-{i}")
+        a.attempt_ended(a_id, outcome="completed", ended=12.0, error=None,
+                        record=AttemptRecord(id=a_id, agent="apollo", outcome="completed"))
+        settle(a, f"apollo-{i}")
+        a.commit()
+    assert len(a._held) == 0
+    record(a, "apollo-51")
+    a_id = start(a, "apollo-51")
+    a.commit()
+    settle(a, "apollo-51")  # settled first: its attempt is still being stopped
+    a.commit()
+    assert len(a._held) == 1
+    a.charge("apollo-51", a_id, Usage(calls=2))
+    a.attempt_ended(a_id, outcome="cancelled", ended=14.0, error=None,
+                    record=AttemptRecord(id=a_id, agent="apollo", outcome="cancelled"))
+    a.commit()  # not fenced: still held under epoch 1
+    assert len(a._held) == 0
+    assert sql(pg_url, "SELECT outcome, calls FROM attempts WHERE id = %s", a_id) == [
+        ("cancelled", 2)]
+
+
+def test_a_settled_delegation_is_claimed_before_another_host_settles_it_again(
+    opened: Any, pg_url: str
+) -> None:
+    """`zeus.resolve` from any host: the blocked delegation is claimed for it first (its
+    epoch bumped), so its new settlement is not fenced as another host's."""
+    a, b = opened(), opened()
+    record(a, "apollo-1")
+    a.settled("apollo-1", status=Status.blocked, at=13.0, summary=Summary(
+        id="apollo-1", agent="apollo", scope=BRIEF.scope, status=Status.blocked))
+    a.commit()
+    b.claim_settled("apollo-1")
+    settle(b, "apollo-1")
+    b.commit()
+    assert sql(pg_url, "SELECT status, owner, epoch FROM delegations") == [
+        ("completed", b.host_id, 2)]
+
+
 def test_a_write_to_an_attempt_reads_its_own_delegation_not_the_table(opened: Any) -> None:
     """Each conditioned write to an attempt (its pid, a charge, its end) checks one
     delegation row by its key: its cost does not grow with the store. (A check joined to

@@ -102,6 +102,7 @@ def resolve(sup: Supervisor, delegation_id: str, status: Status, *, who: str,
         "status": status, "risks": risks,
         "error": None if status is Status.completed else said,
     })
+    store.claim_settled(delegation_id)  # StoreError: nothing changed
     store.settled(delegation_id, status=status, summary=summary, at=sup.clock.wall())
     store.commit()  # StoreError: kept, and written by the next commit that works
     sup.events.emit("delegation.resolved", delegation_id=delegation_id,

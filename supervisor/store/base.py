@@ -250,6 +250,12 @@ class Store(abc.ABC):
         what is buffered: its status and summary go, its attempts and spend stay.
         `StoreError` when it cannot be written."""
 
+    def claim_settled(self, delegation_id: str) -> None:
+        """Make the settled `delegation_id` this Zeus's to settle again (a verb resolves
+        it), committed at once: a shared store's hosts each own theirs; a store of one
+        owner has nothing to do."""
+        del delegation_id
+
     @abc.abstractmethod
     def children(self, parent_id: str) -> list[StoredDelegation]:
         """The delegations `parent_id` made, in the order of its `ctx.delegate` calls."""

@@ -107,6 +107,55 @@ def _payloads(ids: Iterable[str]) -> Iterator[str]:
         yield "\n".join(chunk)
 
 
+class Held:
+    """The delegations this host holds and the epoch of each, with their attempts: what
+    conditions its writes. A delegation is let go once its settlement and the end of its
+    every attempt have landed, since nothing writes for it after that (a settled
+    delegation's reports are not taken; its last attempt may end after it settled), so a
+    host's memory does not grow with every delegation it ever ran."""
+
+    def __init__(self) -> None:
+        self.epochs: dict[str, int] = {}  # delegation id -> the epoch this host holds
+        self.delegation_of: dict[str, str] = {}  # attempt id -> its delegation id
+        self._attempts: dict[str, list[str]] = {}  # delegation id -> its attempts known
+        self._running: dict[str, set[str]] = {}  # delegation id -> attempts not ended
+        self._settled: set[str] = set()  # settled, an attempt still to end
+
+    def attempt(self, attempt_id: str, delegation_id: str, *, running: bool) -> None:
+        if self.delegation_of.setdefault(attempt_id, delegation_id) != delegation_id:
+            return
+        known = self._attempts.setdefault(delegation_id, [])
+        if attempt_id not in known:
+            known.append(attempt_id)
+        if running:
+            self._running.setdefault(delegation_id, set()).add(attempt_id)
+
+    def landed(self, ended: Iterable[str], settled: Iterable[str]) -> None:
+        """A commit with these attempts' ends and these settlements landed."""
+        touched = set()
+        for attempt_id in ended:
+            delegation_id = self.delegation_of.get(attempt_id)
+            if delegation_id is not None:
+                self._running.get(delegation_id, set()).discard(attempt_id)
+                touched.add(delegation_id)
+        for delegation_id in settled:
+            self._settled.add(delegation_id)
+            touched.add(delegation_id)
+        for delegation_id in touched & self._settled:
+            if not self._running.get(delegation_id):
+                self._let_go(delegation_id)
+
+    def _let_go(self, delegation_id: str) -> None:
+        self._settled.discard(delegation_id)
+        self._running.pop(delegation_id, None)
+        self.epochs.pop(delegation_id, None)
+        for attempt_id in self._attempts.pop(delegation_id, ()):
+            self.delegation_of.pop(attempt_id, None)
+
+    def __len__(self) -> int:
+        return len(self.epochs)
+
+
 class PostgresStore(SharedStore):
     """The store in a PostgreSQL database. Make one with `PostgresStore.open`."""
 
@@ -126,8 +175,7 @@ class PostgresStore(SharedStore):
         self._buffer: dict[str, list[tuple[Any, ...]]] = {kind: [] for kind in KINDS}
         self._charges = Charges()  # attempt id -> usage summed this turn
         self._policies = PolicyIds()
-        self._epochs: dict[str, int] = {}  # delegation id -> the epoch this host holds
-        self._attempts: dict[str, str] = {}  # attempt id -> its delegation id
+        self._held = Held()
         self._writable = True
         self._fenced = False
         self._retry_at = 0.0  # monotonic time before which no reconnect is tried
@@ -243,7 +291,7 @@ class PostgresStore(SharedStore):
         ordinal: int | None, agent: str, brief: Brief, policy: BaseModel | dict[str, Any],
         deadline: float | None, created: float,
     ) -> None:
-        self._epochs[delegation_id] = 1
+        self._held.epochs[delegation_id] = 1
         policy_id, policy_text = self._policies.id_of(policy)
         if policy_text is not None:  # the first delegation with it: the policy goes first
             self._buffer["policy"].append((policy_id, policy_text))
@@ -253,13 +301,13 @@ class PostgresStore(SharedStore):
         ))
 
     def _epoch(self, delegation_id: str) -> int:
-        return self._epochs.get(delegation_id, 0)  # 0: never held here, so never written
+        return self._held.epochs.get(delegation_id, 0)  # 0: never held here, so never written
 
     def epoch(self, delegation_id: str) -> int:
         """The epoch this host holds the delegation under (recorded here: 1; taken over or
         reopened: as the claim bumped it); one it does not hold, as committed (1 if the
         store has none)."""
-        held = self._epochs.get(delegation_id)
+        held = self._held.epochs.get(delegation_id)
         if held is not None:
             return held
         row = self._read(lambda con: con.execute(
@@ -268,14 +316,14 @@ class PostgresStore(SharedStore):
 
     def _of(self, attempt_id: str) -> tuple[str, str, int]:
         """What conditions a write to the attempt: its delegation, this host, the epoch."""
-        delegation_id = self._attempts.get(attempt_id, "")
+        delegation_id = self._held.delegation_of.get(attempt_id, "")
         return delegation_id, self.host_id, self._epoch(delegation_id)
 
     def attempt_started(
         self, attempt_id: str, *, delegation_id: str, number: int, agent: str,
         started: float, deadline: float | None,
     ) -> None:
-        self._attempts[attempt_id] = delegation_id
+        self._held.attempt(attempt_id, delegation_id, running=True)
         self._buffer["attempt_started"].append(
             (attempt_id, delegation_id, number, agent, started, deadline, self._next(),
              delegation_id, self.host_id, self._epoch(delegation_id)))
@@ -293,7 +341,7 @@ class PostgresStore(SharedStore):
         self._buffer["attempt_tool"].append((tool, attempt_id, *self._of(attempt_id)))
 
     def charge(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
-        self._attempts.setdefault(attempt_id, delegation_id)
+        self._held.attempt(attempt_id, delegation_id, running=False)
         self._charges.add(attempt_id, usage)
 
     def partial(self, delegation_id: str, attempt_id: str, item: Any) -> None:
@@ -359,6 +407,9 @@ class PostgresStore(SharedStore):
         if fenced is not None:
             raise self._fence(fenced)
         self._writable = True
+        if buffer["attempt_ended"] or buffer["settled"]:
+            self._held.landed((row[5] for row in buffer["attempt_ended"]),
+                              (row[4] for row in buffer["settled"]))
         for kind in kinds:
             buffer[kind] = []
         self._charges.clear()
@@ -497,7 +548,7 @@ class PostgresStore(SharedStore):
         except psycopg.Error as exc:
             raise self._lost(exc) from None
         for d_id, epoch, _ in claimed:
-            self._epochs[d_id] = int(epoch)
+            self._held.epochs[d_id] = int(epoch)
         return [d_id for d_id, _, _ in sorted(claimed, key=lambda r: r[2])]
 
     def open_delegations_of(self, ids: Iterable[str]) -> list[OpenDelegation]:
@@ -515,7 +566,7 @@ class PostgresStore(SharedStore):
         first (a taker's seq can be lower than the host it took from)."""
         for o in found:
             for a in o.attempts:
-                self._attempts[a.id] = o.delegation.id
+                self._held.attempt(a.id, o.delegation.id, running=a.open)
         ids = {o.delegation.id for o in found}
         done: set[str] = set()
         ordered: list[OpenDelegation] = []
@@ -551,7 +602,7 @@ class PostgresStore(SharedStore):
         found = self._read(reads.open_delegations, delegation_id)
         if found:
             for a in found[0].attempts:
-                self._attempts[a.id] = delegation_id
+                self._held.attempt(a.id, delegation_id, running=a.open)
         return found[0] if found else None
 
     def blocked(self) -> list[tuple[StoredDelegation, Summary]]:
@@ -559,6 +610,16 @@ class PostgresStore(SharedStore):
 
     def reopen(self, delegation_id: str) -> None:
         """Open a settled delegation again and make it this host's (the epoch bumped)."""
+        self._claim(delegation_id, "status = NULL, summary = NULL, settled = NULL,"
+                                   " settled_seq = NULL, ")
+
+    def claim_settled(self, delegation_id: str) -> None:
+        """Make the settled delegation this host's (the epoch bumped), committed at once,
+        so that a verb can settle it again (whichever host settled it, and however long
+        ago this one let go of it)."""
+        self._claim(delegation_id, "", settled=True)
+
+    def _claim(self, delegation_id: str, clear: str, *, settled: bool = False) -> None:
         self.commit()
         try:
             con = self._connection()
@@ -566,15 +627,15 @@ class PostgresStore(SharedStore):
                 if con.execute(LEASED, (self.host_id,)).fetchone() is None:
                     raise _Rollback
                 row = con.execute(
-                    "UPDATE delegations SET status = NULL, summary = NULL, settled = NULL,"
-                    " settled_seq = NULL, owner = %s, epoch = epoch + 1 WHERE id = %s"
-                    " RETURNING epoch", (self.host_id, delegation_id)).fetchone()
+                    f"UPDATE delegations SET {clear}owner = %s, epoch = epoch + 1 WHERE id = %s"
+                    + (" AND status IS NOT NULL" if settled else "") + " RETURNING epoch",
+                    (self.host_id, delegation_id)).fetchone()
         except _Rollback:
             raise self._fence("its lease ended or was taken over") from None
         except psycopg.Error as exc:
             raise self._lost(exc) from None
         if row is not None:
-            self._epochs[delegation_id] = int(row[0])
+            self._held.epochs[delegation_id] = int(row[0])
 
     def children(self, parent_id: str) -> list[StoredDelegation]:
         return self._read(reads.children, parent_id)
