@@ -46,8 +46,9 @@ class ScriptedLease(HostLease):
     def exists(self, delegation_id: str) -> bool:
         return False
 
-    def claim_key(self, key: str, delegation_id: str, brief: Brief) -> tuple[str, Brief]:
-        return delegation_id, brief
+    def claim_key(self, key: str, delegation_id: str,
+                  brief: Brief) -> tuple[str, Brief, bool]:
+        return delegation_id, brief, True
 
     def close(self) -> None:
         pass

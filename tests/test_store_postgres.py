@@ -247,6 +247,28 @@ def test_a_host_lets_go_of_a_delegation_once_its_settlement_and_last_end_landed(
         ("cancelled", 2)]
 
 
+def test_a_dead_hosts_claim_that_was_never_dispatched_is_taken_over_under_its_own_id(
+    opened: Any, pg_url: str
+) -> None:
+    """A key claimed by a host that died before recording its delegation is claimed by
+    the next host that asks with the same brief, under the claim's own id: a handle
+    another host took on that id then resolves when it runs. A live host's claim, or a
+    dead one's of another brief, stands."""
+    a, b = opened(), opened()
+    other = BRIEF.model_copy(update={"scope": "another scope"})
+    assert a.lease_keeper().claim_key("k1", "apollo-1", BRIEF) == ("apollo-1", BRIEF, True)
+    assert a.lease_keeper().claim_key("k2", "apollo-2", BRIEF) == ("apollo-2", BRIEF, True)
+    assert b.lease_keeper().claim_key("k1", "apollo-100001", BRIEF) == (
+        "apollo-1", BRIEF, False)  # its host is live: it may record it yet
+    expire(pg_url, a)  # as if it died between its claims and their records
+    assert b.lease_keeper().claim_key("k1", "apollo-100002", BRIEF) == (
+        "apollo-1", BRIEF, True)
+    assert b.lease_keeper().claim_key("k2", "apollo-100003", other) == (
+        "apollo-2", BRIEF, False)  # another brief: KeyConflict for it, the claim stands
+    assert sql(pg_url, "SELECT key, delegation_id, host FROM keys ORDER BY key") == [
+        ("k1", "apollo-1", b.host_id), ("k2", "apollo-2", a.host_id)]
+
+
 def test_a_settled_delegation_is_claimed_before_another_host_settles_it_again(
     opened: Any, pg_url: str
 ) -> None:

@@ -10,10 +10,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from actors import Brief
 from supervisor.core.future import DelegationFuture
 from supervisor.core.lease import TAKE_MARGIN_S
-from supervisor.core.messages import RetryStore
-from supervisor.errors import StoreError, StoreFenced
+from supervisor.core.messages import Dispatch, RetryStore
+from supervisor.errors import StoreError, StoreFenced, UnknownAgent
 from supervisor.store import SharedStore
 
 if TYPE_CHECKING:
@@ -82,6 +83,21 @@ class HostLife:
 
     # -- taking over ------------------------------------------------------------------------
 
+    def _dispatch_claims(self, host: str, claims: Sequence[tuple[str, str, Brief]],
+                         keep_handle: KeepHandle) -> None:
+        """Dispatch here, under its own id, each key the dead `host` claimed and never
+        dispatched: a handle another host took on that id resolves when it settles."""
+        sup = self._sup
+        for key, delegation_id, brief in claims:
+            sup.events.emit("delegation.taken_over", delegation_id=delegation_id,
+                            agent=brief.agent, from_host=host, by=self.host_id)
+            settled = DelegationFuture()
+            keep_handle(delegation_id, settled)
+            try:
+                sup.on_dispatch(Dispatch(delegation_id, brief, settled, key=key))
+            except UnknownAgent as exc:  # the routing here lacks its agent: it settles so
+                settled.set_exception(exc)
+
     def take_over(self, hosts: Sequence[str], keep_handle: KeepHandle) -> None:
         """Claim what each expired host left open, tree by tree, as many as there are free
         slots, and recover it as a restart would: its children are gone (the lease and the
@@ -99,12 +115,14 @@ class HostLife:
             assert isinstance(store, SharedStore)  # only a shared store has other hosts
             try:
                 ids = store.take_over(host, limit=free, margin_s=TAKE_MARGIN_S)
+                claims = store.take_claims(host, margin_s=TAKE_MARGIN_S)
             except StoreFenced as exc:  # this host's own lease is gone meanwhile
                 self.lease_lost(str(exc))
                 break
             except StoreError as exc:
                 sup.events.emit("zeus.internal_error", message="take_over", error=str(exc))
                 continue
+            self._dispatch_claims(host, claims, keep_handle)
             if not ids:
                 continue
             opens = store.open_delegations_of(ids)

@@ -258,9 +258,9 @@ class Zeus:
         assert self._host is not None
         self._check_lease()
         mine = self._registry.next_id(brief.agent)
-        claimed, first = self._host.lease.claim_key(key, mine, brief)
-        if claimed == mine:
-            return None, mine
+        claimed, first, ours = self._host.lease.claim_key(key, mine, brief)
+        if ours:  # (a dead host's claim never dispatched runs here, under its id)
+            return None, claimed
         self._keys.add(key, claimed, first)
         return self._keys.find(key, brief), None
 

@@ -370,9 +370,12 @@ class HostLease(abc.ABC):
         """Whether any host of the store dispatched `delegation_id` (recorded or claimed)."""
 
     @abc.abstractmethod
-    def claim_key(self, key: str, delegation_id: str, brief: Brief) -> tuple[str, Brief]:
+    def claim_key(self, key: str, delegation_id: str,
+                  brief: Brief) -> tuple[str, Brief, bool]:
         """Claim `key` for the delegation about to be dispatched, committed at once: the
-        key's delegation, this one or the one another host claimed first (its brief)."""
+        key's delegation (this one, or the one another host claimed first), its brief,
+        and whether this host dispatches it (its own claim, or a dead host's claim of the
+        same brief that was never dispatched, taken over under that claim's id)."""
 
     def settled_feed(self) -> SettledFeed | None:
         """Word of settlements as they commit, on a connection of its own (called in the
@@ -390,6 +393,11 @@ class SharedStore(Store):
     host_id: str
     lease_s: float
     bound_s: float  # its children's ladder's bound, as registered: a taker waits past it
+
+    @abc.abstractmethod
+    def take_claims(self, host_id: str, *, margin_s: float) -> list[tuple[str, str, Brief]]:
+        """The keys the dead host `host_id` claimed and never dispatched, made this host's
+        to dispatch under their claimed ids (key, id, brief)."""
 
     @abc.abstractmethod
     def lease(self) -> HostLease:

@@ -157,12 +157,15 @@ class LeaseKeeper(HostLease):
     def keep(self, margin_s: float) -> Renewal | None:
         """`renew`, and the hosts whose leases ended more than their own ladder's bound
         (`bound_s`, which each host registers) plus `margin_s` ago and still own open
-        delegations, in one statement: a host's whole traffic for its lease."""
+        delegations (or keys they claimed and never dispatched), in one statement: a
+        host's whole traffic for its lease."""
         rows = self._run(
             f"WITH renewed AS ({RENEW}), others AS (SELECT h.id, extract(epoch FROM"
             " h.lease_until + make_interval(secs => h.bound_s + %s) - now())::float8 AS due_s"
-            " FROM hosts h WHERE h.id <> %s AND h.released IS NULL AND EXISTS (SELECT 1 FROM"
-            " delegations d WHERE d.owner = h.id AND d.status IS NULL))"
+            " FROM hosts h WHERE h.id <> %s AND h.released IS NULL AND (EXISTS (SELECT 1 FROM"
+            " delegations d WHERE d.owner = h.id AND d.status IS NULL) OR EXISTS (SELECT 1"
+            " FROM keys k WHERE k.host = h.id AND NOT EXISTS (SELECT 1 FROM delegations d"
+            " WHERE d.id = k.delegation_id))))"
             " SELECT (SELECT left_s FROM renewed), ARRAY(SELECT id FROM others WHERE due_s < 0"
             " ORDER BY due_s), (SELECT min(due_s) FROM others WHERE due_s >= 0)",
             (self._lease_s, self._host_id, margin_s, self._host_id))
@@ -182,21 +185,24 @@ class LeaseKeeper(HostLease):
                               " EXISTS (SELECT 1 FROM keys WHERE delegation_id = %s)",
                               (delegation_id, delegation_id))[0][0])
 
-    def claim_key(self, key: str, delegation_id: str, brief: Brief) -> tuple[str, Brief]:
-        # A claim whose delegation was never recorded, by a host that is no longer live
-        # (it died between the two), is taken over: the key is not held for ever.
+    def claim_key(self, key: str, delegation_id: str,
+                  brief: Brief) -> tuple[str, Brief, bool]:
+        # A claim of the same brief whose delegation was never recorded, by a host that is
+        # no longer live (it died between the two), is taken over under its own id: the
+        # key is not held for ever, and a handle another host took on that id resolves.
         rows = self._run(
             "INSERT INTO keys (key, delegation_id, brief, host) VALUES (%s, %s, %s, %s)"
-            " ON CONFLICT (key) DO UPDATE SET delegation_id = EXCLUDED.delegation_id,"
-            " brief = EXCLUDED.brief, host = EXCLUDED.host WHERE NOT EXISTS (SELECT 1 FROM"
-            " delegations d WHERE d.id = keys.delegation_id) AND NOT EXISTS (SELECT 1 FROM"
-            " hosts h WHERE h.id = keys.host AND h.released IS NULL AND h.taken_by IS NULL"
-            " AND h.lease_until > now()) RETURNING delegation_id, brief",
+            " ON CONFLICT (key) DO UPDATE SET host = EXCLUDED.host WHERE keys.brief ="
+            " EXCLUDED.brief AND NOT EXISTS (SELECT 1 FROM delegations d WHERE d.id ="
+            " keys.delegation_id) AND NOT EXISTS (SELECT 1 FROM hosts h WHERE h.id ="
+            " keys.host AND h.released IS NULL AND h.taken_by IS NULL AND h.lease_until >"
+            " now()) RETURNING delegation_id, brief",
             (key, delegation_id, brief.model_dump_json(), self._host_id))
+        ours = bool(rows)
         if not rows:
             rows = self._run("SELECT delegation_id, brief FROM keys WHERE key = %s", (key,))
         claimed, text = rows[0]
-        return claimed, Brief.model_validate_json(text)
+        return claimed, Brief.model_validate_json(text), ours
 
     def next_ids(self, agent: str) -> int:
         (taken,) = self._run(

@@ -30,6 +30,7 @@ CREATE TABLE id_blocks (agent TEXT PRIMARY KEY, taken BIGINT NOT NULL);
 CREATE TABLE keys (
     key TEXT PRIMARY KEY, delegation_id TEXT NOT NULL, brief TEXT NOT NULL, host TEXT NOT NULL
 );
+CREATE INDEX keys_host ON keys (host);
 CREATE TABLE hosts (
     id TEXT PRIMARY KEY, n BIGINT NOT NULL, pid INTEGER NOT NULL, pid_start_time DOUBLE
     PRECISION, host TEXT NOT NULL, since TIMESTAMPTZ NOT NULL DEFAULT now(),
@@ -241,8 +242,10 @@ def prepare(con: Any, url: str) -> None:
             raise StoreError(f"{where}: the store has schema version {version}, newer than "
                              f"this Zeus reads ({SCHEMA_VERSION}); upgrade zeus-supervisor "
                              "to open it. The database was left as it is.")
-        # A store made before attempts kept their tool call (hosts of both kinds can
-        # share it: an older one leaves the column empty).
+        # A store made before attempts kept their tool call, and before a taker looked
+        # for a dead host's claims (hosts of both kinds can share it: an older one
+        # leaves the column empty).
         con.execute("ALTER TABLE attempts ADD COLUMN IF NOT EXISTS in_tool TEXT")
+        con.execute("CREATE INDEX IF NOT EXISTS keys_host ON keys (host)")  # (takeover's)
 
 

@@ -551,6 +551,31 @@ class PostgresStore(SharedStore):
             self._held.epochs[d_id] = int(epoch)
         return [d_id for d_id, _, _ in sorted(claimed, key=lambda r: r[2])]
 
+    def take_claims(self, host_id: str, *, margin_s: float) -> list[tuple[str, str, Brief]]:
+        """The keys the host `host_id` claimed and never dispatched (it died between the
+        claim and the record), made this host's to dispatch under their claimed ids: each
+        key, id and brief. Its lease must have ended more than its bound plus `margin_s`
+        ago. `StoreFenced` when this host's own lease is lost."""
+        if self._fenced:
+            raise self._fence("its lease was lost earlier")
+        try:
+            con = self._connection()
+            with con.transaction():
+                if con.execute(LEASED, (self.host_id,)).fetchone() is None:
+                    raise _Rollback
+                rows = con.execute(
+                    "UPDATE keys k SET host = %s WHERE k.host = %s AND k.host <> %s AND NOT"
+                    " EXISTS (SELECT 1 FROM delegations d WHERE d.id = k.delegation_id) AND"
+                    " EXISTS (SELECT 1 FROM hosts h WHERE h.id = k.host AND h.lease_until +"
+                    " make_interval(secs => h.bound_s + %s) < now()) RETURNING k.key,"
+                    " k.delegation_id, k.brief",
+                    (self.host_id, host_id, self.host_id, margin_s)).fetchall()
+        except _Rollback:
+            raise self._fence("its lease ended or was taken over") from None
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+        return [(key, d_id, Brief.model_validate_json(text)) for key, d_id, text in rows]
+
     def open_delegations_of(self, ids: Iterable[str]) -> list[OpenDelegation]:
         """The open delegations among `ids` (those `take_over` claimed), parents before
         children, as `open_delegations` gives them."""
