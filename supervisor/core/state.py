@@ -18,7 +18,7 @@ from actors.clock import Timer
 from actors.protocol import Finished
 from supervisor.core.future import DelegationFuture
 from supervisor.core.results import shape_result
-from supervisor.core.settlement import Settlement
+from supervisor.core.settlement import AttemptEnd, Settlement
 from supervisor.routing import AgentPolicy
 from supervisor.rules.groups import Group, review_verdict
 from supervisor.rules.settle import Settle
@@ -90,7 +90,8 @@ class Delegation:
     policy: AgentPolicy
     deadline_cap: float | None = None  # the parent attempt's deadline, for nested delegations
     state: str = "queued"  # queued | running | backoff | settled
-    attempts: list[AttemptRecord] = field(default_factory=list)
+    # Each ended attempt's record: as decided (`AttemptEnd`), or as a store kept it.
+    attempts: list[AttemptRecord | AttemptEnd] = field(default_factory=list)
     current: Attempt | None = None
     attempt_count: int = 0
     visited: list[str] = field(default_factory=list)
@@ -206,31 +207,32 @@ def attempt_record(
     killed: str | None,
     fenced: bool,
     restart_pending: str | None,
-) -> AttemptRecord:
-    """The story of one ended attempt, as its delegation's summary keeps it."""
+) -> AttemptEnd:
+    """The story of one ended attempt, as its delegation's summary keeps it: every field
+    decided here (Zeus's actor thread), the `AttemptRecord` made where it is read."""
     error = attempt_error(a, outcome, finished)
     if restart_pending is not None and outcome is AttemptOutcome.cancelled:
         error = f"restarted: {restart_pending}"
     losing = [c.value for c in a.stop_causes if c is not outcome]
     if finished is not None and finished.outcome is not outcome:
         losing.append(f"child:{finished.outcome.value}")
-    return AttemptRecord(
-        id=a.id,
-        agent=a.agent,
-        outcome=outcome,
-        duration_s=round(now - a.started_at, 6),
-        error=error if outcome is not AttemptOutcome.completed else None,
-        pid=(finished.pid if finished and finished.pid else a.pid),
-        losing_causes=losing,
-        fenced=fenced,
-        killed=killed,
-        progress=max(a.watch.progress, finished.progress if finished else 0, 0),
-        tool_calls=a.tool_calls,
-        last_tool=a.last_tool,
-        last_note=a.last_note,
-        bad_lines=finished.bad_lines if finished is not None else 0,
-        session_id=a.agent_session,
-    )
+    return AttemptEnd({
+        "id": a.id,
+        "agent": a.agent,
+        "outcome": outcome,
+        "duration_s": round(now - a.started_at, 6),
+        "error": error if outcome is not AttemptOutcome.completed else None,
+        "pid": finished.pid if finished and finished.pid else a.pid,
+        "losing_causes": losing,
+        "fenced": fenced,
+        "killed": killed,
+        "progress": max(a.watch.progress, finished.progress if finished else 0, 0),
+        "tool_calls": a.tool_calls,
+        "last_tool": a.last_tool,
+        "last_note": a.last_note,
+        "bad_lines": finished.bad_lines if finished is not None else 0,
+        "session_id": a.agent_session,
+    })
 
 
 def grouped(values: Sequence[Any]) -> list[Any]:
@@ -251,7 +253,7 @@ def grouped(values: Sequence[Any]) -> list[Any]:
     return [value for group in groups.values() for value in group]
 
 
-def previous_error(attempts: list[AttemptRecord]) -> str | None:
+def previous_error(attempts: Sequence[AttemptRecord | AttemptEnd]) -> str | None:
     """How the delegation's last attempt ended, for the next one (`ctx.previous_error`)."""
     if not attempts:
         return None

@@ -625,7 +625,8 @@ class Supervisor:
         record = attempt_record(a, outcome, finished, now=now, killed=killed, fenced=fenced,
                                 restart_pending=d.restart_pending)
         d.attempts.append(record)
-        self.durable.attempt_ended(record)
+        if self.durable.store is not None:  # (in memory, nothing is written: none is made)
+            self.durable.attempt_ended(record.record())
         if self._replays and (replay := self._replays.pop(d.id, None)) is not None:
             self._not_asked_again(replay.finish())  # what the rerun attempt did not ask for
         if self._resumed_calls:
@@ -636,13 +637,15 @@ class Supervisor:
         if record.error is not None:
             d.last_error = record.error
             d.last_traceback = finished.traceback if finished is not None else None
-        stream: dict[str, Any] = {"bad_lines": record.bad_lines} if record.bad_lines else {}
-        if outcome is AttemptOutcome.completed:
-            self.emit("attempt.completed", d, a, duration_s=record.duration_s, **stream)
-        else:
-            self.emit("attempt.failed", d, a, outcome=outcome.value, error=record.error,
-                      duration_s=record.duration_s, progress=record.progress,
-                      tool_calls=record.tool_calls, last_tool=record.last_tool, **stream)
+        if self.events.enabled:  # its fields are read only for someone who listens
+            told = record.fields
+            stream: dict[str, Any] = {"bad_lines": told["bad_lines"]} if told["bad_lines"] else {}
+            if outcome is AttemptOutcome.completed:
+                self.emit("attempt.completed", d, a, duration_s=told["duration_s"], **stream)
+            else:
+                self.emit("attempt.failed", d, a, outcome=outcome.value, error=record.error,
+                          duration_s=told["duration_s"], progress=told["progress"],
+                          tool_calls=told["tool_calls"], last_tool=told["last_tool"], **stream)
         # An attempt's own children lose their owner with it.
         self._cancel_children(d, "the attempt that delegated it ended")
         after = after_attempt(
