@@ -26,6 +26,7 @@ from supervisor.core.durable import MemoryDurable
 from supervisor.core.future import DelegationFuture
 from supervisor.core.messages import (
     AttemptDue,
+    AttemptsDue,
     BackoffOver,
     Cancel,
     Dispatch,
@@ -545,6 +546,12 @@ class Supervisor:
             if timer is not None:
                 a.timers.append(timer)
 
+    def on_attempts_due(self, msg: AttemptsDue) -> None:
+        """The attempts' timers rang: each one that fell due, soonest first."""
+        del msg
+        for due in self.timers.due():
+            self.on_attempt_due(due)
+
     def on_attempt_due(self, msg: AttemptDue) -> None:
         """The attempt's timer: its deadline passed, it went stale, or it moved on."""
         if msg.due_at is not None:
@@ -600,6 +607,7 @@ class Supervisor:
         self.tree.live.pop(a.id, None)
         if not a.announced:
             self.announce(d, a)
+        self.timers.disarm(a)
         for timer in a.timers:
             timer.cancel()
         d.current = None
@@ -945,6 +953,7 @@ class Supervisor:
                 d.backoff_timer.cancel()
             a = d.current
             if a is not None:
+                self.timers.disarm(a)
                 for timer in a.timers:
                     timer.cancel()
                 if a.child is not None:
