@@ -124,6 +124,10 @@ def decide_summary(d: Delegation, step: Settle, value: Any, now: float) -> Settl
     status = Status.cancelled if d.cancel_requested else step.status
     report, output = (value, value.output) if isinstance(value, Report) else (_BARE, value)
     shaped = shape_result(output, d.policy.result, delegation_id=d.id)
+    if report is _BARE and d.review is None and not shaped.note and not d.partials_dropped:
+        sections: tuple[list[str], ...] | None = None  # none to tell (most delegations)
+    else:
+        sections = _sections(d, report, shaped.note)
     error = None
     if status is Status.cancelled:
         error = d.cancel_reason or step.reason
@@ -133,30 +137,18 @@ def decide_summary(d: Delegation, step: Settle, value: Any, now: float) -> Settl
             error = f"{d.last_error} ({step.reason})"
         if status is Status.failed and d.last_traceback:
             error = f"{error}\n{d.last_traceback.rstrip()}"
-    risks = list(report.risks)
-    findings = list(report.findings)
-    validation = list(report.validation)
-    if d.review is not None:
-        _, why = review_verdict(d.review)
-        validation.append(f"review {d.review.id}: {why}")
-        findings += [f"review: {f}" for f in d.review.findings]
-        risks += [f"review: {r}" for r in d.review.risks]
-    if shaped.note:
-        risks.append(shaped.note)
-    if d.partials_dropped:
-        risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS}"
-                     " in the delegation, or in one attempt)")
+    findings, changes, validation, risks = sections or ((), (), (), ())
     return Settlement({
         "id": d.id,
         "agent": d.agent,
         "scope": d.brief.scope,
         "status": status,
         "output": shaped.output,
-        "findings": findings,
-        "changes": list(report.changes),
+        "findings": findings,  # (a tuple where empty: the `Summary` makes each a list)
+        "changes": changes,
         "validation": validation,
         "risks": risks,
-        "partial_results": grouped(d.partials),
+        "partial_results": grouped(d.partials) if d.partials else (),
         "attempts": list(d.attempts),
         "usage": d.usage,
         "error": error,
@@ -167,6 +159,25 @@ def decide_summary(d: Delegation, step: Settle, value: Any, now: float) -> Settl
         "duration_s": round(now - d.dispatched_at, 6),
         "session_alias": d.brief.session or report.session_alias,
     })
+
+
+def _sections(d: Delegation, report: Report, note: str | None) -> tuple[list[str], ...]:
+    """The summary's findings, changes, validation and risks: the report's, the review's,
+    and the notes Zeus adds (a result cut to size, partial results dropped)."""
+    risks = list(report.risks)
+    findings = list(report.findings)
+    validation = list(report.validation)
+    if d.review is not None:
+        _, why = review_verdict(d.review)
+        validation.append(f"review {d.review.id}: {why}")
+        findings += [f"review: {f}" for f in d.review.findings]
+        risks += [f"review: {r}" for r in d.review.risks]
+    if note:
+        risks.append(note)
+    if d.partials_dropped:
+        risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS}"
+                     " in the delegation, or in one attempt)")
+    return findings, list(report.changes), validation, risks
 
 
 def attempt_error(a: Attempt, outcome: AttemptOutcome, finished: Finished | None) -> str | None:

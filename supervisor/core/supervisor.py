@@ -870,6 +870,8 @@ class Supervisor:
 
     def _cancel_children(self, d: Delegation, reason: str) -> None:
         """Cancel whatever `d` delegated that is still open."""
+        if not d.children:
+            return  # most delegations delegate nothing
         for child in self.tree.open_children(d):
             self.cancel(child, reason)
 
