@@ -304,7 +304,8 @@ class Supervisor:
                               work=work,
                               session=self._sessions.get(d.agent, d.brief.session,
                                                          d.policy.session_max),
-                              budget_left=self.spending.left(d, self.tree.ancestors(d)),
+                              budget_left=self.spending.left(
+                                  d, self.tree.ancestors(d) if d.parent_id else ()),
                               heads=self._framing_heads,
                               resume=resume,
                               prior_tokens=self.agent_sessions.tokens(resume),
@@ -325,7 +326,8 @@ class Supervisor:
                                             error=f"{type(exc).__name__}: {exc}",
                                             error_type=type(exc).__name__))
             return
-        self.tree.nudge_ancestors(d, now)  # an attempt starting is progress of its subtree
+        if d.parent_id is not None:  # an attempt starting is progress of its subtree
+            self.tree.nudge_ancestors(d, now)
         self._mail.flush(d.id, a.child)
         if not starts_later:  # else once its child runs the work (`running`)
             self.announce(d, a)
