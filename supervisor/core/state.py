@@ -59,8 +59,8 @@ class Attempt:
     stop_causes: list[AttemptOutcome] = field(default_factory=list)
     stopping_since: float | None = None
     side_effects: bool = False
-    timers: list[Timer] = field(default_factory=list)  # its grace timer (`Timers.arm` keeps
-    due_at: float = float("inf")  # the one at its deadline or stale moment, due then)
+    grace: Timer | None = None  # once asked to stop: the end of its grace period
+    due_at: float = float("inf")  # when its timer (`Timers.arm`) falls due
     last_logged_beat: float = float("-inf")
     # The evidence it leaves (docs/design.md, "What a summary says about a stopped attempt").
     tool_calls: int = 0

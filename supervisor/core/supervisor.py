@@ -544,9 +544,7 @@ class Supervisor:
         if grace <= 0:
             self.on_grace_over(GraceOver(a.id))
         else:
-            timer = self.timers.after(grace, GraceOver(a.id))
-            if timer is not None:
-                a.timers.append(timer)
+            a.grace = self.timers.after(grace, GraceOver(a.id))
 
     def on_attempts_due(self, msg: AttemptsDue) -> None:
         """The attempts' timers rang: each one that fell due, soonest first."""
@@ -610,8 +608,8 @@ class Supervisor:
         if not a.announced:
             self.announce(d, a)
         self.timers.disarm(a)
-        for timer in a.timers:
-            timer.cancel()
+        if a.grace is not None:
+            a.grace.cancel()
         d.current = None
         if finished is not None:
             d.partials_dropped += finished.partials_dropped  # not sent by the child
@@ -958,8 +956,8 @@ class Supervisor:
             a = d.current
             if a is not None:
                 self.timers.disarm(a)
-                for timer in a.timers:
-                    timer.cancel()
+                if a.grace is not None:
+                    a.grace.cancel()
                 if a.child is not None:
                     if a.child.killable:
                         a.child.kill()  # its `Finished` arrives late and is dropped
