@@ -87,6 +87,8 @@ class AttemptEnd:
 
     def __getattr__(self, name: str) -> Any:
         """Any other field of the record, as decided (only names the slots lack come here)."""
+        if name.startswith("_") or name == "fields":  # (not set yet: a copy being made)
+            raise AttributeError(name)
         try:
             return self.fields[name]
         except KeyError:
