@@ -172,6 +172,34 @@ def test_a_delegation_with_an_unkeepable_deadline_never_stops_the_deadlines_of_o
     assert not [e for e in recorder.events if e["event"] == "zeus.internal_error"]
 
 
+def test_the_attempts_share_one_clock_timer_at_the_soonest_of_their_deadlines(
+    make_zeus: ZeusFactory, clock: FakeClock
+) -> None:
+    """Each attempt's timer is kept by Zeus; the clock holds one, at the soonest, that
+    moves to the next as it rings, and none once no attempt is left to time."""
+
+    def sleeps(brief: Brief, ctx: Context) -> None:
+        ctx.sleep(3600)  # its own wake-up is a clock timer too, an hour away
+
+    zeus = make_zeus({"h": {"heartbeat": {"stale_after_s": 3600}}}, works={"h": sleeps})
+    t0 = clock.now()
+    handles = [zeus.dispatch(Brief(agent="h", scope=f"s{n}", timeout_s=t))
+               for n, t in enumerate([9, 5, 7])]
+    sync(zeus)
+
+    def attempts_timers() -> list[float]:
+        return [when for when in clock.pending() if when < t0 + 3600]
+
+    assert attempts_timers() == [t0 + 5]
+    for step, handle, next_due in [(5, handles[1], [t0 + 7]), (2, handles[2], [t0 + 9]),
+                                   (2, handles[0], [])]:
+        clock.advance(step)
+        assert handle.result(10).status is Status.timed_out
+        sync(zeus)
+        assert attempts_timers() == next_due
+    assert clock.pending() == []
+
+
 def test_a_grace_no_timer_can_keep_ends_at_once_with_an_error_event(
     make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder
 ) -> None:

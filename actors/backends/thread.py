@@ -31,6 +31,7 @@ from actors.run import run_work
 __all__ = ["ThreadBackend", "ThreadChild"]
 
 STARTERS = 8  # threads that start new child threads, each waiting on one start at a time
+_MAKING = threading.Lock()  # taken only while a child's mailbox is made
 
 
 class ThreadChild(ChildHandle):
@@ -42,7 +43,7 @@ class ThreadChild(ChildHandle):
         self._spec = spec
         self.attempt_id = spec.attempt_id
         self._cancel = CancelSignal()
-        self._inbox = Inbox()
+        self._inbox: Inbox | None = None  # made by the first thread that needs it (`_mailbox`)
         self._send = send
         # Handed to an idle pooled thread (already running, waiting for it): alive as it
         # starts, so that start is its first sign of life and it sends no separate one.
@@ -58,7 +59,8 @@ class ThreadChild(ChildHandle):
         # Its context is built here, in the child's thread, not in Zeus's.
         job = Job.from_spec(spec, deadline=spec.deadline, hard_stop=None)
         context = job.context(spec.attempt_id, clock=spec.clock, send=self._send,
-                              cancel_event=self._cancel, session=spec.session, inbox=self._inbox)
+                              cancel_event=self._cancel, session=spec.session,
+                              inbox=self._mailbox())
         return run_work(spec.work, spec.brief, context)
 
     def report(self, finished: Finished) -> None:
@@ -77,7 +79,18 @@ class ThreadChild(ChildHandle):
 
     def put_mail(self, mail: Mail) -> None:
         """Put the owner's message in the child's mailbox (Zeus's thread)."""
-        self._inbox.put(mail.obj)
+        self._mailbox().put(mail.obj)
+
+    def _mailbox(self) -> Inbox:
+        """The child's mailbox, made once by whichever thread needs it first: the child's
+        as its work starts, Zeus's for mail that comes before (not Zeus's at every start)."""
+        inbox = self._inbox
+        if inbox is None:
+            with _MAKING:
+                inbox = self._inbox
+                if inbox is None:
+                    inbox = self._inbox = Inbox()
+        return inbox
 
     def kill(self) -> None:
         """A thread cannot be killed; Zeus fences it instead."""

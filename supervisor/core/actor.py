@@ -20,7 +20,7 @@ from actors.clock import Clock
 from supervisor.core.durable import MemoryDurable
 from supervisor.core.hosts import HostLife, HostTerms
 from supervisor.core.messages import (
-    AttemptDue,
+    AttemptsDue,
     BackoffOver,
     Burst,
     Cancel,
@@ -92,7 +92,7 @@ class ZeusActor(pykka.ThreadingActor):
             Dispatch: sup.on_dispatch,
             Cancel: sup.on_cancel,
             OwnerMessage: sup.on_owner_message,
-            AttemptDue: sup.on_attempt_due,
+            AttemptsDue: sup.on_attempts_due,
             GraceOver: sup.on_grace_over,
             BackoffOver: sup.on_backoff_over,
             ReviewDone: sup.on_review_done,

@@ -132,10 +132,16 @@ class DelegationFuture(concurrent.futures.Future[Summary]):
         self.add_done_callback(lambda future: _call(callback, future.result()))
 
     def result(self, timeout: float | None = None) -> Summary:
-        """The summary, made here on the first read of a settled delegation."""
-        if self._state == _PENDING and self.before_wait is not None:
-            self.before_wait()
-        value: Summary | Settlement = super().result(timeout)
+        """The summary, made here on the first read of a settled delegation. A settled
+        one's is read without the future's condition (set before its state is: no lock
+        needed), so an awaited handle's task makes none."""
+        value: Summary | Settlement
+        if self._state == _FINISHED and self._exception is None:
+            value = self._result  # type: ignore[assignment]  # a summary, or what makes one
+        else:
+            if self._state == _PENDING and self.before_wait is not None:
+                self.before_wait()
+            value = super().result(timeout)
         if isinstance(value, Settlement):
             value = value.summary()
             self._result = value  # later reads take it as it is (the same one)

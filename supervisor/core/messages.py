@@ -2,8 +2,7 @@
 
 (What children send is `actors`' protocol.) Slotted dataclasses, read-only by
 convention: not frozen, as a frozen one costs about four times as much to build
-(`object.__setattr__` per field), and `Dispatch` and `AttemptDue` are built for
-every delegation.
+(`object.__setattr__` per field), and `Dispatch` is built for every delegation.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from supervisor.rules.groups import Group
 
 __all__ = [
     "AttemptDue",
+    "AttemptsDue",
     "BackoffOver",
     "Burst",
     "Cancel",
@@ -80,6 +80,11 @@ class AttemptDue:
 
     attempt_id: str
     due_at: float | None = None  # when the timer fell due (clock time): the lag is measured
+
+
+@dataclass(slots=True)
+class AttemptsDue:
+    """The clock's one timer for the attempts' timers (`Timers`) rang: some fell due."""
 
 
 @dataclass(slots=True)

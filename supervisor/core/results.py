@@ -18,8 +18,11 @@ from supervisor.routing import ResultPolicy
 __all__ = ["ShapedResult", "shape_result", "truncate"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ShapedResult:
+    """Read-only by convention: not frozen, as a frozen one costs several times as much to
+    build (`object.__setattr__` per field), and one is built for every settlement."""
+
     output: Any
     truncated_chars: int = 0
     artifact: str | None = None

@@ -1,16 +1,17 @@
 """A settled delegation's summary as Zeus decided it, made into its `Summary` where it
 is first read. Zeus's actor thread decides every field (`state.decide_summary`); the
 reader's thread (the host's, for `handle.result()` and `await`) builds and validates the
-model, once."""
+model, once. An ended attempt's record likewise (`AttemptEnd`, `state.attempt_record`):
+made into its `AttemptRecord` with the summary, or for a store's write or a snapshot."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-from actors import Status, Summary, Usage
+from actors import AttemptOutcome, AttemptRecord, Status, Summary, Usage
 
-__all__ = ["Settlement", "fallback_summary"]
+__all__ = ["AttemptEnd", "Settlement", "as_record", "fallback_summary"]
 
 
 _MAKING = threading.Lock()  # taken only as a settlement's summary is kept, never held long
@@ -49,7 +50,7 @@ class Settlement:
             assert self._made is not None
             return self._made
         try:
-            summary = Summary(**fields)
+            summary = Summary(**{**fields, "attempts": [as_record(r) for r in fields["attempts"]]})
         except Exception as exc:  # noqa: BLE001 - a delegation settles exactly once, whatever
             summary = fallback_summary(fields, exc)
         with _MAKING:  # two first readers at once: both get the one kept first
@@ -64,6 +65,52 @@ def fallback_summary(fields: dict[str, Any], exc: BaseException) -> Summary:
     spend as decided, and why."""
     return Summary(
         id=fields["id"], agent=fields["agent"], scope=fields["scope"], status=fields["status"],
-        attempts=fields["attempts"], usage=fields["usage"],
+        attempts=[as_record(r) for r in fields["attempts"]], usage=fields["usage"],
         error=f"its summary could not be built: {type(exc).__name__}: {exc}",
     )
+
+
+class AttemptEnd:
+    """An ended attempt's record as Zeus decided it (`state.attempt_record`, every field
+    in Zeus's actor thread), made into its `AttemptRecord` where it is first read
+    (`record()`, any thread): with the summary, by its reader; in Zeus's thread for a
+    store's write or a snapshot. Its fields read as the record's do (`end.error`)."""
+
+    __slots__ = ("_made", "error", "fields", "outcome")
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self.fields = fields  # the record's, by name (read-only)
+        self._made: AttemptRecord | None = None
+        # What Zeus reads again (the next attempt's `previous_error`, the summary's error).
+        self.outcome: AttemptOutcome = fields["outcome"]
+        self.error: str | None = fields["error"]
+
+    def __getattr__(self, name: str) -> Any:
+        """Any other field of the record, as decided (only names the slots lack come here)."""
+        if name.startswith("_") or name == "fields":  # (not set yet: a copy being made)
+            raise AttributeError(name)
+        try:
+            return self.fields[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def record(self) -> AttemptRecord:
+        """The `AttemptRecord`, made on the first call. Two threads reading it first at once
+        may each make one: equal records (the summary's own is made once, with it)."""
+        made = self._made
+        if made is None:
+            fields = self.fields
+            try:
+                made = AttemptRecord(**fields)
+            except Exception as exc:  # noqa: BLE001 - e.g. a child's note that is not text
+                made = AttemptRecord(
+                    id=fields["id"], agent=fields["agent"], outcome=fields["outcome"],
+                    duration_s=fields["duration_s"],
+                    error=f"its record could not be built: {type(exc).__name__}: {exc}")
+            self._made = made
+        return made
+
+
+def as_record(record: AttemptRecord | AttemptEnd) -> AttemptRecord:
+    """`record` as an `AttemptRecord` (one taken back from a store is one already)."""
+    return record.record() if isinstance(record, AttemptEnd) else record

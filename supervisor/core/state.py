@@ -18,7 +18,7 @@ from actors.clock import Timer
 from actors.protocol import Finished
 from supervisor.core.future import DelegationFuture
 from supervisor.core.results import shape_result
-from supervisor.core.settlement import Settlement
+from supervisor.core.settlement import AttemptEnd, Settlement
 from supervisor.routing import AgentPolicy
 from supervisor.rules.groups import Group, review_verdict
 from supervisor.rules.settle import Settle
@@ -59,9 +59,8 @@ class Attempt:
     stop_causes: list[AttemptOutcome] = field(default_factory=list)
     stopping_since: float | None = None
     side_effects: bool = False
-    timers: list[Timer] = field(default_factory=list)
-    due: Timer | None = None  # the timer at its deadline or stale moment
-    due_at: float = float("inf")  # when `due` falls due
+    grace: Timer | None = None  # once asked to stop: the end of its grace period
+    due_at: float = float("inf")  # when its timer (`Timers.arm`) falls due
     last_logged_beat: float = float("-inf")
     # The evidence it leaves (docs/design.md, "What a summary says about a stopped attempt").
     tool_calls: int = 0
@@ -91,7 +90,8 @@ class Delegation:
     policy: AgentPolicy
     deadline_cap: float | None = None  # the parent attempt's deadline, for nested delegations
     state: str = "queued"  # queued | running | backoff | settled
-    attempts: list[AttemptRecord] = field(default_factory=list)
+    # Each ended attempt's record: as decided (`AttemptEnd`), or as a store kept it.
+    attempts: list[AttemptRecord | AttemptEnd] = field(default_factory=list)
     current: Attempt | None = None
     attempt_count: int = 0
     visited: list[str] = field(default_factory=list)
@@ -125,6 +125,10 @@ def decide_summary(d: Delegation, step: Settle, value: Any, now: float) -> Settl
     status = Status.cancelled if d.cancel_requested else step.status
     report, output = (value, value.output) if isinstance(value, Report) else (_BARE, value)
     shaped = shape_result(output, d.policy.result, delegation_id=d.id)
+    if report is _BARE and d.review is None and not shaped.note and not d.partials_dropped:
+        sections: tuple[list[str], ...] | None = None  # none to tell (most delegations)
+    else:
+        sections = _sections(d, report, shaped.note)
     error = None
     if status is Status.cancelled:
         error = d.cancel_reason or step.reason
@@ -134,30 +138,18 @@ def decide_summary(d: Delegation, step: Settle, value: Any, now: float) -> Settl
             error = f"{d.last_error} ({step.reason})"
         if status is Status.failed and d.last_traceback:
             error = f"{error}\n{d.last_traceback.rstrip()}"
-    risks = list(report.risks)
-    findings = list(report.findings)
-    validation = list(report.validation)
-    if d.review is not None:
-        _, why = review_verdict(d.review)
-        validation.append(f"review {d.review.id}: {why}")
-        findings += [f"review: {f}" for f in d.review.findings]
-        risks += [f"review: {r}" for r in d.review.risks]
-    if shaped.note:
-        risks.append(shaped.note)
-    if d.partials_dropped:
-        risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS}"
-                     " in the delegation, or in one attempt)")
+    findings, changes, validation, risks = sections or ((), (), (), ())
     return Settlement({
         "id": d.id,
         "agent": d.agent,
         "scope": d.brief.scope,
         "status": status,
         "output": shaped.output,
-        "findings": findings,
-        "changes": list(report.changes),
+        "findings": findings,  # (a tuple where empty: the `Summary` makes each a list)
+        "changes": changes,
         "validation": validation,
         "risks": risks,
-        "partial_results": grouped(d.partials),
+        "partial_results": grouped(d.partials) if d.partials else (),
         "attempts": list(d.attempts),
         "usage": d.usage,
         "error": error,
@@ -168,6 +160,25 @@ def decide_summary(d: Delegation, step: Settle, value: Any, now: float) -> Settl
         "duration_s": round(now - d.dispatched_at, 6),
         "session_alias": d.brief.session or report.session_alias,
     })
+
+
+def _sections(d: Delegation, report: Report, note: str | None) -> tuple[list[str], ...]:
+    """The summary's findings, changes, validation and risks: the report's, the review's,
+    and the notes Zeus adds (a result cut to size, partial results dropped)."""
+    risks = list(report.risks)
+    findings = list(report.findings)
+    validation = list(report.validation)
+    if d.review is not None:
+        _, why = review_verdict(d.review)
+        validation.append(f"review {d.review.id}: {why}")
+        findings += [f"review: {f}" for f in d.review.findings]
+        risks += [f"review: {r}" for r in d.review.risks]
+    if note:
+        risks.append(note)
+    if d.partials_dropped:
+        risks.append(f"{d.partials_dropped} partial results dropped (more than {MAX_PARTIALS}"
+                     " in the delegation, or in one attempt)")
+    return findings, list(report.changes), validation, risks
 
 
 def attempt_error(a: Attempt, outcome: AttemptOutcome, finished: Finished | None) -> str | None:
@@ -207,31 +218,32 @@ def attempt_record(
     killed: str | None,
     fenced: bool,
     restart_pending: str | None,
-) -> AttemptRecord:
-    """The story of one ended attempt, as its delegation's summary keeps it."""
+) -> AttemptEnd:
+    """The story of one ended attempt, as its delegation's summary keeps it: every field
+    decided here (Zeus's actor thread), the `AttemptRecord` made where it is read."""
     error = attempt_error(a, outcome, finished)
     if restart_pending is not None and outcome is AttemptOutcome.cancelled:
         error = f"restarted: {restart_pending}"
     losing = [c.value for c in a.stop_causes if c is not outcome]
     if finished is not None and finished.outcome is not outcome:
         losing.append(f"child:{finished.outcome.value}")
-    return AttemptRecord(
-        id=a.id,
-        agent=a.agent,
-        outcome=outcome,
-        duration_s=round(now - a.started_at, 6),
-        error=error if outcome is not AttemptOutcome.completed else None,
-        pid=(finished.pid if finished and finished.pid else a.pid),
-        losing_causes=losing,
-        fenced=fenced,
-        killed=killed,
-        progress=max(a.watch.progress, finished.progress if finished else 0, 0),
-        tool_calls=a.tool_calls,
-        last_tool=a.last_tool,
-        last_note=a.last_note,
-        bad_lines=finished.bad_lines if finished is not None else 0,
-        session_id=a.agent_session,
-    )
+    return AttemptEnd({
+        "id": a.id,
+        "agent": a.agent,
+        "outcome": outcome,
+        "duration_s": round(now - a.started_at, 6),
+        "error": error if outcome is not AttemptOutcome.completed else None,
+        "pid": finished.pid if finished and finished.pid else a.pid,
+        "losing_causes": losing,
+        "fenced": fenced,
+        "killed": killed,
+        "progress": max(a.watch.progress, finished.progress if finished else 0, 0),
+        "tool_calls": a.tool_calls,
+        "last_tool": a.last_tool,
+        "last_note": a.last_note,
+        "bad_lines": finished.bad_lines if finished is not None else 0,
+        "session_id": a.agent_session,
+    })
 
 
 def grouped(values: Sequence[Any]) -> list[Any]:
@@ -252,7 +264,7 @@ def grouped(values: Sequence[Any]) -> list[Any]:
     return [value for group in groups.values() for value in group]
 
 
-def previous_error(attempts: list[AttemptRecord]) -> str | None:
+def previous_error(attempts: Sequence[AttemptRecord | AttemptEnd]) -> str | None:
     """How the delegation's last attempt ended, for the next one (`ctx.previous_error`)."""
     if not attempts:
         return None

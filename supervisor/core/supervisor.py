@@ -26,6 +26,7 @@ from supervisor.core.durable import MemoryDurable
 from supervisor.core.future import DelegationFuture
 from supervisor.core.messages import (
     AttemptDue,
+    AttemptsDue,
     BackoffOver,
     Cancel,
     Dispatch,
@@ -303,7 +304,8 @@ class Supervisor:
                               work=work,
                               session=self._sessions.get(d.agent, d.brief.session,
                                                          d.policy.session_max),
-                              budget_left=self.spending.left(d, self.tree.ancestors(d)),
+                              budget_left=self.spending.left(
+                                  d, self.tree.ancestors(d) if d.parent_id else ()),
                               heads=self._framing_heads,
                               resume=resume,
                               prior_tokens=self.agent_sessions.tokens(resume),
@@ -324,7 +326,8 @@ class Supervisor:
                                             error=f"{type(exc).__name__}: {exc}",
                                             error_type=type(exc).__name__))
             return
-        self.tree.nudge_ancestors(d, now)  # an attempt starting is progress of its subtree
+        if d.parent_id is not None:  # an attempt starting is progress of its subtree
+            self.tree.nudge_ancestors(d, now)
         self._mail.flush(d.id, a.child)
         if not starts_later:  # else once its child runs the work (`running`)
             self.announce(d, a)
@@ -541,9 +544,13 @@ class Supervisor:
         if grace <= 0:
             self.on_grace_over(GraceOver(a.id))
         else:
-            timer = self.timers.after(grace, GraceOver(a.id))
-            if timer is not None:
-                a.timers.append(timer)
+            a.grace = self.timers.after(grace, GraceOver(a.id))
+
+    def on_attempts_due(self, msg: AttemptsDue) -> None:
+        """The attempts' timers rang: each one that fell due, soonest first."""
+        del msg
+        for due in self.timers.due():
+            self.on_attempt_due(due)
 
     def on_attempt_due(self, msg: AttemptDue) -> None:
         """The attempt's timer: its deadline passed, it went stale, or it moved on."""
@@ -600,8 +607,9 @@ class Supervisor:
         self.tree.live.pop(a.id, None)
         if not a.announced:
             self.announce(d, a)
-        for timer in a.timers:
-            timer.cancel()
+        self.timers.disarm(a)
+        if a.grace is not None:
+            a.grace.cancel()
         d.current = None
         if finished is not None:
             d.partials_dropped += finished.partials_dropped  # not sent by the child
@@ -625,7 +633,8 @@ class Supervisor:
         record = attempt_record(a, outcome, finished, now=now, killed=killed, fenced=fenced,
                                 restart_pending=d.restart_pending)
         d.attempts.append(record)
-        self.durable.attempt_ended(record)
+        if self.durable.store is not None:  # (in memory, nothing is written: none is made)
+            self.durable.attempt_ended(record.record())
         if self._replays and (replay := self._replays.pop(d.id, None)) is not None:
             self._not_asked_again(replay.finish())  # what the rerun attempt did not ask for
         if self._resumed_calls:
@@ -636,13 +645,15 @@ class Supervisor:
         if record.error is not None:
             d.last_error = record.error
             d.last_traceback = finished.traceback if finished is not None else None
-        stream: dict[str, Any] = {"bad_lines": record.bad_lines} if record.bad_lines else {}
-        if outcome is AttemptOutcome.completed:
-            self.emit("attempt.completed", d, a, duration_s=record.duration_s, **stream)
-        else:
-            self.emit("attempt.failed", d, a, outcome=outcome.value, error=record.error,
-                      duration_s=record.duration_s, progress=record.progress,
-                      tool_calls=record.tool_calls, last_tool=record.last_tool, **stream)
+        if self.events.enabled:  # its fields are read only for someone who listens
+            told = record.fields
+            stream: dict[str, Any] = {"bad_lines": told["bad_lines"]} if told["bad_lines"] else {}
+            if outcome is AttemptOutcome.completed:
+                self.emit("attempt.completed", d, a, duration_s=told["duration_s"], **stream)
+            else:
+                self.emit("attempt.failed", d, a, outcome=outcome.value, error=record.error,
+                          duration_s=told["duration_s"], progress=told["progress"],
+                          tool_calls=told["tool_calls"], last_tool=told["last_tool"], **stream)
         # An attempt's own children lose their owner with it.
         self._cancel_children(d, "the attempt that delegated it ended")
         after = after_attempt(
@@ -859,6 +870,8 @@ class Supervisor:
 
     def _cancel_children(self, d: Delegation, reason: str) -> None:
         """Cancel whatever `d` delegated that is still open."""
+        if not d.children:
+            return  # most delegations delegate nothing
         for child in self.tree.open_children(d):
             self.cancel(child, reason)
 
@@ -942,8 +955,9 @@ class Supervisor:
                 d.backoff_timer.cancel()
             a = d.current
             if a is not None:
-                for timer in a.timers:
-                    timer.cancel()
+                self.timers.disarm(a)
+                if a.grace is not None:
+                    a.grace.cancel()
                 if a.child is not None:
                     if a.child.killable:
                         a.child.kill()  # its `Finished` arrives late and is dropped

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from actors import Usage
+from supervisor.core.settlement import as_record
 from supervisor.core.state import Delegation
 from supervisor.rules.lag import MailboxLag
 from supervisor.rules.tree_shape import nest
@@ -43,7 +44,7 @@ def tree_snapshot(
 def snapshot_node(d: Delegation, now: float) -> dict[str, Any]:
     """One open delegation as `zeus.tree()` shows it (children filled in by the caller)."""
     a = d.current
-    attempts = [r.model_dump(mode="json") for r in d.attempts]
+    attempts = [as_record(r).model_dump(mode="json") for r in d.attempts]
     if a is not None:
         attempts.append({
             "id": a.id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from actors import Usage
-from supervisor.rules.budget import caps_of
+from supervisor.rules.budget import capped, caps_of
 
 if TYPE_CHECKING:
     from supervisor.routing import AgentPolicy, Routing
@@ -30,10 +30,13 @@ def role_framing(
     """
     head = heads.head(agent, policy, routing, depth) if heads else framing_head(
         agent, policy, routing, depth)
-    lines = [head, f"Deadline: {remaining_s:.0f} s from now."]
+    deadline = f"{head}\nDeadline: {remaining_s:.0f} s from now."
+    budget = policy.budget
+    if policy.reasoning_effort is None and not capped(budget):
+        return deadline  # most attempts: built on every one, in Zeus's thread
+    lines = [deadline]
     if policy.reasoning_effort is not None:
         lines.append(f"Reasoning effort: {policy.reasoning_effort}.")
-    budget = policy.budget
     caps = [f"{name.replace('_', ' ')} {used:g}/{cap:g}"
             for name, used, cap in caps_of(usage, budget)]
     if caps:

@@ -22,7 +22,7 @@ class ProgressWatch(NamedTuple):  # a tuple: built on every message, so it must 
 
     @classmethod
     def start(cls, now: float) -> ProgressWatch:
-        return cls(progress=-1, progressed_at=now, seen_at=now)
+        return cls(-1, now, now)  # (progress, progressed_at, seen_at)
 
     def observe(self, progress: int, now: float) -> ProgressWatch:
         """The watch after a message carrying `progress` arrived at `now`."""
