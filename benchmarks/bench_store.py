@@ -287,37 +287,51 @@ def bench_zeus_recovery(rows: list[Row]) -> None:
                                             "(64 at once, the rest queued)"))
 
 
-def bench_dbos(rows: list[Row], durable_s: float, lookup_s: float) -> None:
+@contextlib.contextmanager
+def dbos_workflow(system_database_url: str) -> Iterator[Callable[[int], None] | None]:
+    """DBOS (the `bench-dbos` extra) at its defaults on `system_database_url`, launched:
+    `run(i)` runs its workflow of one no-op step under the id `wf-<i>`; None without
+    DBOS installed."""
     try:
         from dbos import DBOS, SetWorkflowID
     except ImportError:
-        rows.append(Row("DBOS baseline", float("nan"), None, "", note="skipped: "
-                        "`pip install zeus-supervisor[bench-dbos]`"))
+        yield None
         return
     logging.getLogger("dbos").setLevel(logging.WARNING)
-    with tempfile.TemporaryDirectory() as tmp:
-        DBOS(config={"name": "bench", "system_database_url": f"sqlite:///{tmp}/dbos.sqlite",
-                     "log_level": "WARNING"})  # otherwise its defaults
+    DBOS(config={"name": "bench", "system_database_url": system_database_url,
+                 "log_level": "WARNING"})  # otherwise its defaults
 
-        @DBOS.step()
-        def step() -> None:
-            return None
+    @DBOS.step()
+    def step() -> None:
+        return None
 
-        @DBOS.workflow()
-        def workflow() -> None:
-            step()
+    @DBOS.workflow()
+    def workflow() -> None:
+        step()
 
-        DBOS.launch()
-        try:
-            def run(i: int) -> None:
-                with SetWorkflowID(f"wf-{i}"):
-                    workflow()
+    DBOS.launch()
+    try:
+        def run(i: int) -> None:
+            with SetWorkflowID(f"wf-{i}"):
+                workflow()
 
-            samples(run, 50)
-            first = p50(samples(lambda i: run(i + 1000), 500))
-            again = p50(samples(lambda i: run(i + 1000), 500))
-        finally:
-            DBOS.destroy()
+        yield run
+    finally:
+        DBOS.destroy()
+
+
+_NO_DBOS = "skipped: `pip install zeus-supervisor[bench-dbos]`"
+
+
+def bench_dbos(rows: list[Row], durable_s: float, lookup_s: float) -> None:
+    with tempfile.TemporaryDirectory() as tmp, \
+            dbos_workflow(f"sqlite:///{tmp}/dbos.sqlite") as run:
+        if run is None:
+            rows.append(Row("DBOS baseline", float("nan"), None, "", note=_NO_DBOS))
+            return
+        samples(run, 50)
+        first = p50(samples(lambda i: run(i + 1000), 500))
+        again = p50(samples(lambda i: run(i + 1000), 500))
     rows.append(Row("durable delegation vs DBOS workflow (1 no-op step)", durable_s * 1e6,
                     first * 1e6, "us", "DBOS on SQLite, default settings (p50)", "ratio<=0.1",
                     note="Zeus with a store, dispatch to settled (p50)"))
@@ -330,36 +344,17 @@ def bench_dbos_postgres(rows: list[Row], rounds: int = 5, per_round: int = 200) 
     """A durable no-op delegation through Zeus on PostgreSQL against a DBOS workflow of
     one no-op step, each on its own database of the same server, in alternating rounds:
     the median of the rounds' medians and their spread."""
-    try:
-        from dbos import DBOS, SetWorkflowID
-    except ImportError:
-        rows.append(Row("DBOS baseline on PostgreSQL", float("nan"), None, "",
-                        note="skipped: `pip install zeus-supervisor[bench-dbos]`"))
-        return
-    logging.getLogger("dbos").setLevel(logging.WARNING)
     routing = Routing.from_dict({"version": 1, "agents": {}})
     with postgres_url() as first:
         if first is None:
             rows.append(Row("durable delegation vs DBOS workflow on PostgreSQL", float("nan"),
                             None, "us", note="skipped: no PostgreSQL server here"))
             return
-        second = _another_database(first)
-        DBOS(config={"name": "bench", "system_database_url": second, "log_level": "WARNING"})
-
-        @DBOS.step()
-        def step() -> None:
-            return None
-
-        @DBOS.workflow()
-        def workflow() -> None:
-            step()
-
-        DBOS.launch()
-        try:
-            def run(i: int) -> None:
-                with SetWorkflowID(f"wf-{i}"):
-                    workflow()
-
+        with dbos_workflow(_another_database(first)) as run:
+            if run is None:
+                rows.append(Row("DBOS baseline on PostgreSQL", float("nan"), None, "",
+                                note=_NO_DBOS))
+                return
             zeus_rounds: list[float] = []
             dbos_rounds: list[float] = []
             with Zeus.start(routing, agents={"noop": noop}, store=first) as zeus:
@@ -370,8 +365,6 @@ def bench_dbos_postgres(rows: list[Row], rounds: int = 5, per_round: int = 200) 
                         lambda i: zeus.dispatch(BRIEF).result(5), per_round)))
                     dbos_rounds.append(p50(samples(
                         lambda i, r=r: run(1000 + r * per_round + i), per_round)))  # type: ignore[misc]
-        finally:
-            DBOS.destroy()
     rows.append(Row(
         "durable delegation vs DBOS workflow (1 no-op step), both on PostgreSQL",
         p50(zeus_rounds) * 1e6, p50(dbos_rounds) * 1e6, "us",

@@ -556,6 +556,18 @@ class PostgresStore(SharedStore):
         claim and the record), made this host's to dispatch under their claimed ids: each
         key, id and brief. Its lease must have ended more than its bound plus `margin_s`
         ago. `StoreFenced` when this host's own lease is lost."""
+        rows = self._leased(
+            "UPDATE keys k SET host = %s WHERE k.host = %s AND k.host <> %s AND NOT EXISTS"
+            " (SELECT 1 FROM delegations d WHERE d.id = k.delegation_id) AND EXISTS (SELECT 1"
+            " FROM hosts h WHERE h.id = k.host AND h.lease_until + make_interval(secs =>"
+            " h.bound_s + %s) < now()) RETURNING k.key, k.delegation_id, k.brief",
+            (self.host_id, host_id, self.host_id, margin_s))
+        return [(key, d_id, Brief.model_validate_json(text)) for key, d_id, text in rows]
+
+    def _leased(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """`sql`'s rows, run in a transaction of its own only while this host holds its
+        lease: `StoreFenced` (nothing written) once it does not, `StoreError` when the
+        database is away."""
         if self._fenced:
             raise self._fence("its lease was lost earlier")
         try:
@@ -563,18 +575,11 @@ class PostgresStore(SharedStore):
             with con.transaction():
                 if con.execute(LEASED, (self.host_id,)).fetchone() is None:
                     raise _Rollback
-                rows = con.execute(
-                    "UPDATE keys k SET host = %s WHERE k.host = %s AND k.host <> %s AND NOT"
-                    " EXISTS (SELECT 1 FROM delegations d WHERE d.id = k.delegation_id) AND"
-                    " EXISTS (SELECT 1 FROM hosts h WHERE h.id = k.host AND h.lease_until +"
-                    " make_interval(secs => h.bound_s + %s) < now()) RETURNING k.key,"
-                    " k.delegation_id, k.brief",
-                    (self.host_id, host_id, self.host_id, margin_s)).fetchall()
+                return [tuple(row) for row in con.execute(sql, args).fetchall()]
         except _Rollback:
             raise self._fence("its lease ended or was taken over") from None
         except psycopg.Error as exc:
             raise self._lost(exc) from None
-        return [(key, d_id, Brief.model_validate_json(text)) for key, d_id, text in rows]
 
     def open_delegations_of(self, ids: Iterable[str]) -> list[OpenDelegation]:
         """The open delegations among `ids` (those `take_over` claimed), parents before
@@ -646,21 +651,12 @@ class PostgresStore(SharedStore):
 
     def _claim(self, delegation_id: str, clear: str, *, settled: bool = False) -> None:
         self.commit()
-        try:
-            con = self._connection()
-            with con.transaction():
-                if con.execute(LEASED, (self.host_id,)).fetchone() is None:
-                    raise _Rollback
-                row = con.execute(
-                    f"UPDATE delegations SET {clear}owner = %s, epoch = epoch + 1 WHERE id = %s"
-                    + (" AND status IS NOT NULL" if settled else "") + " RETURNING epoch",
-                    (self.host_id, delegation_id)).fetchone()
-        except _Rollback:
-            raise self._fence("its lease ended or was taken over") from None
-        except psycopg.Error as exc:
-            raise self._lost(exc) from None
-        if row is not None:
-            self._held.epochs[delegation_id] = int(row[0])
+        rows = self._leased(
+            f"UPDATE delegations SET {clear}owner = %s, epoch = epoch + 1 WHERE id = %s"
+            + (" AND status IS NOT NULL" if settled else "") + " RETURNING epoch",
+            (self.host_id, delegation_id))
+        if rows:
+            self._held.epochs[delegation_id] = int(rows[0][0])
 
     def children(self, parent_id: str) -> list[StoredDelegation]:
         return self._read(reads.children, parent_id)
