@@ -7,7 +7,6 @@ import json
 import os
 import select
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from supervisor.cli.main import main
+from tests._zygote import forked
 
 WAIT_S = 20.0  # a safety bound on waits, never the thing asserted
 UI_SKIP = "the ui extra is not installed (pip install 'zeus-supervisor[ui]')"
@@ -77,11 +77,8 @@ class Served:
 @contextmanager
 def serving(source: Path | str, *args: str) -> Iterator[Served]:
     """`zeus ui SOURCE --port 0 ARGS` until the block ends (then stopped and reaped)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "supervisor.cli", "ui", str(source), "--port", "0", *args],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=os.environ | {"PYTHONUNBUFFERED": "1"},
-    )
+    process = forked("supervisor.cli", ["ui", str(source), "--port", "0", *args],
+                     env=os.environ | {"PYTHONUNBUFFERED": "1"})  # tests/_zygote.py
     assert process.stdout is not None and process.stderr is not None
     try:
         ready, _, _ = select.select([process.stdout], [], [], WAIT_S)

@@ -1,14 +1,16 @@
-"""Host processes forked from one that has already imported Zeus: `forked(...)`.
+"""Test processes forked from one that has already imported Zeus: `forked(...)`.
 
-A crash test starts dozens of host processes (`tests._crash.Host`), each a fresh
-interpreter that spends most of its first second importing Zeus before it does
-anything. This module's server (`python -m tests._zygote ADDRESS`, started once per
-test session, single-threaded) imports the host module once, then forks a host per
-request: each is a process of its own, with its own pid, pipes, environment and
-working directory, SIGKILLed and started again like any other; only the imports are
-shared, as they are on disk. `forked` gives a `subprocess.Popen`-like handle (what the
-crash tests use of one: `pid`, `stdout`, `stderr`, `poll`, `wait`, `send_signal`,
-`kill`, `communicate`, `returncode`). With ZEUS_TEST_FRESH_HOSTS=1 every host is a
+The crash tests start dozens of host processes (`tests._crash.Host`), and other tests
+start `zeus` commands; each was a fresh interpreter that spent most of its first second
+importing Zeus before it did anything. This module's server (`python -m tests._zygote
+ADDRESS`, started once per test session, single-threaded) imports those modules once,
+then forks a process per request and runs the asked module as `python -m` would
+(`runpy`, as `__main__`): each is a process of its own, with its own pid, pipes,
+environment, working directory and `__main__`, killed and started again like any
+other; only the imports are shared, as they are on disk. `forked` gives a
+`subprocess.Popen`-like handle (`pid`, `stdout`, `stderr`, `poll`, `wait`,
+`send_signal`, `terminate`, `kill`, `communicate`, `returncode`) and `run` a
+`subprocess.run` with its output captured. With ZEUS_TEST_FRESH_HOSTS=1 every one is a
 fresh interpreter again.
 """
 
@@ -17,8 +19,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib
+import io
 import json
 import os
+import runpy
 import select
 import signal
 import socket
@@ -30,11 +34,13 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["FRESH_ENV", "Forked", "forked"]
+__all__ = ["FRESH_ENV", "Forked", "forked", "run"]
 
 ROOT = Path(__file__).resolve().parent.parent
 FRESH_ENV = "ZEUS_TEST_FRESH_HOSTS"
-PRELOAD = ("tests._durable_host",)  # what the forked hosts run: imported once, here
+# What the forked processes run, imported once here (`supervisor.cli`: the `zeus` command).
+PRELOAD = ("tests._durable_host", "tests._reattach_host", "supervisor.cli.main")
+PRELOAD_PREFIXES = ("tests._durable_host", "tests._reattach_host", "supervisor.cli")
 
 
 # -- the server ---------------------------------------------------------------------------
@@ -90,8 +96,8 @@ def _reap(hosts: dict[int, socket.socket]) -> None:
 
 def _host(request: dict[str, Any], fds: list[int], sockets: list[socket.socket],
           pipes: list[int]) -> None:
-    """Runs in the forked host: become it (its stdio, environment, directory, argv),
-    run its module's `main`, and exit as its interpreter would."""
+    """Runs in the forked process: become it (its stdio, environment, directory, argv),
+    run its module as `python -m` does, and exit as its interpreter would."""
     code = 1
     try:
         signal.set_wakeup_fd(-1)
@@ -110,9 +116,14 @@ def _host(request: dict[str, Any], fds: list[int], sockets: list[socket.socket],
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        if os.environ.get("PYTHONUNBUFFERED"):
+            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False),
+                                          write_through=True)
+        sys.path[0] = request["cwd"]  # `python -m`'s first entry: its working directory
         sys.argv = [request["module"], *request["argv"]]
+        sys.modules.pop(request["module"], None)  # run as `__main__` alone, as `-m` does
         try:
-            importlib.import_module(request["module"]).main()
+            runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -133,8 +144,8 @@ def _host(request: dict[str, Any], fds: list[int], sockets: list[socket.socket],
 class Forked:
     """A host forked by the server: what the crash tests use of a `subprocess.Popen`."""
 
-    def __init__(self, conn: socket.socket, pid: int, stdout: IO[str], stderr: IO[str],
-                 args: list[str]) -> None:
+    def __init__(self, conn: socket.socket, pid: int, stdout: IO[str],
+                 stderr: IO[str] | None, args: list[str]) -> None:
         self._conn = conn
         self.pid = pid
         self.stdout: IO[str] | None = stdout
@@ -161,6 +172,9 @@ class Forked:
     def send_signal(self, sig: int) -> None:
         if self.poll() is None:
             os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
@@ -219,32 +233,55 @@ def _stop() -> None:
             os.rmdir(os.path.dirname(address))
 
 
-def forked(module: str, argv: list[str], *, cwd: Path, env: dict[str, str]
+def forked(module: str, argv: list[str], *, cwd: Path | str | None = None,
+           env: dict[str, str] | None = None, stderr: bool = True,
            ) -> Forked | subprocess.Popen[str]:
-    """`python -m module *argv` as a host forked by the server (its stdout and stderr
-    pipes, text), or a fresh interpreter with ZEUS_TEST_FRESH_HOSTS=1 or for a module
-    the server did not preload."""
+    """`python -m module *argv` forked by the server, its stdout a pipe (text) and its
+    stderr one too (with `stderr=False`, this process's own), stdin /dev/null; or a
+    fresh interpreter with ZEUS_TEST_FRESH_HOSTS=1 or for a module the server did not
+    preload. `env` None: this process's environment."""
     args = [sys.executable, "-m", module, *argv]
-    if os.environ.get(FRESH_ENV) == "1" or module not in PRELOAD:
-        return subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+    cwd = str(cwd or os.getcwd())
+    env = dict(os.environ if env is None else env)
+    if os.environ.get(FRESH_ENV) == "1" or not module.startswith(PRELOAD_PREFIXES):
+        return subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE if stderr else None, text=True)
     out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
+    err_r, err_w = os.pipe() if stderr else (-1, os.dup(2))
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         conn.connect(_address())
-        request = {"module": module, "argv": argv, "cwd": str(cwd), "env": env}
+        request = {"module": module, "argv": argv, "cwd": cwd, "env": env}
         socket.send_fds(conn, [json.dumps(request).encode()], [out_w, err_w])
         pid = int(json.loads(conn.recv(4096))["pid"])
     except BaseException:
         conn.close()
         for fd in (out_r, err_r):
-            os.close(fd)
+            if fd >= 0:
+                os.close(fd)
         raise
     finally:
         os.close(out_w)
         os.close(err_w)
-    return Forked(conn, pid, os.fdopen(out_r, "r"), os.fdopen(err_r, "r"), args)
+    return Forked(conn, pid, os.fdopen(out_r, "r"),
+                  os.fdopen(err_r, "r") if err_r >= 0 else None, args)
+
+
+def run(module: str, argv: list[str], *, cwd: Path | str | None = None,
+        env: dict[str, str] | None = None, timeout: float | None = None,
+        ) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run([python, -m, module, *argv], capture_output=True, text=True)`,
+    the process forked by the server."""
+    process = forked(module, argv, cwd=cwd, env=env)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+    assert process.returncode is not None
+    return subprocess.CompletedProcess([sys.executable, "-m", module, *argv],
+                                       process.returncode, out, err)
 
 
 if __name__ == "__main__":

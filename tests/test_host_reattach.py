@@ -30,6 +30,7 @@ from tests._crash import (
     wait_for,
     wait_partials,
 )
+from tests._zygote import run
 
 pytestmark = [pytest.mark.process, pytest.mark.realtime]
 
@@ -387,12 +388,9 @@ def test_a_command_agent_outlives_its_host_and_its_output_is_whole(
 @BOTH
 def test_zeus_sweep_stops_the_children_that_wait_and_names_them(
     tmp_path: Path, store: str) -> None:
-    import subprocess
-
     pid, start, _ = orphaned(tmp_path, store, writer_plan(tmp_path))
-    done = subprocess.run([sys.executable, "-m", "supervisor.cli", "sweep", str(store)],
-                          capture_output=True, text=True, timeout=WAIT_S,
-                          env={**os.environ, "COLUMNS": "200"})
+    done = run("supervisor.cli", ["sweep", str(store)], timeout=WAIT_S,
+               env={**os.environ, "COLUMNS": "200"})
     assert done.returncode == 0, done.stderr
     assert str(pid) in done.stdout and "picked up" in done.stdout
     assert gone_within(5.0, (pid, start))

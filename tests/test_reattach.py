@@ -21,8 +21,6 @@ import shutil
 import signal
 import socket
 import stat
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -48,6 +46,7 @@ from actors.clock import SystemClock
 from actors.mail import Mail
 from actors.protocol import Charge, DelegateRequest, Finished, Heartbeat, Partial
 from tests._support import WAIT_S, Outbox, alive, eventually
+from tests._zygote import forked
 
 pytestmark = [pytest.mark.process, pytest.mark.realtime]
 
@@ -63,10 +62,9 @@ class Host:
         path.write_text(json.dumps(plan), encoding="utf-8")
         root = Path(__file__).resolve().parent.parent
         env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests._reattach_host", str(path)],
-            stdout=subprocess.PIPE, text=True, cwd=root, env=env,
-        )  # fmt: skip
+        # forked from a process that has imported Zeus (tests/_zygote.py)
+        self.process = forked("tests._reattach_host", [str(path)], cwd=root, env=env,
+                              stderr=False)
         self.lines: list[dict[str, Any]] = []
         self._cond = threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)

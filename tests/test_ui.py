@@ -165,7 +165,7 @@ def test_a_run_whose_zeus_stopped_is_over_and_one_still_open_is_not(
 def test_a_store_whose_owner_died_is_over_its_time_stopping_at_the_last_heartbeat(
     tmp_path: Path,
 ) -> None:
-    path = open_writer(tmp_path, ran_s=2.0, owner_pid=None)
+    path = open_writer(str(tmp_path / "zeus.db"), ran_s=2.0, owner_pid=None)
     with client(path) as c:
         run = c.get("/api/tree").json()["run"]
     assert run["stopped_ts"] is None  # it crashed: no zeus.stopped
