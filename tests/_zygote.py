@@ -40,7 +40,6 @@ ROOT = Path(__file__).resolve().parent.parent
 FRESH_ENV = "ZEUS_TEST_FRESH_HOSTS"
 # What the forked processes run, imported once here (`supervisor.cli`: the `zeus` command).
 PRELOAD = ("tests._durable_host", "tests._reattach_host", "supervisor.cli.main")
-PRELOAD_PREFIXES = ("tests._durable_host", "tests._reattach_host", "supervisor.cli")
 
 
 # -- the server ---------------------------------------------------------------------------
@@ -238,12 +237,12 @@ def forked(module: str, argv: list[str], *, cwd: Path | str | None = None,
            ) -> Forked | subprocess.Popen[str]:
     """`python -m module *argv` forked by the server, its stdout a pipe (text) and its
     stderr one too (with `stderr=False`, this process's own), stdin /dev/null; or a
-    fresh interpreter with ZEUS_TEST_FRESH_HOSTS=1 or for a module the server did not
-    preload. `env` None: this process's environment."""
+    fresh interpreter with ZEUS_TEST_FRESH_HOSTS=1. `env` None: this process's
+    environment."""
     args = [sys.executable, "-m", module, *argv]
     cwd = str(cwd or os.getcwd())
     env = dict(os.environ if env is None else env)
-    if os.environ.get(FRESH_ENV) == "1" or not module.startswith(PRELOAD_PREFIXES):
+    if os.environ.get(FRESH_ENV) == "1":
         return subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE if stderr else None, text=True)
