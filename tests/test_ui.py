@@ -18,6 +18,7 @@ from supervisor.cli.main import main
 from supervisor.errors import SupervisorError
 from supervisor.ui import JournalFile, View, open_source
 from tests._ui import needs_ui_extra, withhold_settlement
+from tests._zygote import run as run_forked
 from tests.test_store_cli import open_writer
 
 needs_ui_extra()
@@ -302,8 +303,7 @@ def test_a_file_that_is_no_journal_exits_2_with_zeus_trees_words(tmp_path: Path)
     junk.write_text("hello\nnot a journal\n", encoding="utf-8")
     said = {}
     for command in ("ui", "tree"):
-        done = subprocess.run([sys.executable, "-m", "supervisor.cli", command, str(junk)],
-                              capture_output=True, text=True, timeout=60)
+        done = run_forked("supervisor.cli", [command, str(junk)], timeout=60)  # tests/_zygote.py
         assert done.returncode == 2, (command, done.stdout, done.stderr)
         said[command] = done.stderr.removeprefix(f"zeus {command}: ")
     assert said["ui"] == said["tree"]
