@@ -162,6 +162,10 @@ class Forked:
     def poll(self) -> int | None:
         return self._status(0)
 
+    def __del__(self) -> None:  # as a Popen's, it leaves no socket behind unclosed
+        with contextlib.suppress(Exception):
+            self._conn.close()
+
     def wait(self, timeout: float | None = None) -> int:
         code = self._status(timeout)
         if code is None:
