@@ -119,10 +119,15 @@ def _host(request: dict[str, Any], fds: list[int], sockets: list[socket.socket],
             sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False),
                                           write_through=True)
         sys.path[0] = request["cwd"]  # `python -m`'s first entry: its working directory
-        sys.argv = [request["module"], *request["argv"]]
-        sys.modules.pop(request["module"], None)  # run as `__main__` alone, as `-m` does
         try:
-            runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+            if request.get("script"):  # `python SCRIPT`: its own directory first on the path
+                sys.path[0] = os.path.dirname(os.path.abspath(request["script"]))
+                sys.argv = [request["script"], *request["argv"]]
+                runpy.run_path(request["script"], run_name="__main__")
+            else:
+                sys.argv = [request["module"], *request["argv"]]
+                sys.modules.pop(request["module"], None)  # as `__main__` alone, as -m does
+                runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
             code = 0
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -237,13 +242,13 @@ def _stop() -> None:
 
 
 def forked(module: str, argv: list[str], *, cwd: Path | str | None = None,
-           env: dict[str, str] | None = None, stderr: bool = True,
+           env: dict[str, str] | None = None, stderr: bool = True, script: bool = False,
            ) -> Forked | subprocess.Popen[str]:
-    """`python -m module *argv` forked by the server, its stdout a pipe (text) and its
-    stderr one too (with `stderr=False`, this process's own), stdin /dev/null; or a
-    fresh interpreter with ZEUS_TEST_FRESH_HOSTS=1. `env` None: this process's
-    environment."""
-    args = [sys.executable, "-m", module, *argv]
+    """`python -m module *argv` (with `script`, `python module *argv`: a script's path)
+    forked by the server, its stdout a pipe (text) and its stderr one too (with
+    `stderr=False`, this process's own), stdin /dev/null; or a fresh interpreter with
+    ZEUS_TEST_FRESH_HOSTS=1. `env` None: this process's environment."""
+    args = [sys.executable, *([] if script else ["-m"]), module, *argv]
     cwd = str(cwd or os.getcwd())
     env = dict(os.environ if env is None else env)
     if os.environ.get(FRESH_ENV) == "1":
@@ -255,7 +260,8 @@ def forked(module: str, argv: list[str], *, cwd: Path | str | None = None,
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         conn.connect(_address())
-        request = {"module": module, "argv": argv, "cwd": cwd, "env": env}
+        request = {"module": module, "argv": argv, "cwd": cwd, "env": env,
+                   "script": os.path.join(cwd, module) if script else None}
         socket.send_fds(conn, [json.dumps(request).encode()], [out_w, err_w])
         pid = int(json.loads(conn.recv(4096))["pid"])
     except BaseException:
@@ -273,18 +279,17 @@ def forked(module: str, argv: list[str], *, cwd: Path | str | None = None,
 
 def run(module: str, argv: list[str], *, cwd: Path | str | None = None,
         env: dict[str, str] | None = None, timeout: float | None = None,
-        ) -> subprocess.CompletedProcess[str]:
-    """`subprocess.run([python, -m, module, *argv], capture_output=True, text=True)`,
-    the process forked by the server."""
-    process = forked(module, argv, cwd=cwd, env=env)
+        script: bool = False) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run([python, -m, module, *argv], capture_output=True, text=True)`
+    (with `script`, `[python, module, *argv]`), the process forked by the server."""
+    process = forked(module, argv, cwd=cwd, env=env, script=script)
     try:
         out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         raise
     assert process.returncode is not None
-    return subprocess.CompletedProcess([sys.executable, "-m", module, *argv],
-                                       process.returncode, out, err)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
 if __name__ == "__main__":
