@@ -112,7 +112,7 @@ def test_a_writer_outlives_its_host_and_completes_as_one_attempt_in_the_same_pro
     first.kill()
     [(pid, start, _)] = runs(tmp_path, "writer")
     assert process_running(pid, start)  # it did not die with its host
-    time.sleep(0.5)  # the host stays down a while (the scenario, not a synchronisation)
+    time.sleep(0.2)  # the host stays down a while (the scenario, not a synchronisation)
     second = Host(tmp_path, store, plan)
     recovered = second.read_line()["recovered"]
     (tmp_path / "release").write_text("")
@@ -452,7 +452,7 @@ def test_charges_made_while_no_host_ran_count_after_the_grace_ran_out(
         tmp_path: Path, store: str) -> None:
     plan = plan_of(tmp_path, {"charger": agent("tests._durable_agents:charger",
                                                isolation="process")},
-                   [brief("charger", tmp_path, "c")], grace_s=1.0)
+                   [brief("charger", tmp_path, "c")], grace_s=0.5)
     first = Host(tmp_path, store, plan)
     wait_for(tmp_path / "c.started", first)
     wait_charged(store, 1, first)
