@@ -8,13 +8,13 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests._zygote import forked
 
 ROOT = Path(__file__).resolve().parent.parent
 WAIT_S = 30.0  # a safety bound on waits, never the thing asserted
@@ -41,11 +41,10 @@ class Host:
         plan = {**plan, "supervisor": {"orphan_grace_s": 0, **supervisor}}
         plan_path = tmp / f"plan-{time.monotonic_ns()}.json"
         plan_path.write_text(json.dumps(plan))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests._durable_host", str(store), str(plan_path)],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
+        # A process of its own, forked from one that has imported Zeus already
+        # (tests/_zygote.py): only the imports are shared.
+        self.proc = forked("tests._durable_host", [str(store), str(plan_path)], cwd=ROOT,
+                           env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
         self._read: list[dict[str, Any]] = []
 
     def read_line(self) -> dict[str, Any]:

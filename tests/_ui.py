@@ -3,20 +3,23 @@ lines, and `zeus ui` served by a real process on a free local port."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
 import subprocess
-import sys
+import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, redirect_stdout, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from supervisor.cli.main import main
+from tests._zygote import forked
 
 WAIT_S = 20.0  # a safety bound on waits, never the thing asserted
 UI_SKIP = "the ui extra is not installed (pip install 'zeus-supervisor[ui]')"
@@ -25,6 +28,35 @@ UI_SKIP = "the ui extra is not installed (pip install 'zeus-supervisor[ui]')"
 def needs_ui_extra() -> None:
     for name in ("starlette", "uvicorn", "sse_starlette", "httpx"):
         pytest.importorskip(name, reason=UI_SKIP)
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One real `zeus demo` run: its exit status, how long it took, what it printed, its
+    journal, and what it left in the temporary directory it was given (multiprocess's
+    own pymp-* directory aside: it keeps it for the fork server until this process
+    exits, and removes it then)."""
+
+    code: int
+    took: float
+    out: str
+    log: Path
+    left: list[str]
+
+
+def run_demo_once(folder: Path) -> DemoRun:
+    """`zeus demo --log folder/demo.jsonl`, its temporary directory `folder/tmp`."""
+    scratch = folder / "tmp"
+    scratch.mkdir()
+    log = folder / "demo.jsonl"
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, redirect_stdout(out):
+        patch.setattr(tempfile, "tempdir", str(scratch))
+        started = time.monotonic()
+        code = main(["demo", "--log", str(log)])
+        took = time.monotonic() - started
+    left = [p.name for p in scratch.iterdir() if not p.name.startswith("pymp-")]
+    return DemoRun(code, took, out.getvalue(), log, left)
 
 
 def run_demo(log: Path) -> Path:
@@ -77,11 +109,8 @@ class Served:
 @contextmanager
 def serving(source: Path | str, *args: str) -> Iterator[Served]:
     """`zeus ui SOURCE --port 0 ARGS` until the block ends (then stopped and reaped)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "supervisor.cli", "ui", str(source), "--port", "0", *args],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=os.environ | {"PYTHONUNBUFFERED": "1"},
-    )
+    process = forked("supervisor.cli", ["ui", str(source), "--port", "0", *args],
+                     env=os.environ | {"PYTHONUNBUFFERED": "1"})  # tests/_zygote.py
     assert process.stdout is not None and process.stderr is not None
     try:
         ready, _, _ = select.select([process.stdout], [], [], WAIT_S)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import io
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from supervisor.cli.commands.demo import DEMO_AGENTS, demo_routing, scenarios
 from supervisor.cli.live import open_journal
 from supervisor.cli.main import main
 from supervisor.routing import DEFAULT_ROUTING
+from tests._ui import DemoRun
 
 BOXES = set("─│┌┐└┘├┤┬┴┼━┃╭╮╰╯█░")
 
@@ -37,19 +36,12 @@ def table(out: str) -> dict[str, list[str]]:
 
 @pytest.mark.process
 def test_demo_settles_every_scenario_as_designed_and_its_journal_reads_back(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], demo_run: DemoRun
 ) -> None:
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    log = tmp_path / "demo.jsonl"
-    started = time.monotonic()
-    code = main(["demo", "--log", str(log)])
-    took = time.monotonic() - started
-    out = capsys.readouterr().out
-
-    assert code == EXIT_OK, out
-    assert took < 20
+    # The session's run (tests/conftest.py): the `zeus ui` tests read its journal too.
+    out, log = demo_run.out, demo_run.log
+    assert demo_run.code == EXIT_OK, out
+    assert demo_run.took < 20
     assert "\x1b[" not in out
     assert not set(out) & BOXES
     assert table(out) == {
@@ -61,11 +53,9 @@ def test_demo_settles_every_scenario_as_designed_and_its_journal_reads_back(
         "cancel race": ["spendthrift-2", "cancelled", "yes"],
         "tree": ["athena-1", "completed", "yes"],
     }
-    assert out.count("<subtask_summary>") == len(scenarios(tmp_path))
+    assert out.count("<subtask_summary>") == len(scenarios(log.parent))
     assert f"journal: {log.resolve()}" in out
-    # The implementer's workdir is gone. (multiprocess keeps its own pymp-* directory for
-    # the fork server until this process exits, and removes it then.)
-    assert [p.name for p in scratch.iterdir() if not p.name.startswith("pymp-")] == []
+    assert demo_run.left == []  # the implementer's workdir is gone
 
     run = jr.load(log).run
     d = run.delegations

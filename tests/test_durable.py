@@ -11,8 +11,6 @@ import os
 import shlex
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -34,6 +32,7 @@ from tests._crash import (
     wait_charged,
     wait_for,
 )
+from tests._zygote import forked, run
 
 pytestmark = [pytest.mark.process, pytest.mark.realtime]
 
@@ -380,11 +379,11 @@ def test_zeus_run_with_a_store_run_again_after_a_crash_runs_only_what_had_not_se
         {"key": "the-slow-one", "agent": "held", "scope": "b",
          "inputs": {"dir": str(tmp_path), "name": "b"}},
     ]))
-    cmd = [sys.executable, "-m", "supervisor.cli", "run", str(plan), "--routing",
-           str(tmp_path / "routing.yml"), "--store", str(tmp_path / "zeus.db"), "--json"]
+    cmd = ["run", str(plan), "--routing", str(tmp_path / "routing.yml"), "--store",
+           str(tmp_path / "zeus.db"), "--json"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.Popen(cmd, cwd=tmp_path, env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # `zeus` forked from a process that has imported it (tests/_zygote.py)
+    first = forked("supervisor.cli", cmd, cwd=tmp_path, env=env)
     deadline = time.monotonic() + WAIT_S
     while not (tmp_path / "b.started").exists() or not settled(tmp_path / "zeus.db", "plan:1"):
         assert first.poll() is None, first.communicate()
@@ -394,8 +393,7 @@ def test_zeus_run_with_a_store_run_again_after_a_crash_runs_only_what_had_not_se
     first.communicate(timeout=WAIT_S)
     (tmp_path / "release").write_text("")
 
-    again = subprocess.run(cmd, cwd=tmp_path, env=env, text=True, capture_output=True,
-                           timeout=WAIT_S * 2)
+    again = run("supervisor.cli", cmd, cwd=tmp_path, env=env, timeout=WAIT_S * 2)
     assert again.returncode == 0, again.stderr
     summaries = json.loads(again.stdout)
     assert [s["status"] for s in summaries] == ["completed", "completed"]

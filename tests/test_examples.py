@@ -19,6 +19,7 @@ from actors.protocol import Charge, DelegateRequest, Heartbeat, Partial, ToolCal
 from actors.run import run_work
 from supervisor.examples import explorer, faulty, hotfix, implementer, orchestrator, reviewer
 from tests._support import Outbox
+from tests._zygote import run
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -371,14 +372,8 @@ def test_hotfix_as_a_command_exits_2_with_a_message_on_stderr_for_bad_input(
     tmp_path: Path, scope: str, message: str
 ) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "supervisor.examples.hotfix", scope],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=30,
-    )
+    done = run("supervisor.examples.hotfix", [scope], cwd=tmp_path, env=env,
+               timeout=30)  # forked: tests/_zygote.py
     assert done.returncode == 2
     assert done.stdout == ""
     assert message in done.stderr
@@ -390,14 +385,8 @@ def test_hotfix_as_a_command_prints_one_line_per_file_and_the_result_on_stdout(
 ) -> None:
     (tmp_path / "a.py").write_text("a = 1\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "supervisor.examples.hotfix", "check a.py"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=30,
-    )
+    done = run("supervisor.examples.hotfix", ["check a.py"], cwd=tmp_path, env=env,
+               timeout=30)  # forked: tests/_zygote.py
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "hotfix: check a.py",

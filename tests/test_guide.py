@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import subprocess
 import sys
 import types
 import typing
@@ -29,6 +28,7 @@ from actors import Summary
 from supervisor import Routing
 from supervisor.cli.main import main
 from supervisor.routing import AgentPolicy, SupervisorPolicy
+from tests._zygote import run as run_forked
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "guide.md"
@@ -67,8 +67,7 @@ def run_bash(code: str, capsys: pytest.CaptureFixture[str]) -> None:
                 assert code_ == 0, f"{step}: exit {code_}\n{capsys.readouterr()}"
             elif argv[:2] == ["python", "host.py"]:
                 env = {**os.environ, "PYTHONPATH": str(ROOT)}
-                done = subprocess.run([sys.executable, "host.py"], env=env, capture_output=True,
-                                      text=True, timeout=60, check=False)
+                done = run_forked("host.py", [], env=env, timeout=60, script=True)
                 assert done.returncode == 0, done.stderr
             else:
                 raise AssertionError(f"the guide runs {step!r}, which this test cannot")

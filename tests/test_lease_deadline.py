@@ -38,6 +38,7 @@ from actors.backends.process.worker_lease import POLL_S, LeaseWatch
 from actors.clock import SystemClock
 from actors.protocol import Finished, Partial, Spawned
 from tests._support import WAIT_S, Outbox, alive, eventually
+from tests._zygote import forked
 
 GRACE_S = 0.5
 TERM_S = 0.5
@@ -390,10 +391,9 @@ class Host:
     def __init__(self, tmp: Path, plan: dict[str, Any]) -> None:
         path = tmp / "plan.json"
         path.write_text(json.dumps(plan))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests._lease_host", str(path)],
-            stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent,
-        )  # fmt: skip
+        # forked from a process that has imported Zeus (tests/_zygote.py)
+        self.proc = forked("tests._lease_host", [str(path)], cwd=Path(__file__).parent.parent,
+                           stderr=False)
         self.lines: list[dict[str, Any]] = []
         self._cond = threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)

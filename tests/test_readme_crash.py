@@ -7,12 +7,13 @@ import os
 import re
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests._zygote import forked
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -28,10 +29,11 @@ def crash_example() -> str:
     return match.group(1)
 
 
-def run(tmp: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "host.py"], cwd=tmp, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def run(tmp: Path) -> Any:
+    """`python host.py` in `tmp`, forked from a process that has imported Zeus
+    (tests/_zygote.py)."""
+    return forked("host.py", [], cwd=tmp, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                  script=True)
 
 
 def charged(store: Path) -> int:

@@ -5,17 +5,22 @@ with a store's place and is SIGKILLed; this process then finds the workers that 
 (`find_waiting`, `wait_for_listener`) and picks them up (`ProcessBackend.reattach`).
 One host, killed once, leaves the workers of most tests waiting (`killed_host`); the
 tests that need graces of their own, or two hosts, start their own.
+
+These hosts open no store: a store's name only names the place its workers wait in
+(`place_for_store`), a file's beside it and a PostgreSQL URL's in the temporary
+directory, which the place test checks for both; what happens in between is the
+worker's and the backend's, the same for either store. A real Zeus host on each store,
+killed and started again, is tests/test_host_reattach.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,6 +46,7 @@ from actors.clock import SystemClock
 from actors.mail import Mail
 from actors.protocol import Charge, DelegateRequest, Finished, Heartbeat, Partial
 from tests._support import WAIT_S, Outbox, alive, eventually
+from tests._zygote import forked
 
 pytestmark = [pytest.mark.process, pytest.mark.realtime]
 
@@ -56,10 +62,9 @@ class Host:
         path.write_text(json.dumps(plan), encoding="utf-8")
         root = Path(__file__).resolve().parent.parent
         env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests._reattach_host", str(path)],
-            stdout=subprocess.PIPE, text=True, cwd=root, env=env,
-        )  # fmt: skip
+        # forked from a process that has imported Zeus (tests/_zygote.py)
+        self.process = forked("tests._reattach_host", [str(path)], cwd=root, env=env,
+                              stderr=False)
         self.lines: list[dict[str, Any]] = []
         self._cond = threading.Condition()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -474,24 +479,42 @@ def test_a_worker_outlives_two_hosts_killed_during_one_attempt(
 # -- the place, and finding ----------------------------------------------------------------
 
 
-def test_a_stores_place_is_private_and_keeps_its_key(tmp_path: Path) -> None:
-    store = tmp_path / "zeus.db"
-    assert existing_place(store) is None
-    place = place_for_store(store, 5.0)
-    assert place.directory == str(tmp_path / "zeus.db.children")
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_name(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A store's name, as its place is found by it: a SQLite file's path, or a PostgreSQL
+    URL (no server needed: its place is named by the URL alone)."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "zeus.db")
+        return
+    url = f"postgresql://zeus@/zeus?host={tmp_path}"
+    yield url
+    shutil.rmtree(children_dir(url), ignore_errors=True)  # in the temporary directory
+
+
+def test_a_stores_place_is_private_and_keeps_its_key(store_name: str, tmp_path: Path) -> None:
+    assert existing_place(store_name) is None
+    place = place_for_store(store_name, 5.0)
+    if "://" in store_name:  # no file to lie beside: the user's own temporary directory
+        parent = Path(place.directory).parent
+        assert parent.name == f"zeus-{os.getuid()}"
+        assert stat.S_IMODE(os.stat(parent).st_mode) == 0o700
+    else:
+        assert place.directory == str(tmp_path / "zeus.db.children")
+    assert place.directory == str(children_dir(store_name))
     assert stat.S_IMODE(os.stat(place.directory).st_mode) == 0o700
     key_file = Path(place.directory) / "key"
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600 and len(place.key) == 32
-    assert place_for_store(store, 7.0).key == place.key
-    assert existing_place(store) == ReattachPlace(place.directory, place.key, 0.0)
+    assert place_for_store(store_name, 7.0).key == place.key
+    assert existing_place(store_name) == ReattachPlace(place.directory, place.key, 0.0)
     assert repr(place.key) not in repr(place)
     with pytest.raises(ValueError, match="grace_s"):
-        place_for_store(store, 0.0)
+        place_for_store(store_name, 0.0)
 
 
 def test_a_store_whose_socket_path_would_be_too_long_waits_in_the_temporary_directory(
     tmp_path: Path,
 ) -> None:
+    # A file's path only: a URL's place is always there (the place test above).
     deep = tmp_path / ("d" * 90) / "zeus.db"
     directory = children_dir(deep)
     assert directory.parent.name == f"zeus-{os.getuid()}"

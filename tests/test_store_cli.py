@@ -1,4 +1,5 @@
-"""`zeus tree|timeouts|sweep STORE`: a store path works where a journal path does."""
+"""`zeus tree|timeouts|sweep STORE`: a store (a SQLite file or a PostgreSQL URL) works
+where a journal path does."""
 
 from __future__ import annotations
 
@@ -12,15 +13,39 @@ import pytest
 
 from actors.osproc import process_start_time
 from supervisor.cli.main import main
-from supervisor.store import SqliteStore
+from tests._postgres import is_postgres, open_store
 from tests.test_store import end, record, settle, start
 
 
+def as_if_its_owner(where: str, *, died_at: float | None = None, pid: int = 999_999_998) -> None:
+    """The store's owner (a SQLite file's) or host (a PostgreSQL store's, its only one),
+    which closed it, as if it had died instead (at `died_at`: its last heartbeat, or the
+    end of its lease), or, with `died_at` None and `pid` a running process, as if it
+    still held it."""
+    alive = died_at is None
+    if is_postgres(where):  # a host lives while it holds its lease (the database's clock)
+        import psycopg
+
+        lease = "now() + interval '1 minute'" if alive else "to_timestamp(%(at)s)"
+        with psycopg.connect(where, autocommit=True) as con:
+            con.execute(f"UPDATE hosts SET released = NULL, pid = %(pid)s, lease_until = {lease}",
+                        {"pid": pid, "at": died_at})
+        return
+    con = sqlite3.connect(where)
+    if alive:
+        con.execute("UPDATE owner SET released = NULL, pid = ?, pid_start_time = ?",
+                    (pid, process_start_time(pid)))
+    else:
+        con.execute("UPDATE owner SET released = NULL, pid = ?, heartbeat = coalesce(?, heartbeat)",
+                    (pid, died_at))
+    con.commit()
+    con.close()
+
+
 @pytest.fixture
-def crashed_store(tmp_path: Path) -> Path:
+def crashed_store(store_url: str) -> str:
     """A store whose owner "died" (its row says a pid that is not running) mid-delegation."""
-    path = tmp_path / "zeus.db"
-    store = SqliteStore.open(path)
+    store = open_store(store_url)
     t = time.time()
     record(store, "d1", created=t)
     a1 = start(store, "d1", at=t + 1)
@@ -34,34 +59,25 @@ def crashed_store(tmp_path: Path) -> Path:
     record(store, "d2", created=t + 6)
     store.commit()
     store.close()
-    con = sqlite3.connect(path)  # as if the owner had died instead of closing
-    con.execute("UPDATE owner SET released = NULL, pid = 999999998")
-    con.commit()
-    con.close()
-    return path
+    as_if_its_owner(store_url, died_at=t + 6)
+    return store_url
 
 
-def open_writer(tmp_path: Path, *, ran_s: float, owner_pid: int | None) -> Path:
+def open_writer(where: str, *, ran_s: float, owner_pid: int | None) -> str:
     """A store whose delegation w1 was dispatched `ran_s` ago and is still open, its
     attempt started at once; the owner is `owner_pid` (None: dead), its last heartbeat
     `ran_s` after the dispatch when dead, now when alive."""
-    path = tmp_path / "zeus.db"
-    store = SqliteStore.open(path)
+    store = open_store(where)
     t = time.time() - ran_s
     record(store, "w1", created=t)
     start(store, "w1", at=t + 0.01)
     store.commit()
     store.close()
-    con = sqlite3.connect(path)  # as if the owner were still there, or had died
     if owner_pid is None:
-        con.execute("UPDATE owner SET released = NULL, pid = 999999998, heartbeat = ?",
-                    (t + ran_s,))
+        as_if_its_owner(where, died_at=t + ran_s)
     else:
-        con.execute("UPDATE owner SET released = NULL, pid = ?, pid_start_time = ?",
-                    (owner_pid, process_start_time(owner_pid)))
-    con.commit()
-    con.close()
-    return path
+        as_if_its_owner(where, pid=owner_pid)
+    return where
 
 
 def so_far(out: str) -> float:
@@ -71,22 +87,22 @@ def so_far(out: str) -> float:
 
 
 def test_zeus_tree_of_a_crashed_store_counts_an_open_delegation_to_the_owners_last_heartbeat(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = open_writer(tmp_path, ran_s=2.0, owner_pid=None)
+    path = open_writer(store_url, ran_s=2.0, owner_pid=None)
     assert main(["tree", str(path)]) == 0
     assert so_far(capsys.readouterr().out) == pytest.approx(2.0, abs=0.01)
 
 
 def test_zeus_tree_of_a_store_whose_owner_runs_counts_an_open_delegation_to_now(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = open_writer(tmp_path, ran_s=100.0, owner_pid=os.getpid())
+    path = open_writer(store_url, ran_s=100.0, owner_pid=os.getpid())
     assert main(["tree", str(path)]) == 0
     assert 100.0 <= so_far(capsys.readouterr().out) < 160.0  # loose: the real clock
 
 
-def test_zeus_tree_reads_a_store(crashed_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_zeus_tree_reads_a_store(crashed_store: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["tree", str(crashed_store)])
     out = capsys.readouterr().out
     assert code == 0  # it could read the store (d2 never settled: the tree says so)
@@ -96,7 +112,7 @@ def test_zeus_tree_reads_a_store(crashed_store: Path, capsys: pytest.CaptureFixt
 
 
 def test_zeus_timeouts_reads_a_store(
-    crashed_store: Path, capsys: pytest.CaptureFixture[str]
+    crashed_store: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(["timeouts", str(crashed_store)])
     out = capsys.readouterr().out
@@ -105,7 +121,7 @@ def test_zeus_timeouts_reads_a_store(
     assert "d1-a1" in log and "deadline" in log and "retry in 1.00s" in log
 
 
-def test_zeus_sweep_reads_a_store(crashed_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_zeus_sweep_reads_a_store(crashed_store: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["sweep", "--dry-run", str(crashed_store)])
     out = capsys.readouterr().out
     assert code == 0 and "999999999" in out and "not running" in out
@@ -114,6 +130,7 @@ def test_zeus_sweep_reads_a_store(crashed_store: Path, capsys: pytest.CaptureFix
 def test_a_sqlite_file_that_is_not_a_store_is_bad_input_and_left_alone(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # A file's bytes only (tests/test_store_postgres.py refuses a database that is not one).
     path = tmp_path / "other.db"
     con = sqlite3.connect(path)
     con.execute("CREATE TABLE t (x)")

@@ -106,7 +106,8 @@ def test_a_clean_close_releases_the_host_and_ends_its_lease(opened: Any, pg_url:
     a.close()
     [gone] = [h for h in b.hosts() if h.id == a.host_id]
     assert gone.released is not None and gone.lease_left_s <= 0
-    assert b.lease_keeper().expired_hosts() == []  # released: nothing to take over
+    renewal = b.lease_keeper().keep(0.0)
+    assert renewal is not None and renewal.expired == ()  # released: nothing to take over
 
 
 def test_hosts_that_open_an_empty_database_together_make_one_schema(pg_url: str) -> None:
@@ -352,6 +353,9 @@ def test_an_expired_hosts_trees_are_taken_over_in_batches_and_its_sessions_ended
     opened: Any, pg_url: str
 ) -> None:
     a, b = opened(), opened()
+    slow = opened(bound_s=60.0)  # its children's ladder takes up to a minute
+    record(slow, "s1")
+    slow.commit()
     for n in (1, 2, 3):
         record(a, f"r{n}")
         record(a, f"r{n}.c", parent=f"r{n}")  # a tree: root and child go together
@@ -360,10 +364,19 @@ def test_an_expired_hosts_trees_are_taken_over_in_batches_and_its_sessions_ended
     settle(a, "done")
     a.commit()
     keeper = b.lease_keeper()
-    assert keeper.expired_hosts() == [] and b.take_over(a.host_id, limit=8) == []  # alive
+
+    def expired(margin_s: float = 0.0) -> tuple[str, ...]:
+        renewal = keeper.keep(margin_s)
+        assert renewal is not None  # b's own lease holds
+        return renewal.expired
+
+    assert expired() == () and b.take_over(a.host_id, limit=8) == []  # alive
     expire(pg_url, a)
-    assert [h.id for h in keeper.expired_hosts()] == [a.host_id]
-    assert keeper.expired_hosts(margin_s=60) == []  # not past the ladder's bound yet
+    expire(pg_url, slow)
+    assert expired() == (a.host_id,)  # slow's own bound has not passed yet
+    assert expired(margin_s=60) == ()  # nor a's, with a margin of a minute
+    renewal = keeper.keep(0.0)
+    assert renewal is not None and renewal.next_s is not None and 55 < renewal.next_s <= 60
     assert sql(pg_url, "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
                f"zeus-{a.host_id}") == [(1,)]
     first = b.take_over(a.host_id, limit=2)
@@ -379,7 +392,7 @@ def test_an_expired_hosts_trees_are_taken_over_in_batches_and_its_sessions_ended
         "r1", "r1.c", "r2", "r2.c", "r3", "r3.c"}
     [taken] = [h for h in b.hosts() if h.id == a.host_id]
     assert taken.taken_by == b.host_id and taken.owns == 0
-    assert keeper.expired_hosts() == []  # taken: no one else looks again
+    assert expired() == ()  # taken: it owns nothing open, no one else looks again
 
 
 def test_two_takers_never_claim_the_same_tree(opened: Any, pg_url: str) -> None:

@@ -18,6 +18,7 @@ from supervisor.cli.main import main
 from supervisor.errors import SupervisorError
 from supervisor.ui import JournalFile, View, open_source
 from tests._ui import needs_ui_extra, withhold_settlement
+from tests._zygote import run as run_forked
 from tests.test_store_cli import open_writer
 
 needs_ui_extra()
@@ -165,7 +166,7 @@ def test_a_run_whose_zeus_stopped_is_over_and_one_still_open_is_not(
 def test_a_store_whose_owner_died_is_over_its_time_stopping_at_the_last_heartbeat(
     tmp_path: Path,
 ) -> None:
-    path = open_writer(tmp_path, ran_s=2.0, owner_pid=None)
+    path = open_writer(str(tmp_path / "zeus.db"), ran_s=2.0, owner_pid=None)
     with client(path) as c:
         run = c.get("/api/tree").json()["run"]
     assert run["stopped_ts"] is None  # it crashed: no zeus.stopped
@@ -302,8 +303,7 @@ def test_a_file_that_is_no_journal_exits_2_with_zeus_trees_words(tmp_path: Path)
     junk.write_text("hello\nnot a journal\n", encoding="utf-8")
     said = {}
     for command in ("ui", "tree"):
-        done = subprocess.run([sys.executable, "-m", "supervisor.cli", command, str(junk)],
-                              capture_output=True, text=True, timeout=60)
+        done = run_forked("supervisor.cli", [command, str(junk)], timeout=60)  # tests/_zygote.py
         assert done.returncode == 2, (command, done.stdout, done.stderr)
         said[command] = done.stderr.removeprefix(f"zeus {command}: ")
     assert said["ui"] == said["tree"]

@@ -7,13 +7,13 @@ from __future__ import annotations
 import getpass
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from supervisor import Brief, Routing, Status, Zeus
 from tests._crash import ROOT, WAIT_S
+from tests._zygote import run
 
 ROUTING = """\
 version: 1
@@ -25,9 +25,8 @@ agents:
 
 
 def zeus_cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "supervisor.cli", *args], cwd=cwd,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
-                          text=True, timeout=WAIT_S * 2)
+    return run("supervisor.cli", list(args), cwd=cwd,  # forked: tests/_zygote.py
+               env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=WAIT_S * 2)
 
 
 @pytest.fixture

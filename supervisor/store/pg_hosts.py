@@ -210,15 +210,6 @@ class LeaseKeeper(HostLease):
             " UPDATE SET taken = id_blocks.taken + 1 RETURNING taken", (agent,))[0]
         return (int(taken) - 1) * ID_BLOCK
 
-    def expired_hosts(self, margin_s: float = 0.0) -> list[Host]:
-        """Hosts neither released nor taken whose lease ended more than `margin_s` ago
-        (the database's clock): what this host may take over."""
-        rows = self._run(
-            f"SELECT {_HOST_COLUMNS} FROM hosts h WHERE h.released IS NULL AND h.taken_by IS"
-            " NULL AND h.id <> %s AND h.lease_until + make_interval(secs => %s) < now()"
-            " ORDER BY h.lease_until", (self._host_id, margin_s))
-        return [_host(r) for r in rows]
-
     def settled_feed(self) -> SettledWord:
         return SettledWord(self._url, self._host_id, self._lease_s)
 

@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from supervisor import journal as jr
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_OK, console, print_table
 from supervisor.cli.commands.tree import load_or_fail
 from supervisor.journal.sweep_waiting import sweep_waiting
-from supervisor.store import is_sqlite_file
+from supervisor.store import is_sqlite_file, is_store_url, path_or_url
 
 __all__ = ["add_parser", "run"]
 
@@ -39,8 +38,8 @@ def add_parser(subparsers: Any) -> None:
         help="stop the child processes a crashed supervisor left running",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    parser.add_argument("journal", metavar="EVENTS.jsonl|STORE", type=Path,
-                        help="the journal file, or the store")
+    parser.add_argument("journal", metavar="EVENTS.jsonl|STORE", type=path_or_url,
+                        help="the journal file, or a store (a file or a postgresql:// URL)")
     parser.add_argument(
         "--dry-run", action="store_true", help="say what would be stopped; signal nothing"
     )
@@ -61,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
     journal = load_or_fail(args.journal, "sweep")
     if journal is None:
         return EXIT_BAD_INPUT
-    waiting = sweep_waiting(args.journal, dry_run=args.dry_run) \
-        if is_sqlite_file(args.journal) else []  # fmt: skip
+    is_store = is_store_url(args.journal) or is_sqlite_file(args.journal)
+    waiting = sweep_waiting(args.journal, dry_run=args.dry_run) if is_store else []
     seen = {(r.target.pid, r.target.pid_start_time) for r in waiting}
     results = waiting + [
         r for r in jr.sweep(journal, dry_run=args.dry_run, grace_s=args.grace)
