@@ -9,14 +9,9 @@ store", says what is written when.
 
 from supervisor.store.base import (
     CRASH_KINDS,
-    ID_BLOCK,
-    HostLease,
     OpenDelegation,
     Owner,
     Recovery,
-    Renewal,
-    SettledFeed,
-    SharedStore,
     Store,
     StoreCounts,
     StoredAttempt,
@@ -31,6 +26,7 @@ from supervisor.store.journal import (
     path_or_url,
     store_events,
 )
+from supervisor.store.shared import ID_BLOCK, HostLease, Renewal, SettledFeed, SharedStore
 from supervisor.store.sqlite import CRASH_ENV, CRASH_EXIT, SqliteStore
 
 __all__ = [

@@ -8,7 +8,6 @@ once Zeus runs (the CLI's main thread when it only reads).
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,13 +17,9 @@ from actors import AttemptRecord, Brief, Status, Summary, Usage
 
 __all__ = [
     "CRASH_KINDS",
-    "HostLease",
     "OpenDelegation",
     "Owner",
     "Recovery",
-    "Renewal",
-    "SettledFeed",
-    "SharedStore",
     "Store",
     "StoreCounts",
     "StoredAttempt",
@@ -316,109 +311,3 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Commit what is buffered and give up ownership (a later opener need not recover)."""
-
-
-# -- several hosts on one store (docs/design.md, "Several hosts") ---------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Renewal:
-    """One renewal of a host's lease: the seconds it has left by the database's clock,
-    the hosts whose leases ended more than the asked margin ago and still own open
-    delegations (what this host may take over), and when the next one will have."""
-
-    left_s: float
-    expired: tuple[str, ...] = ()
-    # Seconds until the next other host's lease, plus the margin, ends (one that still
-    # owns open delegations): when to look again, rather than a renewal period later.
-    next_s: float | None = None
-
-
-class SettledFeed(abc.ABC):
-    """Word from a shared store that delegations settled (PostgreSQL's `LISTEN`), on a
-    connection of its own: waited on by the thread that watches other hosts' delegations
-    (supervisor/core/remote.py), which still polls the store as a backstop."""
-
-    @abc.abstractmethod
-    def wait(self, timeout_s: float) -> set[str] | None:
-        """The delegations said to have settled within `timeout_s` (empty: none). None
-        when there is no word to trust (the feed was lost or just made again): the
-        caller looks at the store itself."""
-
-    @abc.abstractmethod
-    def close(self) -> None: ...
-
-
-class HostLease(abc.ABC):
-    """A host's lease on a shared store, on a connection of its own: the lease keeper's
-    thread renews it, the thread that watches other hosts' delegations reads through it
-    (each call takes the connection's lock), while the store serves Zeus's thread."""
-
-    @abc.abstractmethod
-    def keep(self, margin_s: float) -> Renewal | None:
-        """Renew the lease and name the hosts to take over (their leases ended more than
-        their own ladder's bound plus `margin_s` ago), in one statement; None when the
-        lease is lost (it ended, or another host took it). `StoreError` when the
-        database cannot be reached."""
-
-    @abc.abstractmethod
-    def summaries(self, delegation_ids: Sequence[str]) -> dict[str, Summary]:
-        """The settled summaries among `delegation_ids` (any host's)."""
-
-    @abc.abstractmethod
-    def exists(self, delegation_id: str) -> bool:
-        """Whether any host of the store dispatched `delegation_id` (recorded or claimed)."""
-
-    @abc.abstractmethod
-    def claim_key(self, key: str, delegation_id: str,
-                  brief: Brief) -> tuple[str, Brief, bool]:
-        """Claim `key` for the delegation about to be dispatched, committed at once: the
-        key's delegation (this one, or the one another host claimed first), its brief,
-        and whether this host dispatches it (its own claim, or a dead host's claim of the
-        same brief that was never dispatched, taken over under that claim's id)."""
-
-    def settled_feed(self) -> SettledFeed | None:
-        """Word of settlements as they commit, on a connection of its own (called in the
-        watching thread); None: the store gives none, so the watcher polls."""
-        return None
-
-    @abc.abstractmethod
-    def close(self) -> None: ...
-
-
-class SharedStore(Store):
-    """A store that several live hosts share, each with a lease (PostgreSQL). Zeus's
-    thread uses it as a `Store`; `lease()` is for the lease keeper's thread."""
-
-    host_id: str
-    lease_s: float
-    bound_s: float  # its children's ladder's bound, as registered: a taker waits past it
-
-    @abc.abstractmethod
-    def take_claims(self, host_id: str, *, margin_s: float) -> list[tuple[str, str, Brief]]:
-        """The keys the dead host `host_id` claimed and never dispatched, made this host's
-        to dispatch under their claimed ids (key, id, brief)."""
-
-    @abc.abstractmethod
-    def lease(self) -> HostLease:
-        """This host's lease, on a connection of its own (one per store)."""
-
-    @abc.abstractmethod
-    def take_over(self, host_id: str, limit: int, *, margin_s: float = 0.0) -> list[str]:
-        """Claim at most `limit` open delegation trees of the expired host `host_id`
-        (epochs bumped, committed at once); the ids claimed, parents first."""
-
-    @abc.abstractmethod
-    def open_delegations_of(self, ids: Iterable[str]) -> list[OpenDelegation]:
-        """The open delegations among `ids`, as `open_delegations` gives them."""
-
-    @abc.abstractmethod
-    def next_ids(self, agent: str) -> int:
-        """Where the next block of `agent`'s delegation numbers that no other host of the
-        store uses starts (exclusive; `ID_BLOCK` of them), committed at once: a store's
-        first host gives `<agent>-1` on, the next one `<agent>-100001` on."""
-
-
-# Delegation numbers a host of a shared store reserves at a time: `<agent>-<n>` stays
-# unique across hosts.
-ID_BLOCK = 100_000

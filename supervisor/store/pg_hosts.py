@@ -13,8 +13,8 @@ from typing import Any
 
 from actors import Brief, Summary
 from supervisor.errors import StoreError
-from supervisor.store.base import ID_BLOCK, HostLease, Renewal, SettledFeed
 from supervisor.store.pg_schema import TABLES, Qmark, shown
+from supervisor.store.shared import ID_BLOCK, HostLease, Renewal, SettledFeed
 
 try:
     import psycopg

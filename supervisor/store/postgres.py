@@ -41,13 +41,7 @@ from actors import AttemptRecord, Brief, Status, Summary, Usage
 from actors.osproc import process_start_time
 from supervisor.errors import StoreError, StoreFenced
 from supervisor.store import reads
-from supervisor.store.base import (
-    OpenDelegation,
-    Owner,
-    SharedStore,
-    StoreCounts,
-    StoredDelegation,
-)
+from supervisor.store.base import OpenDelegation, Owner, StoreCounts, StoredDelegation
 from supervisor.store.owner import owner_alive
 from supervisor.store.pg_hosts import (
     RENEW,
@@ -71,6 +65,7 @@ from supervisor.store.pg_schema import (
     prepare,
     shown,
 )
+from supervisor.store.shared import SharedStore
 from supervisor.store.sqlite import CRASH_EXIT, _crash_after
 from supervisor.store.writes import Charges, PolicyIds, item_json
 
