@@ -228,8 +228,6 @@ class LeaseKeeper(HostLease):
                 self._con = None
 
 
-
-
 class SettledWord(SettledFeed):
     """`LISTEN` on the settled channel, on a connection of its own, used from one thread
     (the one that watches other hosts' delegations)."""

@@ -79,9 +79,6 @@ __all__ = ["Host", "LeaseKeeper", "PostgresStore", "hosts", "is_postgres_url", "
 _T = TypeVar("_T")
 _DAY_S = 86_400.0
 _BACKOFF_S = (0.05, 0.2, 0.5, 1.0, 2.0)  # waits between reconnects; the last repeats
-
-
-
 _NOTIFY = f"SELECT pg_notify('{SETTLED}', %s)"
 _PAYLOAD_CHARS = 7000  # a notification's payload holds under 8,000 bytes
 
@@ -504,44 +501,37 @@ class PostgresStore(SharedStore):
         """`take_over`; with `margin_s` None, whatever its lease (its process is gone)."""
         expired = ("" if margin_s is None else  # past its own ladder's bound too
                    " AND lease_until + make_interval(secs => bound_s + %s) < now()")
-        if self._fenced:
-            raise self._fence("its lease was lost earlier")
-        self.commit()  # what came before, first
+        self.commit()  # what came before, first (fenced: `StoreFenced`)
+        margin = () if margin_s is None else (margin_s,)
         try:
             con = self._connection()
-            args = (host_id, self.host_id, *(() if margin_s is None else (margin_s,)))
             if con.execute("SELECT 1 FROM hosts WHERE id = %s AND id <> %s AND released IS"
-                           " NULL" + expired, args).fetchone() is None:
+                           " NULL" + expired, (host_id, self.host_id, *margin)
+                           ).fetchone() is None:
                 return []  # alive, released, or unknown: nothing to take
             # a frozen session of it could hold row locks the claim would skip for good
             con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE"
                         " application_name = %s", (f"zeus-{host_id}",))
-            with con.transaction():
-                if con.execute(LEASED, (self.host_id,)).fetchone() is None:
-                    raise _Rollback
-                row = con.execute(
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+        with self._leased() as con:
+            if con.execute(
                     "UPDATE hosts SET taken_by = COALESCE(taken_by, %s), taken_at ="
                     " COALESCE(taken_at, now()) WHERE id = %s AND id <> %s AND released IS"
                     " NULL" + expired + " RETURNING 1",
-                    (self.host_id, host_id, self.host_id,
-                     *(() if margin_s is None else (margin_s,)))).fetchone()
-                if row is None:
-                    return []
-                claimed = con.execute(
-                    "WITH RECURSIVE roots AS (SELECT d.id FROM delegations d WHERE d.owner = %s"
-                    " AND d.status IS NULL AND NOT EXISTS (SELECT 1 FROM delegations p WHERE"
-                    " p.id = d.parent_id AND p.owner = %s AND p.status IS NULL)"
-                    " ORDER BY d.seq LIMIT %s FOR UPDATE SKIP LOCKED),"
-                    " tree(id) AS (SELECT id FROM roots UNION SELECT c.id FROM delegations c"
-                    " JOIN tree ON c.parent_id = tree.id WHERE c.owner = %s"
-                    " AND c.status IS NULL)"
-                    " UPDATE delegations SET owner = %s, epoch = epoch + 1 WHERE id IN"
-                    " (SELECT id FROM tree) AND owner = %s RETURNING id, epoch, seq",
-                    (host_id, host_id, limit, host_id, self.host_id, host_id)).fetchall()
-        except _Rollback:
-            raise self._fence("its lease ended or was taken over") from None
-        except psycopg.Error as exc:
-            raise self._lost(exc) from None
+                    (self.host_id, host_id, self.host_id, *margin)).fetchone() is None:
+                return []
+            claimed = con.execute(
+                "WITH RECURSIVE roots AS (SELECT d.id FROM delegations d WHERE d.owner = %s"
+                " AND d.status IS NULL AND NOT EXISTS (SELECT 1 FROM delegations p WHERE"
+                " p.id = d.parent_id AND p.owner = %s AND p.status IS NULL)"
+                " ORDER BY d.seq LIMIT %s FOR UPDATE SKIP LOCKED),"
+                " tree(id) AS (SELECT id FROM roots UNION SELECT c.id FROM delegations c"
+                " JOIN tree ON c.parent_id = tree.id WHERE c.owner = %s"
+                " AND c.status IS NULL)"
+                " UPDATE delegations SET owner = %s, epoch = epoch + 1 WHERE id IN"
+                " (SELECT id FROM tree) AND owner = %s RETURNING id, epoch, seq",
+                (host_id, host_id, limit, host_id, self.host_id, host_id)).fetchall()
         for d_id, epoch, _ in claimed:
             self._held.epochs[d_id] = int(epoch)
         return [d_id for d_id, _, _ in sorted(claimed, key=lambda r: r[2])]
@@ -551,18 +541,21 @@ class PostgresStore(SharedStore):
         claim and the record), made this host's to dispatch under their claimed ids: each
         key, id and brief. Its lease must have ended more than its bound plus `margin_s`
         ago. `StoreFenced` when this host's own lease is lost."""
-        rows = self._leased(
-            "UPDATE keys k SET host = %s WHERE k.host = %s AND k.host <> %s AND NOT EXISTS"
-            " (SELECT 1 FROM delegations d WHERE d.id = k.delegation_id) AND EXISTS (SELECT 1"
-            " FROM hosts h WHERE h.id = k.host AND h.lease_until + make_interval(secs =>"
-            " h.bound_s + %s) < now()) RETURNING k.key, k.delegation_id, k.brief",
-            (self.host_id, host_id, self.host_id, margin_s))
+        with self._leased() as con:
+            rows = con.execute(
+                "UPDATE keys k SET host = %s WHERE k.host = %s AND k.host <> %s AND NOT"
+                " EXISTS (SELECT 1 FROM delegations d WHERE d.id = k.delegation_id) AND"
+                " EXISTS (SELECT 1 FROM hosts h WHERE h.id = k.host AND h.lease_until +"
+                " make_interval(secs => h.bound_s + %s) < now()) RETURNING k.key,"
+                " k.delegation_id, k.brief",
+                (self.host_id, host_id, self.host_id, margin_s)).fetchall()
         return [(key, d_id, Brief.model_validate_json(text)) for key, d_id, text in rows]
 
-    def _leased(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        """`sql`'s rows, run in a transaction of its own only while this host holds its
-        lease: `StoreFenced` (nothing written) once it does not, `StoreError` when the
-        database is away."""
+    @contextlib.contextmanager
+    def _leased(self) -> Iterator[Any]:
+        """The connection inside a transaction of its own, entered only while this host
+        holds its lease (its row held against a taker till the end): `StoreFenced`
+        (nothing written) once it does not, `StoreError` when the database is away."""
         if self._fenced:
             raise self._fence("its lease was lost earlier")
         try:
@@ -570,7 +563,7 @@ class PostgresStore(SharedStore):
             with con.transaction():
                 if con.execute(LEASED, (self.host_id,)).fetchone() is None:
                     raise _Rollback
-                return [tuple(row) for row in con.execute(sql, args).fetchall()]
+                yield con
         except _Rollback:
             raise self._fence("its lease ended or was taken over") from None
         except psycopg.Error as exc:
@@ -624,7 +617,8 @@ class PostgresStore(SharedStore):
                                        attempt_columns=ATTEMPT_COLUMNS))
 
     def delegation_as_open(self, delegation_id: str) -> OpenDelegation | None:
-        found = self._read(reads.open_delegations, delegation_id)
+        found = self._read(reads.open_delegations, delegation_id,
+                           attempt_columns=ATTEMPT_COLUMNS)
         if found:
             for a in found[0].attempts:
                 self._held.attempt(a.id, delegation_id, running=a.open)
@@ -646,12 +640,13 @@ class PostgresStore(SharedStore):
 
     def _claim(self, delegation_id: str, clear: str, *, settled: bool = False) -> None:
         self.commit()
-        rows = self._leased(
-            f"UPDATE delegations SET {clear}owner = %s, epoch = epoch + 1 WHERE id = %s"
-            + (" AND status IS NOT NULL" if settled else "") + " RETURNING epoch",
-            (self.host_id, delegation_id))
-        if rows:
-            self._held.epochs[delegation_id] = int(rows[0][0])
+        with self._leased() as con:
+            row = con.execute(
+                f"UPDATE delegations SET {clear}owner = %s, epoch = epoch + 1 WHERE id = %s"
+                + (" AND status IS NOT NULL" if settled else "") + " RETURNING epoch",
+                (self.host_id, delegation_id)).fetchone()
+        if row is not None:
+            self._held.epochs[delegation_id] = int(row[0])
 
     def children(self, parent_id: str) -> list[StoredDelegation]:
         return self._read(reads.children, parent_id)
