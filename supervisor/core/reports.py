@@ -27,6 +27,7 @@ from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.journal.streams import short_text
 from supervisor.rules.budget import priced
 from supervisor.rules.delegation import delegation_refusal
+from supervisor.rules.recovery import is_writer
 
 __all__ = ["ChildReports"]
 
@@ -190,8 +191,8 @@ class ChildReports:
         a.last_tool = msg.name
         if msg.running:
             a.in_tool = msg.name
-            writer = not (a.policy.read_only or a.policy.idempotent)
-            if writer and not msg.read_only and self._sup.backend_for(a.policy).runs_in_host:
+            if (is_writer(a.policy) and not msg.read_only
+                    and self._sup.backend_for(a.policy).runs_in_host):
                 a.tool_stored = True  # a thread that no lease can stop is writing
                 self._sup.durable.in_tool(a, msg.name)
         if not msg.read_only:

@@ -608,8 +608,6 @@ class Supervisor:
         if not a.announced:
             self.announce(d, a)
         self.timers.disarm(a)
-        if a.grace is not None:
-            a.grace.cancel()
         d.current = None
         if finished is not None:
             d.partials_dropped += finished.partials_dropped  # not sent by the child
@@ -956,8 +954,6 @@ class Supervisor:
             a = d.current
             if a is not None:
                 self.timers.disarm(a)
-                if a.grace is not None:
-                    a.grace.cancel()
                 if a.child is not None:
                     if a.child.killable:
                         a.child.kill()  # its `Finished` arrives late and is dropped

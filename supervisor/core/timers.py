@@ -89,12 +89,12 @@ class Timers:
             heapq.heapify(self._due)
 
     def disarm(self, a: Attempt) -> None:
-        """The attempt ended: its timer falls due no more."""
+        """The attempt ended: neither its timer nor its grace period's falls due."""
+        if a.grace is not None:
+            a.grace.cancel()
         if self._live.pop(a.id, None) is not None and not self._live:
             self._due.clear()  # nothing left to time: neither is the clock's timer needed
-            if self._ring is not None:
-                self._ring.cancel()
-            self._ring, self._ring_at = None, float("inf")
+            self._stop_ring()
 
     def due(self) -> list[AttemptDue]:
         """The clock's timer rang (`AttemptsDue`): each attempt whose timer fell due by
@@ -112,10 +112,14 @@ class Timers:
         if heap and (self._ring_at <= now or heap[0][0] < self._ring_at):
             self._ring_for(heap[0][0])  # (a ring still to come is kept: it comes sooner)
         elif not heap:
-            if self._ring is not None:
-                self._ring.cancel()
-            self._ring, self._ring_at = None, float("inf")
+            self._stop_ring()
         return out
+
+    def _stop_ring(self) -> None:
+        """No attempt's timer is left: the clock's one timer for them goes."""
+        if self._ring is not None:
+            self._ring.cancel()
+        self._ring, self._ring_at = None, float("inf")
 
     def _ring_for(self, when: float) -> None:
         """The clock's one timer for the attempts, moved to `when` (rung at once if that

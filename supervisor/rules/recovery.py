@@ -37,6 +37,7 @@ from supervisor.rules.settle import Fallback, Retry, Settle, decide_next
 
 __all__ = [
     "BLOCKED_REASON",
+    "IN_TOOL_REASON",
     "NOT_ASKED_AGAIN",
     "STATEFUL_REASON",
     "AttemptFacts",
@@ -49,6 +50,7 @@ __all__ = [
     "Start",
     "Wait",
     "brief_differences",
+    "is_writer",
     "losses",
     "recover",
     "retries_made",
@@ -123,6 +125,12 @@ class Plan:
     step: Step
 
 
+def is_writer(policy: AgentPolicy) -> bool:
+    """Neither `read_only` nor `idempotent`: its side effects forbid running it again
+    after a loss, unless its old child is known stopped."""
+    return not (policy.read_only or policy.idempotent)
+
+
 def recover(
     attempts: Sequence[AttemptFacts],
     policy: AgentPolicy,
@@ -153,7 +161,7 @@ def recover(
     if waiting:
         return Plan((), Wait(waiting))
     lost = tuple(a.id for a in attempts if a.open)
-    writer = not (policy.read_only or policy.idempotent)
+    writer = is_writer(policy)
     expired = deadline is not None and now >= deadline
     overrun = budget_overrun(spent, policy.budget)
     in_tool = next((a.in_tool for a in attempts if a.open and a.in_tool), None)
