@@ -176,7 +176,7 @@ def test_the_attempts_share_one_clock_timer_at_the_soonest_of_their_deadlines(
     make_zeus: ZeusFactory, clock: FakeClock
 ) -> None:
     """Each attempt's timer is kept by Zeus; the clock holds one, at the soonest, that
-    moves to the next as it rings, and none once no attempt is left to time."""
+    moves to the next as it rings, and none once it rang with no attempt left to time."""
 
     def sleeps(brief: Brief, ctx: Context) -> None:
         ctx.sleep(3600)  # its own wake-up is a clock timer too, an hour away
@@ -199,6 +199,31 @@ def test_the_attempts_share_one_clock_timer_at_the_soonest_of_their_deadlines(
         assert attempts_timers() == next_due
     assert clock.pending() == []
 
+
+
+def test_the_clock_timer_of_an_attempt_that_ended_serves_the_next_and_then_rings_once(
+    make_zeus: ZeusFactory, clock: FakeClock
+) -> None:
+    """One attempt at a time sets one clock timer, not one each: the timer left by an
+    attempt that ended in time stays for the next (due later), and rings once, finding
+    nothing due, when none is left; it is not set again."""
+    zeus = make_zeus({"n": {"heartbeat": {"stale_after_s": 3600}}},
+                     works={"n": lambda brief, ctx: None})
+    t0 = clock.now()
+    assert zeus.dispatch(Brief(agent="n", scope="first", timeout_s=5)).result(10).ok
+    sync(zeus)
+    assert clock.pending() == [t0 + 5]  # its attempt ended; the clock's timer stays
+    clock.advance(1)
+    assert zeus.dispatch(Brief(agent="n", scope="second", timeout_s=5)).result(10).ok
+    sync(zeus)
+    assert clock.pending() == [t0 + 5]  # the next attempt's deadline, t0 + 6, set none
+    clock.advance(4)  # it rings: nothing is due, and nothing is left to time
+    sync(zeus)
+    assert clock.pending() == []
+    late = zeus.dispatch(Brief(agent="n", scope="third", timeout_s=5))
+    assert late.result(10).ok
+    sync(zeus)
+    assert clock.pending() == [t0 + 10]  # a new attempt after that sets one again
 
 def test_a_grace_no_timer_can_keep_ends_at_once_with_an_error_event(
     make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder

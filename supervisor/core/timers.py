@@ -7,6 +7,10 @@ lock, no `Timer` and closure per attempt), and on the clock one timer at the soo
 of them, whose message (`AttemptsDue`) hands Zeus those that fell due (`due()`).
 Most are never due (the attempt ends first): an ended attempt's entry is dropped
 when it comes up, or in bulk when they pile up, or all at once when none is left.
+The clock's timer is not cancelled when the last attempt ends: the next attempt, due
+later, needs no new one (a host that runs one or two at a time would otherwise set a
+clock timer and wake the clock's thread for each attempt), and if none comes it rings
+once, finds nothing due, and is not set again.
 """
 
 from __future__ import annotations
@@ -93,8 +97,7 @@ class Timers:
         if a.grace is not None:
             a.grace.cancel()
         if self._live.pop(a.id, None) is not None and not self._live:
-            self._due.clear()  # nothing left to time: neither is the clock's timer needed
-            self._stop_ring()
+            self._due.clear()  # nothing left to time (the clock's timer stays: see above)
 
     def due(self) -> list[AttemptDue]:
         """The clock's timer rang (`AttemptsDue`): each attempt whose timer fell due by
