@@ -264,13 +264,20 @@ def bench_burst(rows: list[Row], zeus: Zeus, rounds: int = 5) -> None:
       1,000 `ThreadPoolExecutor(8).submit()` calls in a row there;
     - the ticker's longest gap while 1,000 delegations are gathered, against 1,000
       `asyncio.sleep(0)` tasks gathered;
-    - Zeus's thread's CPU per no-op delegation over those bursts (`tree()["actor_cpu_s"]`).
+    - Zeus's thread's CPU per no-op delegation over those bursts (`tree()["actor_cpu_s"]`);
+    - no target, the floor under the ticker's: its gap while 1,000 no-ops run on bare
+      threads, gathered through `loop.run_in_executor`, on a `ThreadPoolExecutor(8)` and
+      on one of 150 threads (about as many as a burst keeps busy in Zeus's pool), against
+      the same `asyncio.sleep(0)` tasks: what threads that want the interpreter lock cost
+      the loop with no Zeus at all.
     """
     import concurrent.futures
 
     n = 1000
     brief = Brief(agent="noop", scope="nothing")
     pool = concurrent.futures.ThreadPoolExecutor(8)
+    wide = concurrent.futures.ThreadPoolExecutor(150)
+    list(wide.map(time.sleep, [0.01] * 150))  # every one of its threads started
 
     async def zeus_calls() -> float:
         t0 = time.perf_counter()
@@ -292,9 +299,17 @@ def bench_burst(rows: list[Row], zeus: Zeus, rounds: int = 5) -> None:
     async def sleeps() -> None:
         await asyncio.gather(*(asyncio.sleep(0) for _ in range(n)))
 
+    def bare_threads(executor: concurrent.futures.ThreadPoolExecutor) -> Callable[
+            [], Awaitable[Any]]:
+        async def load() -> None:
+            loop = asyncio.get_running_loop()
+            await asyncio.gather(*(loop.run_in_executor(executor, time.monotonic)
+                                   for _ in range(n)))
+        return load
+
     async def main() -> dict[str, list[float]]:
         out: dict[str, list[float]] = {"calls": [], "pool": [], "gap": [], "sleeps": [],
-                                       "cpu": []}
+                                       "cpu": [], "pool8_gap": [], "pool150_gap": []}
         for i in range(rounds):
             zeus._sync()
             order = [("calls", zeus_calls), ("pool", pool_calls)]
@@ -303,7 +318,8 @@ def bench_burst(rows: list[Row], zeus: Zeus, rounds: int = 5) -> None:
                 out[name].append(await run())
             zeus._sync()
             gaps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
-                ("gap", delegations), ("sleeps", sleeps)]
+                ("gap", delegations), ("sleeps", sleeps), ("pool8_gap", bare_threads(pool)),
+                ("pool150_gap", bare_threads(wide))]
             for name, load in gaps if i % 2 == 0 else gaps[::-1]:
                 gc.collect()
                 before = zeus.tree()["actor_cpu_s"] if name == "gap" else 0.0
@@ -314,6 +330,7 @@ def bench_burst(rows: list[Row], zeus: Zeus, rounds: int = 5) -> None:
 
     out = asyncio.run(main())
     pool.shutdown()
+    wide.shutdown()
     med = statistics.median
     note = f"median of {rounds} alternating rounds; spread"
     rows.append(Row("1,000 dispatch() calls in a row on the loop's thread, per call",
@@ -326,6 +343,11 @@ def bench_burst(rows: list[Row], zeus: Zeus, rounds: int = 5) -> None:
                     "1,000 asyncio.sleep(0) tasks gathered", target="ratio<=1.5",
                     note=f"{note} {spread(out['gap'], 1e3, 2)} ms against "
                          f"{spread(out['sleeps'], 1e3, 2)} ms"))
+    for key, threads in (("pool8_gap", 8), ("pool150_gap", 150)):
+        rows.append(Row(f"ticker longest gap, 1,000 no-ops on ThreadPoolExecutor({threads}) "
+                        "gathered (no Zeus: the floor)", med(out[key]) * 1e3,
+                        med(out["sleeps"]) * 1e3, "ms", "1,000 asyncio.sleep(0) tasks gathered",
+                        note=f"{note} {spread(out[key], 1e3, 2)} ms; loop.run_in_executor"))
     rows.append(Row("Zeus's thread CPU per no-op delegation, 1,000 gathered on a loop",
                     med(out["cpu"]) * 1e6, None, "us", target="value<=60",
                     note=f"{note} {spread(out['cpu'], 1e6)} us; tree()['actor_cpu_s'] "

@@ -127,19 +127,30 @@ def bench_process(rows: list[Row], workers: int, n: int, rounds: int) -> None:
 
 
 def bench_threads(rows: list[Row], in_flight: int, n: int, rounds: int) -> None:
+    cpus: list[float] = []  # Zeus's thread's CPU per delegation, each measured round
     with Zeus.start(routing("thread", 1), agents={"noop": noop}) as zeus, \
             ThreadPoolExecutor(max_workers=in_flight) as pool:
 
         def through_zeus(total: int) -> float:
             briefs = [Brief(agent="noop", scope=f"x{i}") for i in range(total)]
-            return gated(total, in_flight, zeus_starter(zeus, briefs))
+            before = zeus.tree()["actor_cpu_s"]
+            took = gated(total, in_flight, zeus_starter(zeus, briefs))
+            cpus.append((zeus.tree()["actor_cpu_s"] - before) / total)
+            return took
 
         def through_pool(total: int) -> float:
             return gated(total, in_flight, future_starter(lambda: pool.submit(bare_noop)))
 
         through_zeus(200)
         through_pool(200)
+        del cpus[:]
         rates = alternate(n, rounds, {"zeus": through_zeus, "pool": through_pool})
+    per = 1e6 / statistics.median(rates["zeus"])
+    rows.append(Row(
+        f"thread children, {in_flight} in flight: Zeus's thread's CPU per delegation",
+        statistics.median(cpus) * 1e6, None, "us", note=(
+            f"median of {rounds}, spread {min(cpus) * 1e6:.1f}-{max(cpus) * 1e6:.1f} us, of "
+            f"{per:.1f} us of wall time per delegation: Zeus's thread is the serial part")))
     rows.append(Row(
         f"thread children, {in_flight} in flight", statistics.median(rates["zeus"]),
         statistics.median(rates["pool"]), "/s", f"ThreadPoolExecutor({in_flight}), the same loop",
