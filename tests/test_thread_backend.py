@@ -151,7 +151,6 @@ def test_an_attempt_no_starter_can_take_fails_at_its_start_and_never_runs(
     backend.close()
 
 
-
 def behind(n: int, work: Any, first: int) -> list[ChildSpec]:
     """`n` attempts numbered from `first`: enough waiting for a thread to be a backlog."""
     return [spec(work, f"a-1-a{k}") for k in range(first, first + n)]
@@ -254,10 +253,7 @@ def test_once_a_wait_finds_no_thread_come_back_new_threads_are_made_at_once() ->
         release.wait(20)
 
     def wait_started(n: int) -> None:
-        deadline = time.monotonic() + 20
-        while len(started) < n and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert len(started) >= n
+        assert eventually(lambda: len(started) >= n), started
 
     try:
         t0 = time.monotonic()
