@@ -191,6 +191,21 @@ def backlogged(backend: ThreadBackend, inbox: Outbox, specs: list[ChildSpec]) ->
     held.open.set()
 
 
+def occupied(backend: ThreadBackend, inbox: Outbox) -> threading.Event:
+    """Attempt a1 running on a thread of its own until the returned event is set (its
+    value: that thread's id)."""
+    running, release = threading.Event(), threading.Event()
+
+    def busy(brief: Brief, ctx: Context) -> int:
+        running.set()
+        release.wait(10)
+        return threading.get_ident()
+
+    backend.start(spec(busy, "a-1-a1"), inbox)
+    assert running.wait(10)
+    return release
+
+
 def held_backend(linger_s: float) -> ThreadBackend:
     backend = ThreadBackend(linger_s=linger_s)
     backend._unstarted = HeldQueue()
@@ -203,15 +218,7 @@ def test_a_starter_hands_an_attempt_to_a_thread_that_comes_back_instead_of_makin
     busy thread, which takes the attempt when its own ends; no second thread is made for
     it. With no backlog it would not wait (a test below)."""
     backend, inbox = held_backend(60), Outbox()
-    running, release = threading.Event(), threading.Event()
-
-    def busy(brief: Brief, ctx: Context) -> int:
-        running.set()
-        release.wait(10)
-        return threading.get_ident()
-
-    backend.start(spec(busy, "a-1-a1"), inbox)
-    assert running.wait(10)
+    release = occupied(backend, inbox)
     backlogged(backend, inbox, behind(1 + BACKLOG, which_thread, 2))  # a2, a backlog behind
     assert not inbox.finished_event.wait(0.05)  # a new thread would have run a2 by now
     release.set()
@@ -225,14 +232,7 @@ def test_with_no_backlog_a_starter_makes_a_thread_at_once() -> None:
     """One attempt waiting is a host running a few at a time: the pool grows to cover
     them, rather than a starter taking each thread that comes back."""
     backend, inbox = ThreadBackend(linger_s=60), Outbox()
-    running, release = threading.Event(), threading.Event()
-
-    def busy(brief: Brief, ctx: Context) -> None:
-        running.set()
-        release.wait(10)
-
-    backend.start(spec(busy, "a-1-a1"), inbox)
-    assert running.wait(10)
+    release = occupied(backend, inbox)
     backend.start(spec(which_thread, "a-1-a2"), inbox)
     inbox.wait_for(Finished, count=1)
     assert [f.attempt_id for f in inbox.of(Finished)] == ["a-1-a2"]
@@ -277,14 +277,7 @@ def test_once_a_wait_finds_no_thread_come_back_new_threads_are_made_at_once() ->
 def test_closing_ends_a_starter_that_waits_for_a_thread_to_come_back() -> None:
     others = set(threading.enumerate())
     backend, inbox = held_backend(60), Outbox()
-    running, release = threading.Event(), threading.Event()
-
-    def busy(brief: Brief, ctx: Context) -> None:
-        running.set()
-        release.wait(10)
-
-    backend.start(spec(busy, "a-1-a1"), inbox)
-    assert running.wait(10)
+    release = occupied(backend, inbox)
     backlogged(backend, inbox, behind(1 + BACKLOG, which_thread, 2))  # it waits for a1's
     (starter,) = [t for t in threading.enumerate()
                   if t.name == "zeus-thread-starter-1" and t not in others]
