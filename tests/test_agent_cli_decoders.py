@@ -381,6 +381,31 @@ def test_claude_charges_only_what_a_later_line_of_a_message_adds() -> None:
     assert stream.of("tokens") == [(1003, 1, 900, 1), (0, 39, 0, 0)]
 
 
+def test_claude_counts_output_tokens_from_the_partial_messages_as_they_grow() -> None:
+    """With --include-partial-messages: the `assistant` line says output_tokens 1 (the
+    reply's start); the reply's `message_delta` says what it really spent."""
+    decoder, stream = ClaudeDecoder(), Recording()
+    start = {"id": "msg_1", "usage": {"input_tokens": 3, "cache_creation_input_tokens": 100,
+                                      "cache_read_input_tokens": 900, "output_tokens": 1}}
+    lines: list[dict[str, Any]] = [
+        {"type": "stream_event", "parent_tool_use_id": None,
+         "event": {"type": "message_start", "message": {**start, "content": []}}},
+        {"type": "assistant", "parent_tool_use_id": None,
+         "message": {**start, "content": [{"type": "text", "text": "Done."}]}},
+        {"type": "stream_event", "parent_tool_use_id": None,
+         "event": {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                   "usage": {"output_tokens": 60}}},
+        {"type": "stream_event", "parent_tool_use_id": None,
+         "event": {"type": "message_delta", "delta": {}, "usage": {"output_tokens": 90}}},
+        {"type": "stream_event", "parent_tool_use_id": None,
+         "event": {"type": "message_stop"}},
+    ]
+    for line in lines:
+        assert decoder.event(line, stream)
+    assert stream.of("tokens") == [(1003, 1, 900, 1), (0, 59, 0, 0), (0, 30, 0, 0)]
+    assert stream.spend() == (1003, 90, 900, 1)
+
+
 @pytest.mark.parametrize(("name", "totals"), [
     ("completed", (86706, 1097, 80235, 5, 0.1287415)),
     ("error_result", (50459, 623, 45041, 3, 0.0731902)),
@@ -580,7 +605,8 @@ def test_odd_fields_never_raise(cli: str) -> None:
 def run_fake(*argv: str, env: dict[str, str] | None = None,
              cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(FAKE_CLI), *argv], capture_output=True,
-                          text=True, timeout=30, env=env, cwd=cwd, check=False)
+                          stdin=subprocess.DEVNULL, text=True, timeout=30, env=env, cwd=cwd,
+                          check=False)
 
 
 def played(cli: str, name: str) -> list[str]:

@@ -74,6 +74,9 @@ class ChildSpec:
     invocation: Invocation | None = None
     pricing: Pricing | None = None  # prices a stream's tokens as they come
     exit_grace_s: float = 10.0  # alive this long after its terminal event: stopped
+    # A program's: the agent's `env:`, added to the host's environment (`${VAR}` in a value
+    # read from it as the program starts; `actors.backends.command.io.program_env`).
+    env: Mapping[str, str] | None = field(default=None, compare=False)
     # The latest its deadline may be once it starts (its delegation's whole deadline: a
     # nested one's parent's), clock time; None: no such bound. A child that starts
     # later than `start()` returns keeps `deadline - now` of running time, up to this.

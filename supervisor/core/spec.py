@@ -88,6 +88,7 @@ def child_spec(
         pricing=None if pricing is None else Pricing(
             pricing.input_per_mtok, pricing.output_per_mtok, pricing.cached_input_per_mtok),
         exit_grace_s=policy.exit_grace_s,
+        env=policy.env or None,
         heartbeat_interval_s=policy.heartbeat.interval_s,
         term_s=policy.shutdown.term_s,
         grace_s=policy.shutdown.grace_s,

@@ -12,9 +12,9 @@ tool calls, spend and session are sent as the child's messages as they come. Eac
 on standard error that ends lines counts as progress too (a `Heartbeat`). How it ended
 is judged from its stream and its exit together (`command.io.command_finished`); a
 program still alive `exit_grace_s` after its stream's terminal event is stopped by the
-ladder, its result kept. Its standard
-input stays open: each message the owner sends (`handle.send`) is one JSON line
-on it.
+ladder, its result kept. A plain
+command's standard input stays open: each message the owner sends (`handle.send`) is
+one JSON line on it. An agent CLI's is /dev/null: it reads no mail.
 
 `cancel()` sends SIGINT to the group (what Ctrl-C would: the program's chance
 to stop cleanly); `kill()` runs the same kill ladder as a process child
@@ -135,9 +135,9 @@ class CommandChild(ChildHandle):
             if via == "file":
                 self._inputs_file = write_inputs_file(self.spec.brief.inputs)
             env = program_env(None, Fence(self.spec.delegation_id, self.spec.epoch),
-                              self._inputs_file)
+                              self._inputs_file, self.spec.env)
             argv = command_argv(self.spec, self._inputs_file)
-            popen = start_program(argv, env)
+            popen = start_program(argv, env, mail=self.spec.invocation is None)
             started_at = time.monotonic()
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             self._remove_inputs_file()
@@ -146,9 +146,10 @@ class CommandChild(ChildHandle):
         self.pid_start_time = process_start_time(popen.pid)
         self._ladder = KillLadder(popen.pid, self._hub, self._lock)
         self._popen = popen
-        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
-        os.set_blocking(popen.stdin.fileno(), False)  # a full pipe never holds up Zeus
-        if via == "stdin":  # the inputs line comes before any message from the owner
+        assert popen.stdout is not None and popen.stderr is not None
+        if popen.stdin is not None:  # an agent CLI's is /dev/null
+            os.set_blocking(popen.stdin.fileno(), False)  # a full pipe never holds up Zeus
+        if via == "stdin" and popen.stdin is not None:  # the inputs line, before any mail
             send_first_line(popen.stdin, self.spec.brief.inputs,
                             name=f"zeus-inputs-{self.attempt_id}")
         with self._lock:  # messages sent while it was being started

@@ -235,25 +235,37 @@ def command_finished(
 FENCE_ENV = "ZEUS_FENCE"
 
 
+_ENV_REFERENCE = re.compile(r"\$\{(\w+)\}")
+
+
 def program_env(base: Mapping[str, str] | None, fence: Fence,
-                inputs_file: str | None = None) -> dict[str, str]:
-    """The environment a command's program runs with: `base` (None: this process's), its
-    fence in `ZEUS_FENCE`, and with `inputs_via: file` the inputs file in
+                inputs_file: str | None = None,
+                added: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a command's program runs with: `base` (None: this process's), the
+    agent's `env:` (`added`, each `${VAR}` in a value read from `base`, empty when unset),
+    its fence in `ZEUS_FENCE`, and with `inputs_via: file` the inputs file in
     `ZEUS_INPUTS_FILE`."""
     env = dict(os.environ if base is None else base)
+    host = dict(env)
+    for name, value in (added or {}).items():
+        env[name] = _ENV_REFERENCE.sub(lambda m: host.get(m.group(1), ""), value)
     env[FENCE_ENV] = str(fence)
     if inputs_file is not None:
         env[INPUTS_FILE_ENV] = inputs_file
     return env
 
 
-def start_program(argv: list[str], env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+def start_program(argv: list[str], env: dict[str, str] | None, *,
+                  mail: bool) -> subprocess.Popen[bytes]:
     """Start a command's program: in a session of its own, SIGINT at its default and a
-    subreaper (`actors.osproc.prepare_program`), with its three pipes (standard input:
-    the inputs line, then the owner's messages). Raises what `Popen` raises."""
+    subreaper (`actors.osproc.prepare_program`), its standard output and error piped.
+    Its standard input is a pipe when it takes `mail` (the inputs line, then the owner's
+    messages: a command that speaks lines or jsonl), else /dev/null: an agent CLI reads
+    an open pipe to its end before it starts (Codex, OpenCode) or waits on it (Claude
+    3 s, Gemini 0.5 s). Raises what `Popen` raises."""
     return subprocess.Popen(
         argv,
-        stdin=subprocess.PIPE,
+        stdin=subprocess.PIPE if mail else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,

@@ -53,7 +53,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from actors.backends.base import ChildSpec
@@ -110,6 +110,7 @@ class CommandWork:
     # The host's environment at dispatch: the program runs with it (its PATH lookup
     # included), not with the one this worker was forked with long before.
     env: dict[str, str] | None = None
+    added_env: Mapping[str, str] | None = None  # the agent's `env:`
 
     @classmethod
     def of(cls, spec: ChildSpec) -> CommandWork:
@@ -118,7 +119,8 @@ class CommandWork:
             raise ValueError(f"agent {spec.agent!r} has no command")
         return cls(spec.command, spec.inputs_via, spec.session_key, spec.speaks,
                    spec.invocation, spec.pricing, spec.exit_grace_s, spec.term_s,
-                   spec.previous_error, spec.previous_partials, dict(os.environ))
+                   spec.previous_error, spec.previous_partials, dict(os.environ),
+                   dict(spec.env) if spec.env else None)
 
     def __call__(self, brief: Brief, ctx: Context) -> NoReturn:
         """Run the program to its end (the worker's main thread); raises `Ended`."""
@@ -191,9 +193,10 @@ class _Run:
         try:
             if via == "file":
                 self._inputs_file = write_inputs_file(self._brief.inputs)
-            env = program_env(self._work.env, ctx.fence, self._inputs_file)
+            env = program_env(self._work.env, ctx.fence, self._inputs_file,
+                              self._work.added_env)
             argv = command_argv(self._spec(), self._inputs_file)
-            popen = start_program(argv, env)
+            popen = start_program(argv, env, mail=self._work.invocation is None)
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             return Finished(
                 ctx.attempt_id,
@@ -202,14 +205,16 @@ class _Run:
                 error_type=type(exc).__name__,
             )
         self._popen = popen
-        assert popen.stdin is not None and popen.stdout is not None and popen.stderr is not None
+        assert popen.stdout is not None and popen.stderr is not None
         # The inputs line (inputs_via: stdin), then the owner's messages, written in order
-        # by a thread of their own, which owns the pipe from here on and closes it.
+        # by a thread of their own, which owns the pipe from here on and closes it (an
+        # agent CLI's standard input is /dev/null: it reads no mail).
         first = (inputs_json(self._brief.inputs) + "\n").encode() if via == "stdin" else None
-        threading.Thread(
-            target=feed_stdin, args=(popen.stdin, first, ctx.receive, self._done),
-            name=f"zeus-stdin-{ctx.attempt_id}", daemon=True,
-        ).start()  # fmt: skip
+        if popen.stdin is not None:
+            threading.Thread(
+                target=feed_stdin, args=(popen.stdin, first, ctx.receive, self._done),
+                name=f"zeus-stdin-{ctx.attempt_id}", daemon=True,
+            ).start()  # fmt: skip
         for pipe, handler in ((popen.stdout, self._on_stdout), (popen.stderr, self._on_stderr)):
             fd = pipe.fileno()
             os.set_blocking(fd, False)
