@@ -427,10 +427,12 @@ def test_explain_shows_what_an_agent_cli_speaks_and_the_argv_zeus_runs(
     )
     said = {line[:14].strip(): line[14:] for line in hermes.splitlines()[1:]}
     assert said["argv"].startswith(
-        "claude -p PROMPT --output-format stream-json --verbose --model sonnet; "
+        "claude -p PROMPT --output-format stream-json --verbose --include-partial-messages "
+            "--model sonnet; "
         "with a cost cap, --max-budget-usd LEFT")
     assert said["follow-up"].startswith(
-        "claude -p PROMPT --output-format stream-json --verbose --resume ID --model sonnet")
+        "claude -p PROMPT --output-format stream-json --verbose --include-partial-messages "
+        "--resume ID --model sonnet")
     assert said["speaks"].startswith("claude: ") and "total_cost_usd" in said["speaks"]
     assert said["exit grace"].startswith("10s: ")
     assert said["summary"].startswith("read if there: the last <subtask_summary> block")

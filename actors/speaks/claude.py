@@ -21,8 +21,12 @@ and `types.py`; the SDK bundles CLI 2.1.240):
   `result`); `errors` (the prose of the error subtypes); `total_cost_usd`, the run's
   own total, passed on as `total_cost`. `result.usage` sums what the assistant lines
   already reported: it is not more spend and is not charged again.
-- `stream_event` (with `--include-partial-messages`), `rate_limit_event`,
-  `conversation_reset`, `tool_progress`, `auth_status`, `tool_use_summary`,
+- `stream_event` (with `--include-partial-messages`, which Zeus passes): the API's own
+  stream events. An `assistant` line carries its reply's `message_start` usage
+  (`output_tokens: 1`), so the output is counted from these: `message_start` (the
+  message's id and its input usage) and `message_delta` (its `usage.output_tokens` so
+  far), charged as they grow, the same per-id counting as the `assistant` lines'.
+- `rate_limit_event`, `conversation_reset`, `tool_progress`, `auth_status`, `tool_use_summary`,
   `prompt_suggestion` and the `control_*` lines are known and ignored.
 
 Tokens: `input_tokens` passed on is the message's `input_tokens +
@@ -50,7 +54,7 @@ READ_ONLY_TOOLS = frozenset({
 })
 
 _IGNORED = frozenset({
-    "stream_event", "rate_limit_event", "conversation_reset", "tool_progress",
+    "rate_limit_event", "conversation_reset", "tool_progress",
     "auth_status", "tool_use_summary", "prompt_suggestion", "control_request",
     "control_response", "control_cancel_request", "keep_alive",
 })
@@ -78,6 +82,9 @@ class ClaudeDecoder(Decoder):
         self._blocks: list[str] = []  # its text blocks
         self._text: str | None = None
         self._ended = False
+        # The message each conversation (None: the main one, else the tool call that runs
+        # a subagent) is streaming: (its id, its `message_start` usage).
+        self._streaming: dict[str | None, tuple[str, dict[str, Any]]] = {}
 
     def event(self, event: dict[str, Any], stream: Stream) -> bool:
         kind = event.get("type")
@@ -102,7 +109,30 @@ class ClaudeDecoder(Decoder):
             self._session(event, stream)
             self._result(event, stream)
             return True
+        if kind == "stream_event":
+            self._session(event, stream)
+            self._partial(event, stream)
+            return True
         return kind in _IGNORED
+
+    def _partial(self, event: dict[str, Any], stream: Stream) -> None:
+        """One raw API event of a reply as it streams: its usage, counted as it grows."""
+        inner = as_dict(event.get("event"))
+        parent = as_str(event.get("parent_tool_use_id"))
+        kind = inner.get("type")
+        if kind == "message_start":
+            message = as_dict(inner.get("message"))
+            message_id = as_str(message.get("id"))
+            if message_id is None:
+                return
+            usage = as_dict(message.get("usage"))
+            self._streaming[parent] = (message_id, usage)
+            self._charge(message_id, usage, stream)
+        elif kind == "message_delta" and parent in self._streaming:
+            message_id, start = self._streaming[parent]
+            # The delta's usage is the reply's so far; input counts it may leave out are
+            # the start's.
+            self._charge(message_id, {**start, **as_dict(inner.get("usage"))}, stream)
 
     def _session(self, event: dict[str, Any], stream: Stream) -> None:
         session_id = as_str(event.get("session_id"))

@@ -28,6 +28,7 @@ __all__ = [
     "Invocation",
     "cli_argv",
     "prompt_text",
+    "refused_budget",
 ]
 
 # What `speaks:` may name. `lines` is a plain command's default; `jsonl` is Zeus's own
@@ -84,7 +85,10 @@ def cli_argv(invocation: Invocation, prompt: str) -> list[str]:
     resume = invocation.resume
     user = list(invocation.args)
     if speaks == "claude":
-        own = ["-p", prompt, "--output-format", "stream-json", "--verbose"]
+        # --include-partial-messages: each reply's output tokens as they grow (its
+        # `assistant` lines carry only the reply's start, output_tokens 1).
+        own = ["-p", prompt, "--output-format", "stream-json", "--verbose",
+               "--include-partial-messages"]
         if resume is not None:
             own += ["--resume", resume]
         if invocation.budget_usd is not None:
@@ -109,6 +113,16 @@ def cli_argv(invocation: Invocation, prompt: str) -> list[str]:
             own += ["--resume", resume]
         return [*program, *own, *user, prompt]
     raise ValueError(f"speaks: {speaks!r} is not an agent CLI; known: {', '.join(CLI_PROGRAMS)}")
+
+
+def refused_budget(invocation: Invocation) -> str | None:
+    """Why `invocation` cannot start on what its cost cap leaves (None: it can): Claude
+    refuses `--max-budget-usd 0`, and less than half a hundredth of a cent is passed as 0."""
+    left = invocation.budget_usd
+    if invocation.speaks != "claude" or left is None or _usd(left) != "0":
+        return None
+    return (f"${max(0.0, left):.6f} of its cost cap is left, less than claude accepts "
+            "(--max-budget-usd must be more than 0), so it was not started")
 
 
 def _usd(amount: float) -> str:

@@ -22,6 +22,7 @@ from actors import AttemptOutcome, Brief, Status, Summary, Usage
 from actors.backends import Backend, ChildHandle, ChildSpec
 from actors.clock import Clock, SystemClock
 from actors.protocol import Finished
+from actors.speaks.invocation import refused_budget
 from supervisor.core.durable import MemoryDurable
 from supervisor.core.future import DelegationFuture
 from supervisor.core.messages import (
@@ -310,6 +311,12 @@ class Supervisor:
                               resume=resume,
                               prior_tokens=self.agent_sessions.tokens(resume),
                               epoch=self.durable.epoch(d.id))
+            refused = refused_budget(spec.invocation) if spec.invocation else None
+            if refused is not None:  # too little left to start it with: the cap is reached
+                self.announce(d, a)
+                self.end_attempt(d, a, Finished(a.id, AttemptOutcome.budget_exceeded,
+                                                error=refused, error_type="BudgetExceeded"))
+                return
             self.timers.arm(a)  # before the child starts: a deadline no timer can keep fails it
             a.child = self._backend(isolation_of(a)).start(spec, self.tell)
             a.pid = a.child.pid
@@ -850,6 +857,12 @@ class Supervisor:
         """The owner's message: to the running child, or kept for the next attempt."""
         d = self.tree.get(msg.delegation_id)
         if d is None:
+            return False
+        policy = d.current.policy if d.current is not None else d.policy
+        if policy.speaks_cli:
+            self.emit("delegation.mail_refused", d, d.current, reason=(
+                f"speaks: {policy.speaks} reads no mail: an agent CLI's standard input is "
+                "/dev/null (docs/agent-clis.md)"))
             return False
         self._mail.post(d.id, d.current.child if d.current else None, msg.mail)
         return True
