@@ -84,6 +84,8 @@ def test_a_completed_run_settles_completed_with_its_block(
     (call,) = fake_clis.calls()
     assert "SUBTASK BRIEF" in call["prompt"] and "<subtask_summary>" in call["prompt"]
     assert call["resume"] is None
+    # Codex and OpenCode read an open pipe to its end before they start: /dev/null
+    assert call["stdin"] == "devnull"
     if speaks != "cursor":  # Cursor reports no usage at all
         assert summary.usage.input_tokens > 0 and summary.usage.output_tokens > 0
 
@@ -178,6 +180,60 @@ def test_a_cost_cap_is_passed_to_claude_as_its_own_backstop(
                                     pricing={"input_per_mtok": 3, "output_per_mtok": 15})})
     run(zeus, "hermes", "completed")
     assert float(fake_clis.calls()[0]["budget"]) == pytest.approx(2.5)
+
+
+def test_a_cost_cap_with_less_left_than_claude_accepts_settles_without_starting_it(
+        make_zeus: MakeZeus, fake_clis: FakeClis, where: str) -> None:
+    # $0.00004 would be passed as --max-budget-usd 0, which Claude refuses to start with
+    zeus = make_zeus({"hermes": cli("claude", budget={"max_cost": 0.00004},
+                                    pricing={"input_per_mtok": 3, "output_per_mtok": 15},
+                                    retry={"max_retries": 2, "initial_s": 0})}, where)
+    summary = run(zeus, "hermes", "completed")
+    assert summary.status is Status.budget_exceeded, summary.error
+    assert "--max-budget-usd must be more than 0" in (summary.error or "")
+    assert len(summary.attempts) == 1  # a cap reached is not retried
+    assert fake_clis.calls() == []  # never started
+    enough = make_zeus({"hermes": cli("claude", budget={"max_cost": 0.0001},
+                                      pricing={"input_per_mtok": 3, "output_per_mtok": 15})})
+    run(enough, "hermes", "completed")
+    assert fake_clis.calls()[0]["budget"] == pytest.approx(0.0001)
+
+
+# -- standard input and mail ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("speaks", CLIS)
+def test_mail_to_a_cli_is_refused_and_the_journal_says_why(
+        make_zeus: MakeZeus, tmp_path: Path, speaks: str) -> None:
+    zeus = make_zeus({"hermes": cli(speaks)})
+    handle = zeus.dispatch(Brief(agent="hermes", scope="Fix it (scenario: hang)"))
+    assert handle.send({"hint": "look in tests/"}) is False
+    handle.cancel()
+    handle.result(timeout=30)
+    events = [json.loads(line) for line in (tmp_path / "events-0.jsonl").read_text().splitlines()]
+    (refused,) = [e for e in events if e["event"] == "delegation.mail_refused"]
+    assert refused["delegation_id"] == handle.id
+    assert f"speaks: {speaks} reads no mail" in refused["reason"]
+
+
+def test_a_lines_command_keeps_its_standard_input_for_mail(make_zeus: MakeZeus) -> None:
+    echo = ["python", "-c", "import sys; print('got ' + sys.stdin.readline().strip())"]
+    zeus = make_zeus({"echo": {"command": echo, "timeout_s": 30}})
+    handle = zeus.dispatch(Brief(agent="echo", scope="x"))
+    assert handle.send("hello") is True
+    assert handle.result(timeout=30).output == 'got "hello"\n'
+
+
+def test_an_agents_env_reaches_its_program_with_the_hosts_variables_read(
+        make_zeus: MakeZeus, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ZEUS_TEST_HOST_VALUE", "from-the-host")
+    monkeypatch.delenv("ZEUS_TEST_UNSET", raising=False)
+    show = ["python", "-c", "import os; print(os.environ['A'], '|', os.environ['B'], '|',"
+            " os.environ['ZEUS_TEST_HOST_VALUE'])"]
+    zeus = make_zeus({"show": {"command": show, "timeout_s": 30, "env": {
+        "A": "${ZEUS_TEST_HOST_VALUE}/x", "B": "[${ZEUS_TEST_UNSET}]"}}}, where)
+    summary = zeus.dispatch(Brief(agent="show", scope="x")).result(timeout=30)
+    assert summary.output == "from-the-host/x | [] | from-the-host\n", summary.error
 
 
 # -- staleness -----------------------------------------------------------------------------

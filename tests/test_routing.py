@@ -599,3 +599,55 @@ def test_the_file_schema_knows_every_key_the_repository_routing_uses() -> None:
     assert schema["additionalProperties"] is False
     assert defs["AgentPolicy"]["additionalProperties"] is False
     assert "entrypoint" not in defs["Defaults"]["properties"]
+
+
+# -- agent CLIs: standard input, env, the heartbeat's defaults ------------------------------
+
+
+def test_inputs_via_stdin_is_refused_for_an_agent_cli_on_its_line(tmp_path: Path) -> None:
+    message, path, text = problems(tmp_path, """\
+version: 1
+agents:
+  hermes:
+    speaks: codex
+    inputs_via: stdin
+""")
+    assert_names(message, path, line_of(text, "inputs_via"), "agents.hermes.inputs_via",
+                 "standard input closed", "allowed: argv")
+
+
+def test_a_lines_command_may_still_take_its_inputs_on_stdin() -> None:
+    routing = Routing.from_dict({"version": 1, "agents": {"cat": {
+        "command": ["cat"], "inputs_via": "stdin"}}})
+    assert routing.agent("cat").inputs_via == "stdin"
+
+
+def test_env_belongs_to_an_agent_that_runs_a_program(tmp_path: Path) -> None:
+    message, path, text = problems(tmp_path, """\
+version: 1
+agents:
+  counter:
+    entrypoint: supervisor.examples.explorer:explore
+    env: {A: b}
+""")
+    assert_names(message, path, line_of(text, "env:"), "agents.counter.env", "runs none")
+    routing = Routing.from_dict({"version": 1, "agents": {"hermes": {
+        "speaks": "claude", "env": {"CLAUDE_CODE_MAX_RETRIES": "1"}}}})
+    assert routing.agent("hermes").env == {"CLAUDE_CODE_MAX_RETRIES": "1"}
+
+
+def test_an_agent_cli_without_a_heartbeat_gets_the_cli_sized_one() -> None:
+    routing = Routing.from_dict({"version": 1, "agents": {
+        "hermes": {"speaks": "claude"},
+        "talos": {"speaks": "codex", "heartbeat": {"stale_after_s": 3}},
+        "apollo": {"speaks": "gemini", "heartbeat": {"stale_after_s": 2400}},
+        "plain": {"command": ["true"]},
+    }})
+    hermes = routing.agent("hermes").heartbeat
+    assert (hermes.stale_after_s, hermes.in_tool_s, hermes.interval_s) == (120, 1800, 1.0)
+    talos = routing.agent("talos").heartbeat  # what it sets is kept; the rest is filled
+    assert (talos.stale_after_s, talos.in_tool_s) == (3, 1800)
+    apollo = routing.agent("apollo").heartbeat  # never less time inside a tool
+    assert (apollo.stale_after_s, apollo.in_tool_s) == (2400, 2400)
+    plain = routing.agent("plain").heartbeat  # not a CLI: the general default
+    assert (plain.stale_after_s, plain.in_tool_s) == (10, 30)

@@ -432,9 +432,11 @@ class Zeus:
     def send(self, delegation_id: str, message: object) -> bool:
         """Put `message` in the delegation's running child's mailbox (`ctx.receive()`).
 
-        False once settled; a message sent between attempts goes to the next one.
-        `TypeError` at once if it cannot cross to the child: a process child needs
-        a picklable object, a command agent a JSON-able one (a line on its stdin).
+        False once settled, and for an agent CLI, which reads no mail (its standard input
+        is /dev/null; the journal's `delegation.mail_refused` says so). A message sent
+        between attempts goes to the next one. `TypeError` at once if it cannot cross to
+        the child: a process child needs a picklable object, a command agent a JSON-able
+        one (a line on its stdin).
         """
         handle = self._book.get(delegation_id)
         if handle is None:
@@ -442,6 +444,10 @@ class Zeus:
         if self._stopped.is_set() or (handle is not None and handle.done()):
             return False
         policy = self._registry.policy(delegation_id.rpartition("-")[0])
+        if policy.speaks_cli:  # Zeus journals the refusal; nothing reaches the CLI
+            with contextlib.suppress(ZeusStopped, pykka.ActorDeadError):
+                self._tell(OwnerMessage(delegation_id, Mail(message).encode("thread")))
+            return False
         mail = Mail(message).encode("command" if policy.runs_program else policy.isolation)
         try:
             if handle is None:  # a child's delegation: only Zeus knows whether it is open

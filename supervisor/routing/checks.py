@@ -65,7 +65,24 @@ def check_agent(
         for index, message in command_problems(command, agent.get("inputs_via", "argv")):
             problems.add((*at, "command", index), message)
     check_speaks(agent, at, problems)
+    check_program_input(agent, at, problems)
     check_heartbeat(agent, at, problems)
+
+
+def check_program_input(agent: Mapping[str, Any], at: KeyPath, problems: Problems) -> None:
+    """An agent CLI's standard input is /dev/null (the CLIs read an open pipe to its end
+    before they start), so its inputs cannot come that way; and `env:` is a program's."""
+    speaks = agent.get("speaks", "lines")
+    cli = isinstance(speaks, str) and speaks not in ("lines", "jsonl")
+    if cli and agent.get("inputs_via") == "stdin":
+        problems.add((*at, "inputs_via"), f"speaks: {speaks} runs with its standard input "
+                     "closed (an agent CLI reads an open one to its end before it starts), so "
+                     "the inputs cannot come on it; allowed: argv (the inputs are in the "
+                     "prompt) or file")
+    if agent.get("env") and not cli and agent.get("command") is None:
+        problems.add((*at, "env"), "env: is added to the environment of an agent's "
+                     "program, and this agent runs none; give it a command: or speaks: an "
+                     "agent CLI, or remove env:")
 
 
 # What each agent CLI reports of its spend (docs/agent-clis.md): a cap on what it never

@@ -179,6 +179,11 @@ class AgentPolicy(Frozen):
         default=10.0, gt=0,
         description="An agent CLI still alive this long after its result is stopped.",
     )
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="Added to the environment its program runs with; ${VAR} in a value is "
+        "the host's VAR (empty when unset).",
+    )
     inputs_via: Literal["argv", "stdin", "file"] = Field(
         default="argv",
         description="How a command agent receives the inputs: `{inputs}` in argv (readable "

@@ -320,7 +320,8 @@ def _check_native(
     payload: dict[str, Any] = {
         "version": data.get("version", 1),
         "defaults": defaults,
-        "agents": {name: deep_merge(defaults, raw) for name, raw in agents.items()},
+        "agents": {name: cli_heartbeat(deep_merge(defaults, raw))
+                   for name, raw in agents.items()},
     }
     if supervisor is not None:
         payload["supervisor"] = supervisor
@@ -335,6 +336,28 @@ def _check_native(
     for name, merged in payload["agents"].items():
         check_agent(name, merged, names, others, problems, import_entrypoints)
     return payload
+
+
+# What an agent CLI's heartbeat is when the routing sets none (docs/agent-clis.md): a model
+# thinks in silence for a minute or two, and a test run is one long tool call.
+CLI_HEARTBEAT = {"stale_after_s": 120.0, "stale_in_tool_s": 1800.0}
+
+
+def cli_heartbeat(agent: dict[str, Any]) -> dict[str, Any]:
+    """`agent` with an agent CLI's stale thresholds where its `heartbeat:` (or the
+    defaults') sets none; any other agent as it is."""
+    speaks = agent.get("speaks", "lines")
+    beat = agent.get("heartbeat", {})
+    if speaks in ("lines", "jsonl") or not isinstance(speaks, str) or not isinstance(
+            beat, Mapping):
+        return agent
+    filled = {key: value for key, value in CLI_HEARTBEAT.items() if key not in beat}
+    stale = beat.get("stale_after_s")
+    if "stale_in_tool_s" in filled and isinstance(stale, int | float) and stale > 1800:
+        filled["stale_in_tool_s"] = float(stale)  # never below the stale_after_s it has
+    if not filled:
+        return agent
+    return {**agent, "heartbeat": {**beat, **filled}}
 
 
 def _check_runnable(
