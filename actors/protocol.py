@@ -59,9 +59,12 @@ class ToolCall:
     progress: int
     name: str
     read_only: bool = False
-    # None: an instantaneous call (`ctx.tool_call`); True: a long one began (`with ctx.tool`);
-    # False: that long call ended.
+    # None: a call seen only once it was over (`ctx.tool_call`); True: a long one began
+    # (`with ctx.tool`); False: that long call ended. Each call its own (several may run).
     running: bool | None = None
+    # The child's own id of the call (an agent CLI's), which pairs its end with its start;
+    # None: a call without one (an end then pairs with the latest start of its name).
+    call_id: str | None = None
 
 
 @dataclass(slots=True)

@@ -215,8 +215,9 @@ class NullSink:
     def charge(self, usage: Any) -> None:
         self.said.append(("charge", usage))
 
-    def tool(self, name: str, *, read_only: bool, running: bool | None) -> None:
-        self.said.append(("tool", name, read_only, running))
+    def tool(self, name: str, *, read_only: bool, running: bool | None,
+             call_id: str | None = None) -> None:
+        self.said.append(("tool", name, read_only, running, call_id))
 
     def session(self, session_id: str) -> None:
         self.said.append(("session", session_id))

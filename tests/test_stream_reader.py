@@ -44,7 +44,7 @@ def test_a_tool_call_that_ends_within_its_chunk_is_one_instantaneous_call() -> N
     sink = NullSink()
     reader = StreamReader("claude", sink)
     reader.stdout(lines(assistant("m1", out=5, tool="Edit"), tool_result()))
-    assert ("tool", "Edit", False, None) in sink.said
+    assert ("tool", "Edit", False, None, "t1") in sink.said
     assert not any(s[0] == "tool" and s[3] is not None for s in sink.said)
 
 
@@ -52,10 +52,22 @@ def test_a_tool_call_across_chunks_puts_the_attempt_inside_a_tool_until_it_ends(
     sink = NullSink()
     reader = StreamReader("claude", sink)
     reader.stdout(lines(assistant("m1", out=5, tool="Bash")))
-    assert sink.said[-2:] == [("tool", "Bash", False, True),
+    assert sink.said[-2:] == [("tool", "Bash", False, True, "t1"),
                               ("charge", Usage(calls=1, input_tokens=100, output_tokens=5))]
     reader.stdout(lines(tool_result()))
-    assert sink.said[-1] == ("tool", "Bash", False, False)
+    assert sink.said[-1] == ("tool", "Bash", False, False, "t1")
+
+
+def test_each_of_two_tool_calls_in_flight_together_starts_and_ends_by_its_own_id() -> None:
+    sink = NullSink()
+    reader = StreamReader("claude", sink)
+    reader.stdout(lines(assistant("m1", out=5, tool="Bash", tid="t1"),
+                        assistant("m2", out=5, tool="Grep", tid="t2")))
+    reader.stdout(lines(tool_result("t1")))
+    reader.stdout(lines(tool_result("t2")))
+    assert [s for s in sink.said if s[0] == "tool"] == [
+        ("tool", "Bash", False, True, "t1"), ("tool", "Grep", True, True, "t2"),
+        ("tool", "Bash", False, False, "t1"), ("tool", "Grep", True, False, "t2")]
 
 
 def test_spend_is_one_charge_a_chunk_and_a_repeated_message_counts_once() -> None:
@@ -123,8 +135,8 @@ def test_jsonl_is_zeus_own_protocol_and_other_lines_are_progress() -> None:
     assert ("partial", "a.py") in sink.said and ("session", "abc") in sink.said
     assert ("note", "thinking") in sink.said
     assert ("charge", Usage(calls=1, cost=0.5)) in sink.said
-    assert ("tool", "pytest", True, True) in sink.said
-    assert ("tool", "pytest", True, False) in sink.said
+    assert ("tool", "pytest", True, True, "pytest") in sink.said  # no id: its name is one
+    assert ("tool", "pytest", True, False, "pytest") in sink.said
     assert reader.bad_lines == 0
     verdict = reader.verdict(0, "script", describe="exited 0")
     assert verdict is not None and verdict.value == {"n": 3}

@@ -62,9 +62,10 @@ class StreamSink(Protocol):
     def charge(self, usage: Usage) -> None:
         """Spend, priced where it could be."""
 
-    def tool(self, name: str, *, read_only: bool, running: bool | None) -> None:
-        """A tool call: `running` True as the first of the calls in flight starts, False
-        when none is left in flight, None for one that changes neither."""
+    def tool(self, name: str, *, read_only: bool, running: bool | None,
+             call_id: str | None = None) -> None:
+        """A tool call: `running` True as it starts, False as it ends, None for one seen
+        only once it was over; `call_id` the CLI's own id of it, where it has one."""
 
     def session(self, session_id: str) -> None:
         """The program's own session id."""
@@ -216,19 +217,17 @@ class StreamReader:
     def tool_ended(self, call_id: str) -> None:
         fresh = self._fresh.pop(call_id, None)
         if fresh is not None:
-            self._sink.tool(fresh[0], read_only=not fresh[1], running=None)
+            self._sink.tool(fresh[0], read_only=not fresh[1], running=None, call_id=call_id)
             return
         found = self._tools.pop(call_id, None)
-        if found is not None and not self._tools:
-            self._sink.tool(found[0], read_only=not found[1], running=False)
+        if found is not None:
+            self._sink.tool(found[0], read_only=not found[1], running=False, call_id=call_id)
 
     def _flush_tools(self) -> None:
-        """The calls still in flight at the chunk's end: the first of them (when none was
-        in flight) puts the attempt inside a tool."""
+        """The calls still in flight at the chunk's end: each one started."""
         for call_id, (name, side_effects) in self._fresh.items():
-            first = not self._tools
             self._tools[call_id] = (name, side_effects)
-            self._sink.tool(name, read_only=not side_effects, running=True if first else None)
+            self._sink.tool(name, read_only=not side_effects, running=True, call_id=call_id)
         self._fresh.clear()
 
     def tool_used(self, name: str, *, side_effects: bool) -> None:

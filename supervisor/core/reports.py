@@ -21,7 +21,7 @@ from actors.protocol import (
     ToolCall,
 )
 from supervisor.core.future import DelegationFuture
-from supervisor.core.state import MAX_PARTIALS, Attempt, Delegation
+from supervisor.core.state import MAX_PARTIALS, Attempt, Delegation, OpenTool
 from supervisor.core.supervisor import Supervisor
 from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.journal.streams import short_text
@@ -175,32 +175,59 @@ class ChildReports:
             d.partials_dropped += 1
 
     def on_tool_call(self, msg: ToolCall) -> None:
+        """A tool call began, ended, or was seen only once it was over: each a journal
+        event `attempt.tool` (docs/design.md, "Events"), timed by Zeus's clock."""
         owner = self._owner(msg)
         if owner is None:
             return
         d, a = owner
-        if msg.running is False:  # a long tool call ended
-            if a.tool_stored:
-                a.tool_stored = False
-                self._sup.durable.in_tool(a, None)
-            if a.stopping_since is None:  # (a stopping attempt keeps it, as evidence)
-                a.in_tool = None
-                self._sup.timers.arm(a)  # the shorter threshold applies again
+        if msg.running is False:
+            self._tool_ended(d, a, msg)
             return
         a.tool_calls += 1
         a.last_tool = msg.name
+        call_id = {} if msg.call_id is None else {"call_id": msg.call_id}
         if msg.running:
-            a.in_tool = msg.name
-            if (is_writer(a.policy) and not msg.read_only
+            a.tools.append(OpenTool(msg.call_id, msg.name, not msg.read_only, self._clock.now()))
+            if a.in_tool is None:
+                a.in_tool = msg.name
+            if (not a.tool_stored and is_writer(a.policy) and not msg.read_only
                     and self._sup.backend_for(a.policy).runs_in_host):
                 a.tool_stored = True  # a thread that no lease can stop is writing
                 self._sup.durable.in_tool(a, msg.name)
+        self._sup.emit("attempt.tool", d, a, phase="start" if msg.running else "end",
+                       tool=msg.name, side_effects=not msg.read_only, **call_id)
         if not msg.read_only:
             # Side effects are a tree: every ancestor attempt that delegated this one wrote.
             a.side_effects = True
             for parent in self._tree.ancestors(d):
                 if parent.current is not None:
                     parent.current.side_effects = True
+
+    def _tool_ended(self, d: Delegation, a: Attempt, msg: ToolCall) -> None:
+        """A long tool call ended: its start (by the child's id of it, else the latest of
+        its name) gives its duration; none seen (a reattached child's), none is said."""
+        tools = a.tools
+        at = next((i for i in range(len(tools) - 1, -1, -1)
+                   if tools[i].call_id == msg.call_id
+                   and (msg.call_id is not None or tools[i].name == msg.name)), None)
+        began = tools.pop(at) if at is not None else None
+        fields: dict[str, Any] = {} if msg.call_id is None else {"call_id": msg.call_id}
+        if began is not None:
+            fields["duration_s"] = round(self._clock.now() - began.since, 6)
+        self._sup.emit("attempt.tool", d, a, phase="end", tool=msg.name,
+                       side_effects=began.side_effects if began else not msg.read_only,
+                       **fields)
+        if tools:
+            if a.stopping_since is None:
+                a.in_tool = tools[0].name
+            return
+        if a.tool_stored:
+            a.tool_stored = False
+            self._sup.durable.in_tool(a, None)
+        if a.stopping_since is None:  # (a stopping attempt keeps it, as evidence)
+            a.in_tool = None
+            self._sup.timers.arm(a)  # the shorter threshold applies again
 
     def on_agent_session(self, msg: AgentSession) -> None:
         """The agent program's own session id: kept with the attempt, and bound to the

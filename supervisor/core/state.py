@@ -28,6 +28,7 @@ __all__ = [
     "MAX_PARTIALS",
     "Attempt",
     "Delegation",
+    "OpenTool",
     "attempt_error",
     "attempt_record",
     "decide_summary",
@@ -37,6 +38,17 @@ __all__ = [
 
 
 NO_USAGE = Usage()  # frozen: every delegation starts from this one
+
+
+@dataclass(slots=True)
+class OpenTool:
+    """A tool call that started and has not ended: the child's id of it (None: it has
+    none), its name, whether it writes, and when it started (Zeus's clock)."""
+
+    call_id: str | None
+    name: str
+    side_effects: bool
+    since: float
 
 
 @dataclass(slots=True)
@@ -66,6 +78,9 @@ class Attempt:
     tool_calls: int = 0
     last_tool: str | None = None
     last_note: str | None = None
+    # The long tool calls in flight (`with ctx.tool(...)`, a CLI's), oldest first; `in_tool`
+    # names the oldest (once asked to stop, it keeps the one it was in, as evidence).
+    tools: list[OpenTool] = field(default_factory=list)
     in_tool: str | None = None  # a long tool call (`with ctx.tool(...)`) in progress
     tool_stored: bool = False  # `in_tool` is a side-effect call the store was told of
     agent_session: str | None = None  # the agent program's own session id, once it said

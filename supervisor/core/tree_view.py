@@ -64,6 +64,8 @@ def snapshot_node(d: Delegation, now: float) -> dict[str, Any]:
             "tool_calls": a.tool_calls,
             "last_tool": a.last_tool,
             "in_tool": a.in_tool,
+            # how long it has been in the oldest tool call in flight
+            "in_tool_s": round(now - a.tools[0].since, 3) if a.tools else None,
             "last_note": a.last_note,
         })
     return {

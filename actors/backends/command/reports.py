@@ -51,8 +51,9 @@ class MessageReports:
     def charge(self, usage: Usage) -> None:
         self._emit(Charge(self._attempt_id, self._next(), usage))
 
-    def tool(self, name: str, *, read_only: bool, running: bool | None) -> None:
-        self._emit(ToolCall(self._attempt_id, self._next(), name, read_only, running))
+    def tool(self, name: str, *, read_only: bool, running: bool | None,
+             call_id: str | None = None) -> None:
+        self._emit(ToolCall(self._attempt_id, self._next(), name, read_only, running, call_id))
 
     def session(self, session_id: str) -> None:
         self._emit(AgentSession(self._attempt_id, self._next(), session_id))
@@ -83,8 +84,9 @@ class ContextReports:
     def charge(self, usage: Usage) -> None:
         self._ctx.charge(usage.calls, usage.input_tokens, usage.output_tokens, usage.cost)
 
-    def tool(self, name: str, *, read_only: bool, running: bool | None) -> None:
-        self._ctx.report_tool(name, read_only=read_only, running=running)
+    def tool(self, name: str, *, read_only: bool, running: bool | None,
+             call_id: str | None = None) -> None:
+        self._ctx.report_tool(name, read_only=read_only, running=running, call_id=call_id)
 
     def session(self, session_id: str) -> None:
         self._ctx.agent_session(session_id)
