@@ -297,8 +297,10 @@ class LiveTree:
         if isinstance(calls, int) and calls:
             last = live.get("in_tool") or live.get("last_tool")
             where = "in" if live.get("in_tool") else "last:"
+            since = num(live.get("in_tool_s")) if live.get("in_tool") else None
             text.append(f", {calls} tool call{'' if calls == 1 else 's'}"
-                        + (f", {where} {first_line(last, 40)}" if last else ""))
+                        + (f", {where} {first_line(last, 40)}" if last else "")
+                        + (f" {since:.1f}s" if since is not None else ""))
         if a.note:
             text.append(f"  {first_line(a.note, 50)}", style="dim")
         return text

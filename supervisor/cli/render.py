@@ -182,8 +182,9 @@ def attempt_head(a: ReplayedAttempt) -> str:
                                 f"on {a.node}" if a.node else None) if x)
 
 
-def attempt_label(a: ReplayedAttempt) -> str:
-    """The plain label of an attempt: how it ended, what stopped it, what followed."""
+def attempt_label(a: ReplayedAttempt, now: float | None = None) -> str:
+    """The plain label of an attempt: how it ended, what stopped it, what followed; while
+    it runs, the tool it is in and for how long as of `now` (the run's time)."""
     head = attempt_head(a)
     if a.outcome is not None:
         state = a.outcome + ("" if a.duration_s is None else f" after {a.duration_s:.2f}s")
@@ -191,6 +192,7 @@ def attempt_label(a: ReplayedAttempt) -> str:
         state = "fenced"
     else:
         state = "running" + (f", progress {a.progress}" if a.progress is not None else "")
+        state += f", {in_tool}" if (in_tool := tool_in_flight(a, now)) else ""
         state += f" ({first_line(a.note, 40)})" if a.note else ""
     extras = []
     if a.timed_out_after_s is not None:
@@ -211,6 +213,17 @@ def attempt_label(a: ReplayedAttempt) -> str:
     if a.then:
         extras.append(f"then {a.then}")
     return f"{head}: {state}" + "".join(f"; {x}" for x in extras)
+
+
+def tool_in_flight(a: ReplayedAttempt, now: float | None) -> str | None:
+    """"in Bash 12.0s": the tool call a running attempt is in, and for how long as of `now`
+    (None: it is in none)."""
+    tool = a.in_tool
+    if tool is None:
+        return None
+    since = "" if now is None or tool.started_ts is None else (
+        f" {max(0.0, now - tool.started_ts):.1f}s")
+    return f"in {first_line(tool.tool, 40)}{since}"
 
 
 def _how_stopped(a: ReplayedAttempt) -> str:
@@ -331,6 +344,13 @@ def describe(event: dict[str, Any]) -> str | None:
     if name == "attempt.heartbeat":
         note = f": {first_line(e['note'], 70)}" if e.get("note") else ""
         return f"alive, progress {e['progress']}{note}"
+    if name == "attempt.tool":
+        tool = first_line(e["tool"], 40)
+        writes = ", with side effects" if event.get("side_effects") else ""
+        if event.get("phase") == "start":
+            return f"tool {tool} started{writes}"
+        took = f" after {e['duration_s']}" if num(event.get("duration_s")) is not None else ""
+        return f"tool {tool} ended{took}{writes}"
     if name == "attempt.failed":
         error = f": {first_line(e['error'], 100)}" if e.get("error") else ""
         return f"ended {e['outcome']} after {e['duration_s']}{error}"

@@ -9,6 +9,8 @@ in each row come from `supervisor.cli.render`.
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -58,10 +60,11 @@ def settled_label(d: ReplayedDelegation, run: Run, extras: Sequence[str] = ()) -
     return Text(f"{mark} {label}", style=style)
 
 
-def plain_attempt(a: ReplayedAttempt, d: ReplayedDelegation) -> Text:
-    """An attempt's row as the journal tells it (dim; dim red when it did not complete)."""
+def plain_attempt(a: ReplayedAttempt, d: ReplayedDelegation, now: float | None = None) -> Text:
+    """An attempt's row as the journal tells it (dim; dim red when it did not complete);
+    `now`, the run's time, says how long it has been in the tool it is in."""
     style = "dim" if not a.ended or a.outcome == "completed" else "dim red"
-    return Text(attempt_label(a), style=style)
+    return Text(attempt_label(a, now), style=style)
 
 
 def _all_settled(d: ReplayedDelegation) -> bool:
@@ -87,10 +90,12 @@ def rows(
     detail: int = DETAIL_FULL,
     *,
     label: Callable[[ReplayedDelegation], Text] | None = None,
-    attempt: Callable[[ReplayedAttempt, ReplayedDelegation], Text] = plain_attempt,
+    attempt: Callable[[ReplayedAttempt, ReplayedDelegation], Text] | None = None,
 ) -> list[Row]:
-    """`run`'s delegations and attempts as rows at `detail` (`DETAIL_LEAST`..`DETAIL_FULL`)."""
+    """`run`'s delegations and attempts as rows at `detail` (`DETAIL_LEAST`..`DETAIL_FULL`);
+    an attempt's row is `plain_attempt` as of where the run's time stands, unless given."""
     label_of = label or (lambda d: settled_label(d, run))
+    attempt_of = attempt or functools.partial(plain_attempt, now=run.open_until(time.time()))
     out: list[Row] = []
 
     def shows_attempts(d: ReplayedDelegation) -> bool:
@@ -101,7 +106,7 @@ def rows(
     def walk(d: ReplayedDelegation, depth: int) -> None:
         out.append(Row(depth, _fitted(label_of(d))))
         if shows_attempts(d):
-            out.extend(Row(depth + 1, _fitted(attempt(a, d)), True) for a in d.attempts)
+            out.extend(Row(depth + 1, _fitted(attempt_of(a, d)), True) for a in d.attempts)
         done = [c for c in d.children if _all_settled(c)]
         if detail <= DETAIL_LEAST and len(done) > 1:
             out.append(Row(depth + 1, _fitted(_folded(done, run))))

@@ -13,7 +13,14 @@ from supervisor.journal.reader import (
     tracking_rows,
 )
 from supervisor.journal.replay import Journal
-from supervisor.journal.runs import Event, ReplayedAttempt, ReplayedDelegation, Run, TimeoutEntry
+from supervisor.journal.runs import (
+    Event,
+    ReplayedAttempt,
+    ReplayedDelegation,
+    ReplayedTool,
+    Run,
+    TimeoutEntry,
+)
 from supervisor.journal.sweep import (
     SweepAction,
     SweepResult,
@@ -28,6 +35,7 @@ __all__ = [
     "Journal",
     "ReplayedAttempt",
     "ReplayedDelegation",
+    "ReplayedTool",
     "Run",
     "SweepAction",
     "SweepResult",

@@ -15,6 +15,7 @@ from supervisor.journal.runs import (
     Event,
     ReplayedAttempt,
     ReplayedDelegation,
+    ReplayedTool,
     Run,
     TimeoutEntry,
     num,
@@ -173,6 +174,32 @@ def _heartbeat(
         a.note = _str(e.get("note")) or a.note
 
 
+def _tool(
+    run: Run, d: ReplayedDelegation, a: ReplayedAttempt | None, e: Event, ts: float | None
+) -> None:
+    """A tool call started, or ended: paired with its start by its call id, else with the
+    latest start of its name; an end without one is a call seen only once it was over."""
+    if a is None:
+        return
+    name = _str(e.get("tool")) or "tool"
+    call_id = _str(e.get("call_id"))
+    a.last_tool = name
+    if e.get("phase") == "start":
+        call = ReplayedTool(name, e.get("side_effects") is True, call_id, started_ts=ts)
+        a.tools.append(call)
+        a.open_tools.append(call)
+        return
+    began = next((t for t in reversed(a.open_tools) if t.call_id == call_id
+                  and (call_id is not None or t.tool == name)), None)
+    if began is not None:
+        a.open_tools.remove(began)
+    else:
+        began = ReplayedTool(name, e.get("side_effects") is True, call_id)
+        a.tools.append(began)
+    began.ended_ts = ts
+    began.duration_s = num(e.get("duration_s"))
+
+
 def _timed_out(
     run: Run, d: ReplayedDelegation, a: ReplayedAttempt | None, e: Event, ts: float | None
 ) -> None:
@@ -294,6 +321,7 @@ _HANDLERS: dict[str, _Handler] = {
     "attempt.session": _session,
     "attempt.reattached": _reattached,  # the same attempt, supervised on by a later run
     "attempt.heartbeat": _heartbeat,
+    "attempt.tool": _tool,
     "attempt.timed_out": _timed_out,
     "attempt.stale": _timed_out,
     "attempt.budget_exceeded": _budget,

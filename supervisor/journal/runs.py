@@ -1,8 +1,9 @@
 """A run as the journal tells it: plain records that `replay.Journal` fills in.
 
 A `Run` per `zeus.started`: its delegations (`ReplayedDelegation`) nested by
-`parent_id`, each with its attempts (`ReplayedAttempt`: pids, outcomes, timings),
-its final status, and the run's timeout log (`TimeoutEntry`). These are what
+`parent_id`, each with its attempts (`ReplayedAttempt`: pids, outcomes, timings,
+tool calls as `ReplayedTool`), its final status, and the run's timeout log
+(`TimeoutEntry`). These are what
 was written down, not the live state (`supervisor.core.state`).
 """
 
@@ -12,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "Event", "ReplayedAttempt", "ReplayedDelegation", "Run", "TimeoutEntry", "num",
+    "Event", "ReplayedAttempt", "ReplayedDelegation", "ReplayedTool", "Run", "TimeoutEntry",
+    "num",
 ]
 
 Event = dict[str, Any]
@@ -21,6 +23,20 @@ Event = dict[str, Any]
 def num(value: Any) -> float | None:
     """`value` as a float when it is a number (not a bool), else None."""
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+@dataclass
+class ReplayedTool:
+    """One tool call as the journal's `attempt.tool` events tell it: when it started (None:
+    it was reported only once it was over), when it ended (None: still in flight, or cut
+    short by its attempt's end), and its duration as Zeus measured it."""
+
+    tool: str
+    side_effects: bool
+    call_id: str | None = None
+    started_ts: float | None = None
+    ended_ts: float | None = None
+    duration_s: float | None = None
 
 
 @dataclass
@@ -55,6 +71,10 @@ class ReplayedAttempt:
     # How many it made, once it ended (docs/design.md, "Stopping a child").
     tool_calls: int | None = None
     last_tool: str | None = None
+    # Its tool calls in the order they started (or ended, for one seen only at its end),
+    # and those of them not ended yet, oldest first.
+    tools: list[ReplayedTool] = field(default_factory=list)
+    open_tools: list[ReplayedTool] = field(default_factory=list, repr=False)
     # A command's event stream: lines that did not read, and its agent's own session id.
     bad_lines: int | None = None
     session_id: str | None = None
@@ -66,6 +86,11 @@ class ReplayedAttempt:
     def ended(self) -> bool:
         """The journal saw this attempt end (an outcome, or fenced)."""
         return self.outcome is not None or self.fenced is not None
+
+    @property
+    def in_tool(self) -> ReplayedTool | None:
+        """The tool call it is in while it runs: the oldest of those in flight."""
+        return self.open_tools[0] if self.open_tools and not self.ended else None
 
     @property
     def death_confirmed(self) -> bool:
