@@ -45,13 +45,13 @@ EXTRA = {
     "codex": ("long_tool", "silent", "spend", "resume"),
     "gemini": ("turn_limit",),
     "opencode": (),
-    "cursor": (),
+    "cursor": ("usage",),
 }
 ALL = [(cli, name) for cli in DECODERS for name in (*COMMON, *EXTRA[cli])]
 # The scenarios whose run ends well, and the status their summary block gives.
 FINISHED = {"completed": "completed", "blocked": "blocked", "timed_out": "timed_out",
             "stays_alive": "completed", "bad_lines": "completed", "long_tool": "completed",
-            "spend": "completed", "resume": "completed"}
+            "spend": "completed", "resume": "completed", "usage": "completed"}
 
 
 class Recording:
@@ -470,9 +470,33 @@ def test_opencode_charges_each_steps_own_cost() -> None:
     assert stream.of("tokens") == []
 
 
-def test_cursor_reports_no_spend() -> None:
+def test_an_older_cursor_reports_no_spend() -> None:
     stream, _ = decode("cursor", "completed")
     assert stream.spend() == (0, 0, 0, 0) and stream.of("total_cost") == []
+
+
+def test_cursor_tokens_arrive_with_the_result_cached_input_counted() -> None:
+    stream, _ = decode("cursor", "usage")
+    (result,) = [e for e in events("cursor", "usage") if e["type"] == "result"]
+    usage = result["usage"]
+    # Its inputTokens leave both caches out; Zeus's input counts them in.
+    assert stream.spend() == (usage["inputTokens"] + usage["cacheReadTokens"]
+                              + usage["cacheWriteTokens"], usage["outputTokens"],
+                              usage["cacheReadTokens"], 1)
+    assert stream.spend() == (56787, 1187, 48256, 1)
+    assert [call for call, _ in stream.calls[-2:]] == ["tokens", "end"]
+
+
+@pytest.mark.parametrize("event", [
+    {"type": "retry", "subtype": "starting", "attempt": 1},
+    {"type": "connection", "subtype": "reconnecting", "attempt": 2},
+    {"type": "interaction_query", "subtype": "request", "query_type": "permission"},
+    {"type": "system", "subtype": "background_shell_timeout", "aborted_count": 1},
+])
+def test_cursor_s_newer_lines_are_known_and_mean_only_progress(event: dict[str, Any]) -> None:
+    stream = Recording()
+    assert CursorDecoder().event({**event, "session_id": "s"}, stream)
+    assert stream.calls == [("session", "s")]
 
 
 # --- the end ------------------------------------------------------------------------

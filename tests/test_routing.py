@@ -651,3 +651,23 @@ def test_an_agent_cli_without_a_heartbeat_gets_the_cli_sized_one() -> None:
     assert (apollo.stale_after_s, apollo.in_tool_s) == (2400, 2400)
     plain = routing.agent("plain").heartbeat  # not a CLI: the general default
     assert (plain.stale_after_s, plain.in_tool_s) == (10, 30)
+
+
+def test_a_cursor_agent_may_cap_its_tokens_and_with_pricing_its_cost() -> None:
+    routing = Routing.from_dict({"version": 1, "agents": {"cursor": {
+        "speaks": "cursor", "budget": {"max_input_tokens": 200_000, "max_cost": 1.0},
+        "pricing": {"input_per_mtok": 3.0, "output_per_mtok": 15.0}}}})
+    budget = routing.agent("cursor").budget
+    assert (budget.max_input_tokens, budget.max_cost) == (200_000, 1.0)
+
+
+def test_a_cursor_cost_cap_without_pricing_is_refused_on_its_line(tmp_path: Path) -> None:
+    message, path, text = problems(tmp_path, """\
+version: 1
+agents:
+  cursor:
+    speaks: cursor
+    budget: {max_cost: 1.0}
+""")
+    assert_names(message, path, line_of(text, "max_cost"), "agents.cursor.budget.max_cost",
+                 "reports tokens, never a cost", "add pricing:")

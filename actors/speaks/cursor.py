@@ -16,16 +16,25 @@ its `CursorJson` and `CursorToolCall`, with transcripts in its tests):
   {args, result}}`, the kind one of `shellToolCall`, `editToolCall`, ...): started and
   ended by `call_id`.
 - `result` (`subtype`, `is_error`, `result`: the whole reply's text, `duration_ms`):
-  the end. The stream may end with none.
+  the end. The stream may end with none. Newer builds add the run's tokens to it:
+  `usage{inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens}`, its input
+  without either cache (a result of `inputTokens: 0`, `cacheReadTokens: 2000` is
+  seen in real runs), so the input passed on is
+  `inputTokens + cacheReadTokens + cacheWriteTokens`, cached `cacheReadTokens`.
+- `retry` (`subtype` `starting` | `resuming`) and `connection` (`reconnecting` |
+  `reconnected`): Cursor retrying its API itself, progress; `interaction_query`
+  (`request` | `response`), a question its headless mode answers itself; `system`
+  subtypes other than `init` (`task_notification`, `background_shell_timeout`):
+  all known, all nothing more than a heartbeat.
 
-Cursor reports no usage and no cost.
+Cursor reports no cost, and its tokens only at the end.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from actors.speaks._fields import as_dict, as_list, as_str
+from actors.speaks._fields import as_dict, as_int, as_list, as_str
 from actors.speaks.decoding import Decoder, Stream
 
 __all__ = ["READ_ONLY_TOOLS", "SIDE_EFFECT_TOOLS", "CursorDecoder"]
@@ -41,7 +50,8 @@ READ_ONLY_TOOLS = frozenset({
     "updateTodosToolCall", "readTodosToolCall", "webSearchToolCall", "fetchToolCall",
 })
 
-_IGNORED = frozenset({"user", "thinking"})
+_IGNORED = frozenset({"user", "thinking", "system", "retry", "connection",
+                      "interaction_query"})
 
 
 class CursorDecoder(Decoder):
@@ -78,7 +88,7 @@ class CursorDecoder(Decoder):
             self._tool_call(event, stream)
         elif kind == "result":
             self._result(event, stream)
-        elif kind not in _IGNORED and kind != "system":
+        elif kind not in _IGNORED:
             return False
         self._in_message = replying
         return True
@@ -104,6 +114,13 @@ class CursorDecoder(Decoder):
         if self._ended:
             return
         self._ended = True
+        usage = as_dict(event.get("usage"))
+        cached = as_int(usage.get("cacheReadTokens"))
+        input_tokens = (as_int(usage.get("inputTokens")) + cached
+                        + as_int(usage.get("cacheWriteTokens")))
+        output_tokens = as_int(usage.get("outputTokens"))
+        if input_tokens or output_tokens:
+            stream.tokens(input_tokens, output_tokens, cached_input_tokens=cached, calls=1)
         subtype = as_str(event.get("subtype")) or "unknown"
         result = event.get("result") if isinstance(event.get("result"), str) else None
         text = result if result is not None else (self._text or None)

@@ -85,10 +85,10 @@ def check_program_input(agent: Mapping[str, Any], at: KeyPath, problems: Problem
                      "agent CLI, or remove env:")
 
 
-# What each agent CLI reports of its spend (docs/agent-clis.md): a cap on what it never
-# reports cannot hold.
-_REPORTS_TOKENS_ONLY = frozenset({"codex", "gemini"})
-_REPORTS_NOTHING = frozenset({"cursor"})
+# The agent CLIs that report tokens and never a cost (docs/agent-clis.md): a cost cap
+# holds only on tokens priced by `pricing:`. (Cursor's tokens come only with its result,
+# so a cap on it holds at the end.)
+_REPORTS_TOKENS_ONLY = frozenset({"codex", "gemini", "cursor"})
 
 
 def check_speaks(agent: Mapping[str, Any], at: KeyPath, problems: Problems) -> None:
@@ -108,13 +108,8 @@ def check_speaks(agent: Mapping[str, Any], at: KeyPath, problems: Problems) -> N
     budget = agent.get("budget")
     if not cli or not isinstance(budget, Mapping):
         return
-    if speaks in _REPORTS_NOTHING:
-        for cap in ("max_cost", "max_input_tokens", "max_output_tokens"):
-            if budget.get(cap) is not None:
-                problems.add((*at, "budget", cap), f"speaks: {speaks} reports no usage, so "
-                             f"{cap} could never hold; remove it (its timeout_s bounds it)")
-    elif (speaks in _REPORTS_TOKENS_ONLY and budget.get("max_cost") is not None
-          and agent.get("pricing") is None):
+    if (speaks in _REPORTS_TOKENS_ONLY and budget.get("max_cost") is not None
+            and agent.get("pricing") is None):
         problems.add((*at, "budget", "max_cost"), f"speaks: {speaks} reports tokens, never a "
                      "cost, so max_cost needs pricing: {input_per_mtok: ..., output_per_mtok: "
                      "...} to price them as they come; add pricing:, or cap the tokens "
