@@ -97,6 +97,31 @@ def append(path: Path, lines: list[str]) -> None:
         stream.write("".join(lines))
 
 
+def tool_journal(path: Path, *, now: float = 100.0, reads: int = 0) -> Path:
+    """A journal of one running attempt, d1-a1: `reads` calls of `read` seen only once over,
+    a `Bash` call (side effects) started and ended, and a `pytest` call still in flight."""
+    base = {"parent_id": None, "agent": "apollo", "delegation_id": "d1", "attempt_id": "d1-a1"}
+    t0 = now - 30
+
+    def tool(t: float, phase: str, name: str, **fields: Any) -> dict[str, Any]:
+        return {"ts": t0 + t, "event": "attempt.tool", "phase": phase, "tool": name, **base,
+                **fields}
+
+    events = [
+        {"ts": t0, "event": "zeus.started", **base, "delegation_id": None, "attempt_id": None},
+        {"ts": t0, "event": "delegation.dispatched", **base, "attempt_id": None, "scope": "s",
+         "timeout_s": 60},
+        {"ts": t0, "event": "attempt.started", **base, "attempt": 1, "deadline_s": 60},
+        *(tool(1 + n / 1000, "end", "read", side_effects=False) for n in range(reads)),
+        tool(2, "start", "Bash", side_effects=True, call_id="t1"),
+        tool(10, "end", "Bash", side_effects=True, call_id="t1", duration_s=8.0),
+        tool(12, "start", "pytest", side_effects=False, call_id="t2"),
+        {"ts": now, "event": "attempt.heartbeat", **base, "progress": 4, "note": None},
+    ]
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    return path
+
+
 class Served:
     """`zeus ui` running in its own process; `url` is the page's address (token included)."""
 

@@ -17,7 +17,7 @@ from supervisor import journal as jr
 from supervisor.cli.main import main
 from supervisor.errors import SupervisorError
 from supervisor.ui import JournalFile, View, open_source
-from tests._ui import needs_ui_extra, withhold_settlement
+from tests._ui import needs_ui_extra, tool_journal, withhold_settlement
 from tests._zygote import run as run_forked
 from tests.test_store_cli import open_writer
 
@@ -195,6 +195,19 @@ def test_an_attempt_picked_up_again_after_a_restart_says_so(tmp_path: Path) -> N
         fresh = c.get("/api/delegations/d2").json()["attempts"]
     assert [(a["id"], a.get("reattached")) for a in reattached] == [("d1-a1", True)]
     assert [(a["id"], a.get("reattached")) for a in fresh] == [("d2-a1", None)]
+
+
+def test_an_attempts_tool_calls_and_the_one_it_is_in_reach_the_tree(tmp_path: Path) -> None:
+    with client(tool_journal(tmp_path / "events.jsonl", reads=203)) as c:
+        (a,) = c.get("/api/tree").json()["delegations"][0]["attempts"]
+    assert a["tools_left_out"] == 5 and len(a["tools"]) == 200  # the latest, for the timeline
+    assert a["tools"][-2:] == [
+        {"tool": "Bash", "side_effects": True, "call_id": "t1", "started_ts": 72.0,
+         "ended_ts": 80.0, "duration_s": 8.0},
+        {"tool": "pytest", "side_effects": False, "call_id": "t2", "started_ts": 82.0},
+    ]
+    assert a["tools"][0] == {"tool": "read", "side_effects": False, "ended_ts": 71.005}
+    assert a["in_tool"] == a["tools"][-1]
 
 
 def test_the_page_shows_live_only_while_the_run_can_change_and_says_a_reattach() -> None:

@@ -5,6 +5,8 @@ its row without a reload, the keyboard, a phone's width. Skipped without Chromiu
 from __future__ import annotations
 
 import json
+import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from tests._ui import (
     needs_ui_extra,
     serving,
     shared_store,
+    tool_journal,
     withhold_settlement,
 )
 
@@ -107,6 +110,39 @@ def test_the_page_fits_a_phones_width(demo_journal: Path, tmp_path: Path) -> Non
         scroll = driver.execute_script("return document.documentElement.scrollWidth")
         assert scroll <= width, f"the page is {scroll}px wide on a {width}px screen"
         assert len(driver.find_elements(By.CSS_SELECTOR, ROWS)) == 13
+
+
+TOOLS = """const bar = document.querySelector('#timeline-body .bar[data-attempt="d1-a1"]')
+    .getBoundingClientRect();
+return {
+    tools: [...document.querySelectorAll('#timeline-body .tool')].map((t) => {
+        const r = t.getBoundingClientRect();
+        return [t.dataset.attempt, t.dataset.tool, t.dataset.phase, t.classList.contains('writes'),
+                r.left, r.right, r.left >= bar.left - 1 && r.right <= bar.right + 1];
+    }),
+    right: bar.right,
+    inTool: (document.querySelector('.row[data-id="d1"] [data-in-tool]') || {}).textContent}"""
+
+
+def test_the_timeline_draws_each_tool_call_on_its_attempt_and_the_tree_the_one_in_flight(
+    tmp_path: Path,
+) -> None:
+    journal = tool_journal(tmp_path / "events.jsonl", now=time.time(), reads=1)
+    with serving(journal) as ui, chromium(tmp_path / "profile") as driver:
+        driver.get(ui.url)
+        wait(driver, "return window.zeusUi.renders > 0")
+        shown = driver.execute_script(TOOLS)
+    read, bash, pytest_ = shown["tools"]
+    assert all(on_its_bar for *_, on_its_bar in shown["tools"])
+    # `read` was seen only once it was over: a tick
+    assert read[:4] == ["d1-a1", "read", "end", False] and read[5] - read[4] <= 3
+    # `Bash` (side effects) ran 8 s from 2 s in; `pytest` started at 12 s, still in flight:
+    # from its start to the bar's end, which is now
+    assert bash[:4] == ["d1-a1", "Bash", "done", True]
+    assert pytest_[:4] == ["d1-a1", "pytest", "in-flight", False]
+    assert (bash[5] - bash[4]) / (pytest_[4] - bash[4]) == pytest.approx(8 / 10, abs=0.05)
+    assert pytest_[5] == pytest.approx(shown["right"], abs=2)
+    assert re.match(r"in pytest \d+\.\ds · progress 4$", shown["inTool"]), shown["inTool"]
 
 
 HOSTS = """return {

@@ -2,7 +2,8 @@
 
 `TreeCache.body` is `GET /api/tree`: the run's delegations in dispatch order, each with
 `id`, `agent`, `status`, `parent_id` (the delegation that made it) and its
-`attempts`, plus the timeout tracking table and timeout log (`zeus timeouts`).
+`attempts` (each with its latest tool calls, for the timeline), plus the timeout
+tracking table and timeout log (`zeus timeouts`).
 `delegation` is `GET /api/delegations/{id}`: one delegation with its
 settlement (or its open state), each attempt's evidence and every event.
 Statuses are the tracking table's: a settled status, `in progress`, or
@@ -20,6 +21,7 @@ from supervisor.journal import (
     Event,
     ReplayedAttempt,
     ReplayedDelegation,
+    ReplayedTool,
     Run,
     TrackingRow,
     tracking_rows,
@@ -29,6 +31,25 @@ from supervisor.ui.view import View
 __all__ = ["TreeCache", "delegation", "hosts"]
 
 _SCOPE_CHARS = 240  # the tree shows the start of a scope; the delegation page shows it all
+_TOOLS_SHOWN = 200  # an attempt's latest tool calls drawn on the timeline; the rest counted
+
+
+def _tool(t: ReplayedTool) -> dict[str, Any]:
+    fields = {"tool": t.tool, "side_effects": t.side_effects, "call_id": t.call_id,
+              "started_ts": t.started_ts, "ended_ts": t.ended_ts, "duration_s": t.duration_s}
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _tools(a: ReplayedAttempt) -> dict[str, Any]:
+    """Its latest tool calls (`attempt.tool`), how many earlier ones are left out, and the
+    one it is in while it runs."""
+    shown = a.tools[-_TOOLS_SHOWN:]
+    in_tool = a.in_tool
+    return {
+        "tools": [_tool(t) for t in shown] or None,
+        "tools_left_out": len(a.tools) - len(shown) or None,
+        "in_tool": None if in_tool is None else _tool(in_tool),
+    }
 
 
 def _attempt(a: ReplayedAttempt) -> dict[str, Any]:
@@ -60,6 +81,7 @@ def _attempt(a: ReplayedAttempt) -> dict[str, Any]:
         "error": a.error,
         "then": a.then,
         "reattached": a.reattached,
+        **_tools(a),
     }
     return {k: v for k, v in fields.items() if v is not None and v is not False}
 

@@ -137,6 +137,13 @@
     return worst >= 0 ? meter(worst, parts.join(", ")) : `<div class="small">${esc(parts.join(", "))}</div>`;
   }
 
+  // "in Bash 12.0s": the tool call a running attempt is in, and for how long.
+  function inFlight(a) {
+    const t = a.in_tool;
+    if (!t || a.outcome || a.fenced) return null;
+    return "in " + t.tool + (t.started_ts != null ? " " + Math.max(0, now() - t.started_ts).toFixed(1) + "s" : "");
+  }
+
   function progressCell(d) {
     const a = d.attempts[d.attempts.length - 1];
     if (!a) return `<div class="small">waiting</div>`;
@@ -144,9 +151,12 @@
     if (a.progress != null) bits.push("progress " + (typeof a.progress === "object" ? JSON.stringify(a.progress) : a.progress));
     if (a.partials) bits.push(a.partials + " partial");
     if (a.note) bits.push(a.note);
-    if (a.last_tool) bits.push("last tool " + a.last_tool);
+    const inTool = inFlight(a);
+    if (inTool) bits.unshift(inTool);
+    else if (a.last_tool) bits.push("last tool " + a.last_tool);
     if (a.bad_lines) bits.push(a.bad_lines + " bad lines");
-    return `<div class="small" title="${esc(bits.join("; "))}">${esc(bits.join(" · ") || "-")}</div>`;
+    const tool = inTool ? ` data-in-tool="${esc(a.in_tool.tool)}"` : "";
+    return `<div class="small"${tool} title="${esc(bits.join("; "))}">${esc(bits.join(" · ") || "-")}</div>`;
   }
 
   function row(d, depth) {
@@ -189,7 +199,9 @@
     const starts = attempts.map((a) => a.started_ts).filter((v) => v != null);
     $("timeline-count").textContent = `${attempts.length} attempt${attempts.length === 1 ? "" : "s"}`;
     $("timeline-keys").innerHTML = OUTCOMES.map((o) => `<span><span class="swatch o-${o}"></span>${o.replace(/_/g, " ")}</span>`).join("") +
-      `<span><span class="key-tick"></span>deadline or stale</span><span><span class="key-tick kill"></span>killed</span>`;
+      `<span><span class="key-tick"></span>deadline or stale</span><span><span class="key-tick kill"></span>killed</span>` +
+      `<span><span class="key-tool"></span>tool call</span><span><span class="key-tool writes"></span>with side effects</span>` +
+      `<span><span class="key-tool in-flight"></span>in flight</span>`;
     if (!starts.length) { $("timeline-body").innerHTML = `<p class="muted">No attempts yet.</p>`; return; }
     const t0 = Math.min(...starts);
     const end = now();
@@ -210,8 +222,9 @@
         if (hit != null) marks += `<span class="tick" style="left:${x(a.started_ts + hit)}" title="${esc(a.id)}: ${a.timed_out_after_s != null ? "deadline" : "stale"} after ${secs(hit)}"></span>`;
         if (a.killed && a.ended_ts != null) marks += `<span class="tick kill" style="left:${x(a.ended_ts)}" title="${esc(a.id)}: killed (${esc(a.killed)})"></span>`;
         const width = Math.max(0, ((stop - a.started_ts) / span) * 100).toFixed(3);
+        const tools = compact ? "" : (a.tools || []).map((c) => toolMark(a, c, stop, x, span)).join("");
         return `<a class="bar o-${cls(outcome)}" data-attempt="${esc(a.id)}" tabindex="-1" href="#d/${encodeURIComponent(d.id)}" ` +
-          `style="left:${x(a.started_ts)};width:${width}%" title="${esc(how.join(", "))}"></a>${marks}`;
+          `style="left:${x(a.started_ts)};width:${width}%" title="${esc(how.join(", "))}"></a>${marks}${tools}`;
       }).join("");
       return `<div class="lane"><div class="label" title="${esc(d.id)}">${compact ? "" : esc(d.id)}</div><div class="track">${bars}</div></div>`;
     }).join("");
@@ -221,6 +234,24 @@
     const label = compact ? "0.5rem" : "9rem";
     $("timeline-body").innerHTML = `<div class="tl ${compact ? "compact" : ""}" style="--lane:${compact ? 4 : 18}px;--label:${label}">` +
       `<div class="tl-axis">${ticks.join("")}</div>${lanes}</div>`;
+  }
+
+  // One tool call on its attempt's bar: a span from its start to its end (to now while in
+  // flight, to the attempt's end when that cut it short), or a tick at its end when only
+  // its end is known; one with side effects marked.
+  function toolMark(a, c, stop, x, span) {
+    const open = c.ended_ts == null;
+    const running = open && !a.outcome && !a.fenced;
+    const phase = c.started_ts == null ? "end" : running ? "in-flight" : open ? "cut" : "done";
+    const words = [a.id + ": " + c.tool + (c.side_effects ? " (side effects)" : "")];
+    if (phase === "end") words.push("seen only once it was over");
+    else if (phase === "in-flight") words.push("in flight for " + secs(now() - c.started_ts));
+    else if (phase === "cut") words.push("cut short by the attempt's end");
+    else words.push(secs(c.duration_s ?? c.ended_ts - c.started_ts));
+    const at = c.started_ts ?? c.ended_ts;
+    const width = phase === "end" ? "" : `;width:${Math.max(0, (((open ? stop : c.ended_ts) - at) / span) * 100).toFixed(3)}%`;
+    return `<span class="tool ${phase}${c.side_effects ? " writes" : ""}" data-attempt="${esc(a.id)}" data-tool="${esc(c.tool)}" ` +
+      `data-phase="${phase}" style="left:${x(at)}${width}" title="${esc(words.join(", "))}"></span>`;
   }
 
   function niceStep(raw) {
@@ -311,7 +342,7 @@
       "Tool calls", "Last note", "Progress", "Partials", "Bad lines", "Session", "Then", "Error"],
       d.attempts.map((a) => [a.number ?? "-", esc(a.id), esc(a.agent), `<span class="swatch o-${cls(a.outcome || "open")}"></span>${esc(a.outcome || "open")}`,
         clock(a.started_ts), secs(a.duration_s ?? (a.started_ts != null ? (a.ended_ts ?? now()) - a.started_ts : null)),
-        esc(stopped(a)), esc(a.last_tool || "-"), a.tool_calls ?? "-", esc(a.note || "-"),
+        esc(stopped(a)), esc(inFlight(a) || a.last_tool || "-"), a.tool_calls ?? "-", esc(a.note || "-"),
         esc(a.progress == null ? "-" : JSON.stringify(a.progress)), a.partials, a.bad_lines ?? "-",
         esc(a.session_id || "-"), esc(a.then || "-"),
         esc(a.error || "")]));
