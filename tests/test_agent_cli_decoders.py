@@ -723,3 +723,18 @@ def test_the_fake_picks_the_scenario_from_its_environment() -> None:
                     env={"PATH": "/usr/bin:/bin", "ZEUS_FAKE_CLI_SCENARIO": "no_result"})
     assert done.returncode == 0
     assert done.stdout.splitlines() == played("opencode", "no_result")
+
+
+@pytest.mark.parametrize("prompt", [
+    "Fix it.\n\nscenario: blocked",
+    'say "hi"  twice, then -v --model x -- done ',
+    "",
+])
+def test_opencode_gets_the_prompt_in_words_it_does_not_quote(prompt: str) -> None:
+    argv = cli_argv(Invocation(speaks="opencode", args=("-m", "local/m")), prompt)
+    words = argv[argv.index("--") + 1:]
+    assert argv[:argv.index("--")] == ["opencode", "run", "--format", "json", "-m", "local/m"]
+    # OpenCode's run.ts quotes each message argument that holds a space, then joins them
+    # with one: no word holds one, so the message is the prompt as it is.
+    assert not any(" " in word for word in words)
+    assert " ".join(words) == prompt

@@ -7,6 +7,8 @@ speaks with), the arguments that make it speak its stream (with the prompt,
 backstop), then the agent's `args:`. docs/agent-clis.md shows each CLI's line;
 the CLIs' own parsers accept options after the prompt, and Codex's `resume`
 subcommand comes last, after the user's flags, since they belong to `exec`.
+OpenCode's prompt comes last too, after `--`, cut at its spaces
+(`opencode_message` says why).
 
 The prompt (`{prompt}`) is the role framing, the brief as a `SUBTASK BRIEF`
 block, what the previous attempt left, and the instruction to close the reply
@@ -27,6 +29,7 @@ __all__ = [
     "SPEAKS",
     "Invocation",
     "cli_argv",
+    "opencode_message",
     "prompt_text",
     "refused_budget",
 ]
@@ -106,7 +109,7 @@ def cli_argv(invocation: Invocation, prompt: str) -> list[str]:
         own = ["run", "--format", "json"]
         if resume is not None:
             own += ["-s", resume]
-        return [*program, *own, *user, prompt]
+        return [*program, *own, *user, "--", *opencode_message(prompt)]
     if speaks == "cursor":
         own = ["-p", "--output-format", "stream-json"]
         if resume is not None:
@@ -123,6 +126,18 @@ def refused_budget(invocation: Invocation) -> str | None:
         return None
     return (f"${max(0.0, left):.6f} of its cost cap is left, less than claude accepts "
             "(--max-budget-usd must be more than 0), so it was not started")
+
+
+def opencode_message(prompt: str) -> list[str]:
+    """The arguments that give OpenCode's `run` the prompt exactly as it is, to go after
+    `--` (where a word that starts with `-` is no option). Its `run` joins its message
+    arguments with a space after wrapping each one that holds a space in double quotes
+    (`"..."`, inner quotes escaped: packages/opencode/src/cli/cmd/run.ts, 1.18), so the
+    prompt as one argument would reach the model quoted; cut at its spaces, no word
+    holds one, and joined again they are the prompt, every space, newline and quote
+    where it was. (Its other ways in, standard input and `--file`, are not open to Zeus:
+    the CLI's standard input is /dev/null, and a file is an attachment, not the message.)"""
+    return prompt.split(" ")
 
 
 def _usd(amount: float) -> str:
