@@ -77,9 +77,12 @@ def test_a_work_functions_tool_calls_are_events_and_a_long_one_ends_with_its_dur
 
 
 @pytest.mark.process
+@pytest.mark.parametrize("where", ["supervisor", "worker"])
 def test_a_jsonl_commands_tool_start_and_end_are_events_timed_between_them(
-    make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder, tmp_path: Path
+    make_zeus: ZeusFactory, clock: FakeClock, recorder: Recorder, tmp_path: Path, where: str
 ) -> None:
+    """Read by the supervisor's process, and by a worker (a Zeus with a store and an orphan
+    grace runs a command so), whose pipe the call's id crosses."""
     gate = tmp_path / "gate"
     os.mkfifo(gate)
     script = (  # Zeus's own line protocol: a tool call that lasts until the test opens the gate
@@ -90,8 +93,10 @@ def test_a_jsonl_commands_tool_start_and_end_are_events_timed_between_them(
         "say({'tool': {'name': 'pytest', 'phase': 'end', 'id': 'c1'}})\n"
         "say({'result': 'done'})\n"
     )
+    durable: dict[str, Any] = {} if where == "supervisor" else {
+        "store": str(tmp_path / "zeus.db"), "supervisor": {"orphan_grace_s": 5}}
     zeus = make_zeus({"s": {"command": [sys.executable, "-c", script, "{scope}"],
-                            "speaks": "jsonl", "timeout_s": 60}})
+                            "speaks": "jsonl", "timeout_s": 60}}, **durable)
     handle = zeus.dispatch(Brief(agent="s", scope=str(gate)))
     recorder.wait_for("attempt.tool")
     sync(zeus)
