@@ -80,7 +80,15 @@ class Decoder(ABC):
         this decoder knows (the line is counted among the attempt's `bad_lines`)."""
 
     def exit_meaning(self, code: int) -> str | None:
-        """What a non-zero exit code of this CLI means, in a few words, where it documents
-        one (Gemini's 53: the turn limit); None otherwise."""
+        """What a non-zero exit code of this CLI means, in a few words and with its fix
+        where there is one, where it documents one (Gemini's 53: the turn limit); None
+        otherwise."""
         del code
         return None
+
+    def exit_is_fatal(self, code: int) -> bool:
+        """Whether exiting `code` with no terminal event is the CLI's own word that it could
+        not run (Gemini's fatal errors: 41 its authentication, 55 an untrusted folder, ...):
+        an `error` that says what the code means, not a crash to retry."""
+        del code
+        return False

@@ -27,8 +27,10 @@ included), `cached` (its cached part), `output_tokens` (the candidates) and
 `total_tokens - input_tokens` where that is more than `output_tokens`. No cost.
 
 Exit codes (`FatalError` subclasses): 41 auth, 42 input, 44 sandbox, 52 config, 53 turn
-limit, 54 tool execution, 55 untrusted workspace, 130 cancelled. SIGINT, SIGTERM and
-SIGHUP end it with no `result` at all.
+limit, 54 tool execution, 55 untrusted workspace, 130 cancelled. A fatal one (all but
+130) with no `result` is the CLI's own word that it could not run: an error that says
+what the code means and its fix (55: `--skip-trust`), never a crash to retry. SIGINT,
+SIGTERM and SIGHUP end it with no `result` at all.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from typing import Any
 from actors.speaks._fields import as_dict, as_int, as_str
 from actors.speaks.decoding import Decoder, EndKind, Stream
 
-__all__ = ["EXIT_CODES", "READ_ONLY_TOOLS", "SIDE_EFFECT_TOOLS", "GeminiDecoder"]
+__all__ = ["EXIT_CODES", "FATAL_EXITS", "READ_ONLY_TOOLS", "SIDE_EFFECT_TOOLS", "GeminiDecoder"]
 
 #: The Gemini CLI's built-in tools that change files or run commands.
 SIDE_EFFECT_TOOLS = frozenset({"write_file", "replace", "run_shell_command", "save_memory"})
@@ -51,17 +53,23 @@ READ_ONLY_TOOLS = frozenset({
     "read_mcp_resource", "list_mcp_resources", "tracker_get_task", "tracker_list_tasks",
     "tracker_visualize",
 })
-#: What a non-zero exit means (`packages/core/src/utils/errors.ts`).
+#: What a non-zero exit means (`packages/core/src/utils/errors.ts`), and its fix where
+#: it has one.
 EXIT_CODES = {
-    41: "authentication failed",
-    42: "bad input",
-    44: "sandbox error",
-    52: "configuration error",
+    41: "authentication failed: check its API key (GEMINI_API_KEY) or the auth type in "
+        "its settings.json",
+    42: "bad input: the prompt or a flag in args: was refused",
+    44: "sandbox error: its sandbox could not start",
+    52: "configuration error: check its settings.json and the flags in args:",
     53: "turn limit reached",
     54: "tool execution failed",
-    55: "untrusted workspace",
+    55: "the folder is not trusted; pass `--skip-trust` in args:, or set "
+        "GEMINI_CLI_TRUST_WORKSPACE=true",
     130: "cancelled",
 }
+#: The exits that are its fatal errors (`FatalError`'s subclasses but the cancel): with
+#: no `result`, an `error` that says what it is, never a crash to retry.
+FATAL_EXITS = frozenset({41, 42, 44, 52, 53, 54, 55})
 _TURN_LIMIT_MESSAGE = "Maximum session turns exceeded"
 
 
@@ -152,3 +160,6 @@ class GeminiDecoder(Decoder):
 
     def exit_meaning(self, code: int) -> str | None:
         return EXIT_CODES.get(code)
+
+    def exit_is_fatal(self, code: int) -> bool:
+        return code in FATAL_EXITS

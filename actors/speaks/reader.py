@@ -28,6 +28,7 @@ import orjson
 from actors.models import AttemptOutcome, Usage
 from actors.speaks.decoding import Decoder, EndKind
 from actors.speaks.jsonl import JsonlDecoder
+from actors.speaks.stderr import what_failed
 
 __all__ = [
     "MAX_LINE",
@@ -46,7 +47,8 @@ _fast_loads = orjson.loads
 
 MAX_LINE = 1 << 20  # bytes: a longer line of an event stream is a bad line, dropped
 STOPPED_LINES = 50  # the last lines a stopped `lines` attempt keeps as partial results
-STDERR_TAIL = 4000  # characters of standard error kept for the error message
+STDERR_TAIL = 1000  # the most characters of standard error an error message quotes
+_STDERR_KEPT = 16 * 1024  # bytes: the end of standard error searched for what failed
 
 
 class StreamSink(Protocol):
@@ -171,7 +173,7 @@ class StreamReader:
     def stderr(self, chunk: bytes) -> int:
         """Take a chunk of standard error: how many lines it ends (each counts as progress)."""
         self._err += chunk
-        del self._err[: max(0, len(self._err) - 4 * STDERR_TAIL)]
+        del self._err[: max(0, len(self._err) - _STDERR_KEPT)]
         return chunk.count(b"\n")
 
     def _event(self, line: bytes) -> None:
@@ -302,7 +304,9 @@ class StreamReader:
 
     @property
     def stderr_tail(self) -> str:
-        return self._err.decode("utf-8", errors="replace")[-STDERR_TAIL:].strip()
+        """What its standard error says of what failed (`actors.speaks.stderr.what_failed`):
+        the lines that name an error, else its last lines, its banners left out."""
+        return what_failed(self._err.decode("utf-8", errors="replace"), STDERR_TAIL)
 
     def stopped_partials(self) -> list[Any]:
         """What an attempt stopped before it ended keeps as partial results: the last lines
@@ -327,8 +331,13 @@ class StreamReader:
     def verdict(self, returncode: int | None, program: str, *, describe: str) -> Verdict | None:
         """How a program that exited with `returncode` by itself (or was stopped by its exit
         grace after its terminal event) ended, or None to judge it by its exit alone (a
-        `lines` program, or one with no terminal event that exited non-zero).
-        `describe` is the exit in words ("command 'claude' exited with status 1")."""
+        `lines` program, or a script with no terminal event that exited non-zero).
+        `program` names it in messages ("claude (run by bash)"); `describe` is the exit in
+        words ("claude exited 1").
+
+        An agent CLI that exited non-zero with no terminal event crashed (retried as a crash
+        is), unless the code is one its decoder documents as its own fatal error (Gemini's
+        55, an untrusted folder): then it is an `error` that says what the code means."""
         if not self._json:
             return None
         end = self._end
@@ -338,23 +347,27 @@ class StreamReader:
         if end is None:
             if returncode != 0 and self.speaks == "jsonl":
                 return None
-            if returncode != 0:  # an agent CLI cut short: retried as a crash is
+            if returncode != 0:
                 tail = self.stderr_tail
-                return Verdict(AttemptOutcome.crash, error=(
+                if meaning and returncode is not None and self._decoder.exit_is_fatal(returncode):
+                    return Verdict(AttemptOutcome.error, error=(
+                        f"{describe}: {meaning}" + (f" (stderr: {tail})" if tail else "")),
+                        error_type="CommandFailed")
+                return Verdict(AttemptOutcome.crash, error=(  # cut short: retried as a crash
                     f"{what} before its stream's result" + (f": {tail}" if tail else "")),
                     error_type="StreamEnded")
             told = f"; its last error: {self._failure}" if self._failure else ""
             return Verdict(AttemptOutcome.crash, error=(
-                f"{program!r} exited 0 but its stream ended without its result "
+                f"{program} exited 0 but its stream ended without its result "
                 f"(no terminal event){told}"), error_type="StreamEnded")
         if not end.ok:
             error = end.error or self._failure or "its result says it failed"
             if end.kind == "budget":
                 return Verdict(AttemptOutcome.budget_exceeded,
-                               error=f"{program!r} stopped at its own budget: {error}")
+                               error=f"{program} stopped at its own budget: {error}")
             if end.kind == "turn_limit":
                 error = f"it reached its turn limit: {error}"
-            return Verdict(AttemptOutcome.error, error=f"{program!r} reported an error: {error}"
+            return Verdict(AttemptOutcome.error, error=f"{program} reported an error: {error}"
                            + (f" ({what})" if returncode else ""), error_type="AgentError")
         if returncode not in (0, None) and not (returncode < 0):
             tail = self.stderr_tail

@@ -141,7 +141,19 @@ def agent_prompt(spec: ChildSpec) -> str:
 
 
 def command_program(spec: ChildSpec) -> str:
-    """The program an attempt of `spec` runs, as its argv names it (for messages)."""
+    """What an attempt of `spec` runs, as its messages name it: an agent CLI by its own
+    name, with the wrapper that runs it where `command:` gives one ("codex (run by npx)",
+    "claude (run by bash)"); a plain command by its program, as its argv names it."""
+    program = _program(spec)
+    if spec.invocation is None:
+        return program
+    cli = CLI_PROGRAMS[spec.invocation.speaks]
+    wrapper = os.path.basename(program)
+    return cli if wrapper == cli else f"{cli} (run by {wrapper})"
+
+
+def _program(spec: ChildSpec) -> str:
+    """The program an attempt of `spec` starts, as its argv names it."""
     if spec.invocation is not None:
         return (spec.invocation.program or (CLI_PROGRAMS[spec.invocation.speaks],))[0]
     return (spec.command or ("?",))[0]
@@ -155,17 +167,22 @@ def start_error(spec: ChildSpec, exc: BaseException) -> str:
     """The error of an attempt whose program could not be started (its `error_type` is the
     exception's type name); a program not found names it and the `command:` key."""
     agent = spec.agent
+    name = command_program(spec)
     if isinstance(exc, FileNotFoundError) and exc.filename is not None:
-        program = command_program(spec)
+        program = _program(spec)
         if spec.invocation is not None and not spec.invocation.program:
             how = (f"agent {agent!r} speaks {spec.invocation.speaks}, but its program "
                    f"{program!r} is not on PATH")
+        elif spec.invocation is not None:  # its path, or a wrapper that runs it
+            how = (f"the program {program!r} that runs {CLI_PROGRAMS[spec.invocation.speaks]} "
+                   f"for agent {agent!r} was not found")
         else:
             how = f"the program {program!r} of agent {agent!r} was not found"
         return (f"command agent {agent!r} could not start: {how}: install it, or set "
                 f"agents.{agent}.command to the program to run (a path, or a wrapper such "
                 "as npx)")
-    return f"command agent {agent!r} could not start: {type(exc).__name__}: {exc}"
+    started = f" {name}" if spec.invocation is not None else ""
+    return f"command agent {agent!r} could not start{started}: {type(exc).__name__}: {exc}"
 
 
 def command_finished(
@@ -187,8 +204,8 @@ def command_finished(
     completed all the same if its stream's result had come; how its stream says it ended
     (an agent CLI, a script: `StreamReader.verdict`, also after its exit grace ran out,
     `graced`); exit 0 (completed, its whole output the value); stopped after a cancel
-    (`cancel_t`); else a crash (death by a signal) or an error, with the tail of its
-    standard error.
+    (`cancel_t`); else a crash (death by a signal) or an error, with what its standard
+    error says failed. `program` names it as `command_program` does.
     """
     common: dict[str, Any] = {"pid": pid, "progress": progress, "exit_code": returncode,
                               "bad_lines": reader.bad_lines}
@@ -202,8 +219,14 @@ def command_finished(
             kill_latency_s=exited_t - kill_t,
             **common,
         )
-    what = describe_exit(returncode, f"command {program!r}")
-    verdict = reader.verdict(returncode, program, describe=what)
+    if reader.speaks in ("lines", "jsonl"):
+        named = f"command {program!r}"
+        what = describe_exit(returncode, named)
+    else:  # an agent CLI, by its own name (`command_program`)
+        named = program
+        what = (f"{program} exited {returncode}" if returncode is not None and returncode > 0
+                else describe_exit(returncode, program))
+    verdict = reader.verdict(returncode, named, describe=what)
     if verdict is not None and (cancel_t is None or verdict.outcome is AttemptOutcome.completed):
         return Finished(attempt_id, verdict.outcome, value=verdict.value, error=verdict.error,
                         error_type=verdict.error_type, **common)
