@@ -149,3 +149,20 @@ def test_lines_keep_the_whole_output_and_their_last_fifty_for_a_stop() -> None:
     assert reader.stopped_partials() == [f"line {n}" for n in range(11, 61)]
     assert reader.final_value().startswith("line 1\n")
     assert reader.verdict(0, "tool", describe="exited 0") is None  # by its exit alone
+
+
+def test_tokens_a_cli_priced_at_zero_are_priced_by_pricing() -> None:
+    def step(cost: float) -> dict[str, Any]:
+        return {"type": "step_finish", "sessionID": "ses_1", "part": {
+            "reason": "tool-calls", "cost": cost,
+            "tokens": {"input": 1000, "output": 100, "reasoning": 0,
+                       "cache": {"read": 0, "write": 0}}}}
+    sink = NullSink()
+    reader = StreamReader("opencode", sink, pricing=Pricing(3.0, 15.0))
+    reader.stdout(lines(step(0)))  # a local model OpenCode prices at 0
+    reader.stdout(lines(step(0.25)))  # its own price, where it has one, is kept
+    costs = [s[1].cost for s in sink.said if s[0] == "charge"]
+    assert costs == [pytest.approx((1000 * 3.0 + 100 * 15.0) / 1e6), 0.25]
+    unpriced = NullSink()
+    StreamReader("opencode", unpriced).stdout(lines(step(0)))
+    assert [s[1].cost for s in unpriced.said if s[0] == "charge"] == [0.0]

@@ -245,9 +245,11 @@ class StreamReader:
 
     def cost(self, usd: float, *, input_tokens: int = 0, output_tokens: int = 0,
              cached_input_tokens: int = 0, calls: int = 0) -> None:
-        del cached_input_tokens  # priced by the CLI already
         if not (usd > 0 or input_tokens or output_tokens or calls):
             return
+        if usd <= 0 and self._pricing is not None:  # tokens the CLI did not price (OpenCode
+            # on a model it knows no price of says 0): `pricing:` prices them
+            usd = self._pricing.cost(input_tokens, output_tokens, cached_input_tokens)
         self._charge(calls, input_tokens, output_tokens, max(0.0, usd))
 
     def total_cost(self, usd: float) -> None:
