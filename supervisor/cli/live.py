@@ -4,14 +4,12 @@
 tree rebuilt from the events (`supervisor.journal.Journal`), into the journal
 file when it has one (one JSON line per event, flushed, the pinned fields kept,
 so `zeus tree` and `zeus timeouts` read it), and, when the output is not a
-terminal, out as one plain line. On a terminal, `with live.show(zeus):` redraws
-the tree with rich from those events and `zeus.tree()`, which gives the open
-delegations' live numbers: elapsed time against the deadline (a bar), progress
-and when it last moved. Settled delegations keep their attempts, what followed
-each (a retry, a fallback) and their final status, in colour.
-
-The event callback runs in whichever thread emits (mostly Zeus's actor thread);
-the redraw runs in rich's refresh thread. Both take the same lock.
+terminal, out as one plain line. On a terminal, `with live.show(zeus):` redraws the
+tree with rich from those events and `zeus.tree()` (the open delegations' elapsed
+time against the deadline, progress, when it last moved, the tool in flight). Settled
+ones keep their attempts, what followed each and their final status, in colour. The
+event callback runs in whichever thread emits (mostly Zeus's actor thread), the redraw
+in rich's refresh thread; both take the same lock.
 """
 
 from __future__ import annotations
