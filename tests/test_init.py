@@ -23,6 +23,7 @@ from supervisor.cli.commands.init import FILES, ROUTING, agent_routing
 from supervisor.cli.main import main
 from supervisor.routing import AgentPolicy, Routing, SupervisorPolicy
 from supervisor.routing.policies import PricingPolicy
+from supervisor.routing.table import CLI_HEARTBEAT
 from tests._agent_clis import install_fakes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,10 +128,14 @@ def test_init_agent_writes_a_routing_file_whose_agent_speaks_that_cli(
     routing = Routing.load(tmp_path / "mine" / "routing.yml")  # (it never looks at PATH)
     (policy,) = routing.agents.values()
     assert policy.speaks == cli and policy.speaks_cli and policy.command is None
-    assert policy.heartbeat.in_tool_s > policy.heartbeat.stale_after_s
+    assert (policy.heartbeat.stale_after_s, policy.heartbeat.in_tool_s) == (120, 1800)
     assert policy.exit_grace_s == 10 and policy.require_summary is False
-    if cli in ("codex", "gemini"):  # tokens only: a cost cap needs their price
-        assert policy.budget.max_cost is not None and policy.pricing is not None
+    # A cost cap holds on tokens priced by pricing: (Codex, Gemini and Cursor report no
+    # cost, and OpenCode 0 for a model it has no price of); Claude's live cost too.
+    assert policy.budget.max_cost is not None and policy.pricing is not None
+    # What each needs headless: Gemini trusts the folder and offers its shell tool.
+    assert policy.args == (("--skip-trust", "--approval-mode", "yolo") if cli == "gemini"
+                           else ())
 
     install_fakes(tmp_path / "bin")  # the CLI on PATH: `zeus validate` passes on it
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
@@ -150,6 +155,8 @@ def test_every_key_init_agent_writes_names_its_true_default(cli: str) -> None:
         assert said, f"routing.yml:{line}: {'.'.join(path)} does not say its default"
         if path[2] == "pricing":
             default = PricingPolicy().model_dump()[path[3]] if len(path) > 3 else None
+        elif path[2] == "heartbeat" and path[3] in CLI_HEARTBEAT:  # an agent CLI's own
+            default = CLI_HEARTBEAT[path[3]]
         else:
             default = _default(path)
         assert yaml.safe_load(said.group(1)) == default, f"{cli}: routing.yml:{line}"

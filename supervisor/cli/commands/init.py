@@ -220,12 +220,11 @@ agents:
     # The program: `{program}` on PATH. `command:` replaces the program only (a path, or
     # a wrapper such as [npx, -y, PACKAGE]); Zeus adds the arguments it speaks with.
     {command}# (default: null)
-    # Your own flags, after Zeus's, e.g. {args}
-    args: []                     # (default: [])
-    timeout_s: 900               # each attempt's deadline (default: 120)
-    heartbeat:                   # every line it prints is a heartbeat
-      stale_after_s: 120         # no line this long: stale, stopped (default: 10)
-      stale_in_tool_s: 1800      # inside a tool call (default: null, 3 x stale_after_s)
+{args}    timeout_s: 900               # each attempt's deadline (default: 120)
+    heartbeat:                   # every line it prints is a heartbeat; a model thinks in
+                                 # silence, and a test run is one long tool call
+      stale_after_s: 120         # no line this long: stale, stopped (default: 120, for a CLI)
+      stale_in_tool_s: 1800      # inside a tool call (default: 1800, for a CLI)
     shutdown:                    # stopping it: SIGINT to its process group, grace_s,
       grace_s: 5.0               # then SIGTERM (default: 2.0)
       term_s: 0.5                # then SIGKILL (default: 0.5)
@@ -251,38 +250,73 @@ _PRICED = """\
       output_per_mtok: {output:<9} # dollars per million output tokens (default: 0.0)
 """
 
-# Each CLI's title, example flags and budget: what it reports decides what a cap needs.
-AGENT_CLIS: dict[str, tuple[str, str, str]] = {
-    "claude": ("Claude Code", "[--model, sonnet, --permission-mode, acceptEdits]",
-               _PRICED.format(how="Tokens are priced as they stream (live cost), its own "
-                              "total_cost_usd at the end;\n    # --max-budget-usd is set to "
-                              "what is left, Claude's own backstop.",
-                              input="3.0", cached="0.3", output="15.0")),
-    "codex": ("The Codex CLI", "[--model, gpt-5-codex, --sandbox, workspace-write]",
-              _PRICED.format(how="Codex reports tokens at the end of its turn and never a "
-                             "cost: max_cost needs\n    # pricing: (without it, a "
-                             "RoutingError).", input="1.25", cached="0.125", output="10.0")),
-    "gemini": ("The Gemini CLI", "[--model, gemini-2.5-pro, --yolo]",
-               _PRICED.format(how="Gemini reports tokens only at its result and never a "
-                              "cost: max_cost needs\n    # pricing: (without it, a "
-                              "RoutingError).", input="1.25", cached="0.31", output="10.0")),
-    "opencode": ("OpenCode", "[--model, anthropic/claude-sonnet-4]", """\
-    budget:                      # per delegation, across its retries and fallbacks
-      max_cost: 2.0              # dollars (default: null, no cap); OpenCode reports
-                                 # each step's own cost: no pricing: needed
-"""),
-    "cursor": ("Cursor's agent", "[--model, sonnet-4, --force]", """\
-    # No budget: Cursor reports no usage, so a cap on tokens or cost could never hold (a
-    # RoutingError); timeout_s is what bounds it.
-"""),
+# What each CLI needs to run headless: its flags, each with why.
+_ARGS = {
+    "claude": """\
+    # Your own flags, after Zeus's. Headless, Claude asks no one: a tool it may not use is
+    # denied (its result's permission_denials become the blocker). Let it work with
+    # --permission-mode acceptEdits (edits; other tools still need allowing), or name
+    # its tools: --allowedTools "Bash(npm test:*)" Edit; or bypassPermissions, in a
+    # sandbox. E.g. [--model, sonnet, --permission-mode, acceptEdits]
+    args: []                     # (default: [])
+""",
+    "codex": """\
+    # Your own flags, after Zeus's. `codex exec` never asks for approval: its sandbox
+    # decides what a command may do, read-only unless its config.toml says otherwise; let
+    # it edit the folder and run its tests with --sandbox workspace-write (or
+    # danger-full-access, in a sandbox of your own). E.g. [--model, gpt-5-codex,
+    # --sandbox, workspace-write]
+    args: []                     # (default: [])
+""",
+    "gemini": """\
+    # Your own flags, after Zeus's. Headless, Gemini needs both: --skip-trust (in a folder
+    # it does not trust it exits 55 at once), and --approval-mode yolo (without it, it
+    # offers the model no shell tool at all, and asks no one for the others).
+    args: [--skip-trust, --approval-mode, yolo]   # (default: [])
+""",
+    "opencode": """\
+    # Your own flags, after Zeus's. Headless, a permission its config sets to "ask" is
+    # refused (no one to ask); --auto approves what its config does not deny.
+    # E.g. [--model, anthropic/claude-sonnet-4]
+    args: []                     # (default: [])
+""",
+    "cursor": """\
+    # Your own flags, after Zeus's. Headless, --force lets it run commands and write
+    # files without asking. E.g. [--model, sonnet-4, --force]
+    args: []                     # (default: [])
+""",
+}
+
+# Each CLI's title and budget: what it reports decides what a cap needs.
+AGENT_CLIS: dict[str, tuple[str, str]] = {
+    "claude": ("Claude Code", _PRICED.format(
+        how="Tokens are priced as they stream (live cost), its own total_cost_usd at the "
+            "end;\n    # --max-budget-usd is set to what is left, Claude's own backstop.",
+        input="3.0", cached="0.3", output="15.0")),
+    "codex": ("The Codex CLI", _PRICED.format(
+        how="Codex reports tokens at the end of its turn and never a cost: max_cost needs\n"
+            "    # pricing: (without it, a RoutingError).",
+        input="1.25", cached="0.125", output="10.0")),
+    "gemini": ("The Gemini CLI", _PRICED.format(
+        how="Gemini reports tokens only at its result and never a cost: max_cost needs\n"
+            "    # pricing: (without it, a RoutingError).",
+        input="1.25", cached="0.31", output="10.0")),
+    "opencode": ("OpenCode", _PRICED.format(
+        how="OpenCode reports each step's own cost, but 0 for a model it has no price of\n"
+            "    # (a local one): pricing: prices those steps' tokens, so a cost cap holds.",
+        input="3.0", cached="0.3", output="15.0")),
+    "cursor": ("Cursor's agent", _PRICED.format(
+        how="Cursor reports its tokens only on its result and never a cost: max_cost needs\n"
+            "    # pricing:, and a cap holds at its end (it cannot stop the run that crosses "
+            "it).", input="3.0", cached="0.3", output="15.0")),
 }
 
 
 def agent_routing(cli: str) -> str:
     """The routing.yml `zeus init --agent CLI` writes: one agent, `cli`, speaking it."""
-    title, args, budget = AGENT_CLIS[cli]
+    title, budget = AGENT_CLIS[cli]
     program = CLI_PROGRAMS[cli]
-    return AGENT_ROUTING.format(title=title, cli=cli, program=program, args=args,
+    return AGENT_ROUTING.format(title=title, cli=cli, program=program, args=_ARGS[cli],
                                 pad=" " * (21 - len(cli)), budget=budget,
                                 command=f"# command: [{program}]".ljust(29))
 
