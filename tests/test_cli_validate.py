@@ -470,3 +470,33 @@ def test_explain_says_what_jsonl_and_lines_mean_and_shows_prompt_as_prompt(
     told = {line[:14].strip(): line[14:] for line in plain.splitlines()[1:]}
     assert told["speaks"].startswith("lines: each line progress, the output the result")
     assert "exit grace" not in told  # plain lines have no result event to wait after
+
+
+def test_a_lines_command_that_runs_an_agent_cli_is_warned_to_speak_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = _only_on_path(tmp_path, monkeypatch, "npx", "bash", "env", "rg", "claude")
+    path = tmp_path / "routing.yml"
+    path.write_text(f"""\
+agents:
+  talos: {{command: [npx, -y, "@openai/codex@0.171.0", exec, "{{prompt}}"]}}
+  hermes: {{command: [{bin_dir}/claude, -p, "{{prompt}}"], speaks: jsonl}}
+  apollo: {{command: [bash, -c, 'exec gemini -p "$1"', bash, "{{prompt}}"]}}
+  cursor: {{command: [env, A=1, cursor-agent, -p, "{{prompt}}"]}}
+  finder: {{command: [rg, -n, "{{scope}}"]}}
+  coder: {{command: [npx, -y, prettier, "{{scope}}"]}}
+  claude: {{speaks: claude, command: [npx, -y, "@anthropic-ai/claude-code"]}}
+""", "utf-8")
+
+    assert main(["validate", str(path)]) == EXIT_OK
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert [line.split(": warning: ")[1].split(":")[0] for line in warnings] == [
+        "agents.talos.speaks", "agents.hermes.speaks", "agents.apollo.speaks",
+        "agents.cursor.speaks"]
+    assert warnings[0].endswith("agents.talos.speaks: this runs codex as plain lines: set "
+                                "speaks: codex, and Zeus reads its stream (its session, tool "
+                                "calls and spend) and passes the arguments it speaks with; "
+                                "command: then names only the program or its wrapper "
+                                "(docs/agent-clis.md)")
+    assert "this runs claude as plain JSON lines: set speaks: claude" in warnings[1]
+    assert "runs gemini" in warnings[2] and "runs cursor as" in warnings[3]

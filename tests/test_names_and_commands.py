@@ -24,7 +24,7 @@ from supervisor.cli.main import main
 from supervisor.core.results import shape_result
 from supervisor.journal.private_files import safe_file_name, write_private
 from supervisor.routing import ResultPolicy
-from supervisor.routing.commands import shell_warning, unknown_placeholders
+from supervisor.routing.commands import agent_cli_in, shell_warning, unknown_placeholders
 from supervisor.routing.policies import agent_name_problem
 
 # Each bad name, and how a problem's key path shows it (quoted when it is not plain).
@@ -161,3 +161,21 @@ def test_zeus_validate_warns_for_sh_c_with_a_placeholder_and_still_exits_0(
     assert f"{path}: warning: agents.echo.command: sh -c runs its script" in err
     assert "agents.safe" not in err
 
+
+
+@pytest.mark.parametrize(("command", "cli"), [
+    (["claude", "-p", "{prompt}"], "claude"),
+    (["/usr/local/bin/codex", "exec", "{prompt}"], "codex"),
+    (["env", "GEMINI_CLI_TRUST_WORKSPACE=true", "gemini", "-p", "{prompt}"], "gemini"),
+    (["cursor-agent", "-p", "{prompt}"], "cursor"),
+    (["npx", "-y", "@openai/codex", "exec", "{prompt}"], "codex"),
+    (["pnpm", "dlx", "@google/gemini-cli@0.61.0", "-p", "{prompt}"], "gemini"),
+    (["bunx", "opencode-ai@1.18.33", "run", "{prompt}"], "opencode"),
+    (["sh", "-c", 'exec claude -p "$1"', "sh", "{prompt}"], "claude"),
+    (["npx", "-y", "prettier", "{scope}"], None),
+    (["python", "-c", "print('claude')"], None),
+    (["rg", "claude"], None),
+    (["sh", "-c", 'echo "$1"', "sh", "{scope}"], None),
+])
+def test_the_agent_cli_a_command_runs(command: list[str], cli: str | None) -> None:
+    assert agent_cli_in(command) == cli

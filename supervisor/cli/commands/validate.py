@@ -11,7 +11,8 @@ file it prints every problem (file:line: key path: what was found and what is
 allowed) on stderr and exits 2; so does an agent that could not run (neither
 `entrypoint:` nor `command:`, unless `--registered NAME` says the host registers
 it in code) and a file with no agents. A command that pastes a brief's text into
-a shell script (`sh -c "... {scope}"`) is warned about on stderr. `--explain
+a shell script (`sh -c "... {scope}"`) is warned about on stderr, and so is a
+command that speaks lines or jsonl but runs an agent CLI (`speaks: codex` reads it). `--explain
 [AGENT]` prints each agent's effective policy (or AGENT's) with every default
 made visible: the deadline and the stop ladder after it, the heartbeat and stale
 thresholds, the retry waits, the fallback chain with each step's timeout, and
@@ -47,7 +48,7 @@ from supervisor.cli.commands import (
 from supervisor.cli.commands.dispatch import default_routing, unknown_agent
 from supervisor.errors import RoutingError
 from supervisor.routing import OWNER, AgentPolicy, Routing
-from supervisor.routing.commands import shell_warning
+from supervisor.routing.commands import cli_warning, shell_warning
 from supervisor.rules.backoff import backoff_delay
 
 __all__ = ["add_parser", "agent_rows", "explain", "missing_programs", "policy_lines", "run"]
@@ -156,6 +157,10 @@ def run(args: argparse.Namespace) -> int:
         warning = shell_warning(policy.command) if policy.command else None
         if warning is not None:
             print(f"{path}: warning: agents.{name}.command: {warning}", file=sys.stderr)
+        warning = (cli_warning(policy.command, policy.speaks)
+                   if policy.command and not policy.speaks_cli else None)
+        if warning is not None:
+            print(f"{path}: warning: agents.{name}.speaks: {warning}", file=sys.stderr)
     for heading, lines in (("mapped", routing.mapped), ("ignored", routing.ignored)):
         if lines:
             out.print(Text(f"{heading}:"))
@@ -313,7 +318,7 @@ _SPEAKS = {  # what each stream tells Zeus (docs/agent-clis.md)
     "codex": "its thread, tool items, tokens at its turn's end (priced by pricing:), no cost",
     "gemini": "its session, tools, tokens at its result (priced by pricing:), no cost",
     "opencode": "its session, tools once done, each step's own cost and tokens",
-    "cursor": "its session and tools, no usage at all (only its deadline bounds it)",
+    "cursor": "its session, tools, tokens at its result (priced by pricing:), no cost",
 }
 
 
