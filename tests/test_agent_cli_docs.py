@@ -5,6 +5,7 @@ the guide's agent CLI sections name a routing file Zeus loads."""
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from pathlib import Path
 
@@ -122,3 +123,21 @@ def test_the_readme_s_agent_cli_section_loads_and_links_the_doc() -> None:
 def test_the_guide_points_to_the_doc() -> None:
     text = GUIDE.split("## Agent CLIs as agents\n", 1)[1].split("\n## ", 1)[0]
     assert "(agent-clis.md)" in text
+
+
+# The npm package of each CLI the tests run for real (tests/real_clis/package.json).
+PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex",
+            "gemini": "@google/gemini-cli", "opencode": "opencode-ai"}
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_each_cli_section_says_the_version_tested_and_how_it_runs_headless(cli: str) -> None:
+    text = " ".join(section(cli).split())
+    pinned = json.loads((ROOT / "tests" / "real_clis" / "package.json").read_text(
+        encoding="utf-8"))["dependencies"]
+    if cli in PACKAGES:
+        assert "**Tested** with" in text and pinned[PACKAGES[cli]] in text, cli
+    else:  # Cursor's CLI is not on npm
+        assert "**Not tested** against the real CLI" in text
+    assert "**Headless**" in text and "**Live**" in text
+    assert "Its standard input is `/dev/null`" in text, cli
