@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,6 +145,7 @@ class Run:
     stdout: str
     stderr: str
     lines: list[dict[str, Any]] = field(default_factory=list)
+    timed_out: bool = False
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [line for line in self.lines if line.get("type") == kind]
@@ -151,19 +153,28 @@ class Run:
 
 def run(setup: CliSetup, prompt: str, cwd: Path, *, timeout: float = 60,
         **kwargs: object) -> Run:
-    """Run the CLI headless once, standard input /dev/null, and parse its JSON lines."""
-    done = subprocess.run(command(setup, prompt, **kwargs), cwd=cwd, env=os.environ | setup.env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=timeout)
+    """Run the CLI headless once, standard input /dev/null, and parse its JSON lines. Past
+    `timeout` its process group is killed and the run kept with `timed_out` set."""
+    child = subprocess.Popen(command(setup, prompt, **kwargs), cwd=cwd,
+                             env=os.environ | setup.env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        stdout, stderr = child.communicate()
+        timed_out = True
     lines = []
-    for text in done.stdout.splitlines():
+    for text in stdout.splitlines():
         try:
             line = json.loads(text)
         except ValueError:
             continue
         if isinstance(line, dict):
             lines.append(line)
-    return Run(done.returncode, done.stdout, done.stderr, lines)
+    return Run(child.returncode, stdout, stderr, lines, timed_out)
 
 
 def session_id(name: str, lines: list[dict]) -> str | None:

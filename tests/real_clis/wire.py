@@ -96,6 +96,7 @@ def error_body(api: str, turn: Turn) -> tuple[int, dict[str, Any]]:
     """The vendor's error body for an error turn."""
     status, message = turn.status, turn.text or f"scripted error {turn.status}"
     if api == "anthropic":
+        message = turn.text or ("Overloaded" if status == 529 else message)
         kind = turn.error_type or ANTHROPIC_ERRORS.get(status, "api_error")
         return status, {"type": "error", "error": {"type": kind, "message": message}}
     if api == "gemini":
