@@ -60,11 +60,12 @@ def record(name: str, case: str, *, root: Path = clis.HERE, partial: bool = Fals
             result = clis.run(setup, "Run echo hi, then report.", work, timeout=600,
                               partial=partial)
         took = time.monotonic() - started
+    ended = f"killed at {took:.0f} s" if result.timed_out else f"exit {result.returncode}"
     suffix = "-partial" if partial else ""
     path = out / name / f"real-{setup.version}-{case}{suffix}.jsonl"
     flags = " --include-partial-messages" if partial else ""
     head = (f"# {NAMES[name]} {setup.version}{flags}, recorded by tests/real_clis/record.py "
-            f"against tests/real_clis/model_server.py: case {case}, exit {result.returncode}, "
+            f"against tests/real_clis/model_server.py: case {case}, {ended}, "
             f"{len(server.main_requests())} main and {len(server.side_requests())} side "
             f"requests, {took:.1f} s\n")
     path.parent.mkdir(parents=True, exist_ok=True)
