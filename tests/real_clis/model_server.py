@@ -85,7 +85,8 @@ def final(text: str, *, usage: Usage | None = None, delay: float = 0.0) -> Turn:
 
 def hang(*, midstream: bool = False) -> Turn:
     """Accept the request and send nothing (or stall after the stream's start) until close."""
-    return Turn("hang", midstream=midstream, usage=_next_usage(), times=None)
+    return Turn("hang", text="Working on it.", midstream=midstream, usage=_next_usage(),
+                times=None)
 
 
 def api_error(status: int = 529, error_type: str = "", *, times: int | None = None,
@@ -265,13 +266,12 @@ def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.close_connection = True
             try:
-                for n, chunk in enumerate(chunks):
-                    if turn.kind == "hang" and n == 1:
-                        self.wfile.flush()
-                        server.closed.wait()
-                        return
+                for chunk in chunks:
                     self.wfile.write(chunk)
                     self.wfile.flush()
+                    if turn.kind == "hang":  # stall after the stream's first event
+                        server.closed.wait()
+                        return
             except (BrokenPipeError, ConnectionResetError):
                 pass
 
