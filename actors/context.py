@@ -224,16 +224,20 @@ class Context:
         input_tokens: int = 0,
         output_tokens: int = 0,
         cost: float = 0.0,
+        *,
+        cached_input_tokens: int = 0,
     ) -> None:
         """Charge usage against the budgets; the first charge over a cap stops the attempt
         (the next Context call raises `Cancelled`). Spent money is always reported: once
-        the attempt was asked to stop, the charge is sent, then `Cancelled` raised."""
+        the attempt was asked to stop, the charge is sent, then `Cancelled` raised.
+        `cached_input_tokens`: the part of `input_tokens` that was cached (an agent CLI
+        session's totals keep it)."""
         stopped = self._over_budget or self._cancel.is_set()
         self._progress += 1
         usage = Usage(
             calls=calls, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost
         )
-        self._send(Charge(self.attempt_id, self._progress, usage))
+        self._send(Charge(self.attempt_id, self._progress, usage, cached_input_tokens))
         left = self._budget_left
         if left is not None:
             for name, used in (("calls", calls), ("input_tokens", input_tokens),

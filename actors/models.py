@@ -158,6 +158,9 @@ class AttemptRecord(BaseModel):
     # agent program's own session id (docs/agent-clis.md).
     bad_lines: int = 0
     session_id: str | None = None
+    # Why its spend is not all known (docs/agent-clis.md: a CLI that reports a turn's usage
+    # only at its end, stopped before it): the summary's usage is then "at least".
+    usage_unknown: str | None = None
 
 
 class Summary(BaseModel):

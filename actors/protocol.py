@@ -51,6 +51,9 @@ class Charge:
     attempt_id: str
     progress: int
     usage: Usage
+    # The part of `usage.input_tokens` that was cached (an agent CLI's), kept with its
+    # session's totals.
+    cached_input_tokens: int = 0
 
 
 @dataclass(slots=True)
@@ -105,6 +108,9 @@ class Finished:
     # Lines of a command's event stream that did not read (not JSON, an unknown event,
     # over a megabyte): counted, never fatal.
     bad_lines: int = 0
+    # Why the attempt's spend is not all known (an agent CLI that reports a turn's usage
+    # only at its end, stopped before it): its usage is then "at least".
+    usage_unknown: str | None = None
 
 
 @dataclass(slots=True)

@@ -212,8 +212,9 @@ class NullSink:
     def partial(self, item: Any) -> None:
         self.said.append(("partial", item))
 
-    def charge(self, usage: Any) -> None:
+    def charge(self, usage: Any, *, cached_input_tokens: int = 0) -> None:
         self.said.append(("charge", usage))
+        self.cached_input_tokens = getattr(self, "cached_input_tokens", 0) + cached_input_tokens
 
     def tool(self, name: str, *, read_only: bool, running: bool | None,
              call_id: str | None = None) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from actors.speaks import claude, codex, cursor, gemini, opencode
+from actors.speaks import SessionTotals, claude, codex, cursor, gemini, opencode
 from actors.speaks.claude import ClaudeDecoder
 from actors.speaks.codex import CodexDecoder
 from actors.speaks.cursor import CursorDecoder
@@ -438,7 +438,7 @@ def test_a_resumed_codex_thread_charges_only_past_the_previous_runs_total() -> N
     alone, _ = decode("codex", "resume")
     assert alone.spend() == (48213 + 31877, 1877 + 612, 41984 + 30720, 1)
     # ... with it, only this run's part.
-    follow_up, _ = decode("codex", "resume", CodexDecoder(prior_total=first.last_total))
+    follow_up, _ = decode("codex", "resume", CodexDecoder(prior=SessionTotals(*first.last_total)))
     assert follow_up.spend() == (31877, 612, 30720, 1)
     assert follow_up.of("session") == before.of("session")
 

@@ -14,6 +14,7 @@ import importlib
 from actors.speaks.decoding import Decoder, Stream
 from actors.speaks.invocation import CLI_PROGRAMS, SPEAKS, Invocation, cli_argv, prompt_text
 from actors.speaks.reader import MAX_LINE, Pricing, StreamReader, StreamSink, Verdict
+from actors.speaks.totals import SessionTotals
 
 __all__ = [
     "CLI_PROGRAMS",
@@ -22,6 +23,7 @@ __all__ = [
     "Decoder",
     "Invocation",
     "Pricing",
+    "SessionTotals",
     "Stream",
     "StreamReader",
     "StreamSink",
@@ -41,15 +43,19 @@ _DECODERS = {
 }
 
 
-def decoder_for(speaks: str, *, prior_tokens: tuple[int, int, int] | None = None) -> Decoder:
-    """A new decoder of the agent CLI `speaks` names (one per attempt). `prior_tokens`:
-    what a resumed session had already counted (input, cached input, output), for a CLI
-    whose totals run across its session's runs (Codex)."""
+# The CLIs whose reports run across a session's runs: their decoders take its totals.
+_SESSION_TOTALS = frozenset({"claude", "codex"})
+
+
+def decoder_for(speaks: str, *, prior: SessionTotals | None = None) -> Decoder:
+    """A new decoder of the agent CLI `speaks` names (one per attempt). `prior`: what a
+    resumed session's earlier runs were charged, for a CLI whose totals run across its
+    session's runs (Codex's tokens, Claude's cost)."""
     try:
         module, name = _DECODERS[speaks]
     except KeyError:
         raise ValueError(f"speaks: {speaks!r} is not an agent CLI; known: "
                          f"{', '.join(_DECODERS)}") from None
     cls = getattr(importlib.import_module(module), name)
-    decoder: Decoder = cls(prior_total=prior_tokens) if speaks == "codex" else cls()
+    decoder: Decoder = cls(prior=prior) if speaks in _SESSION_TOTALS else cls()
     return decoder

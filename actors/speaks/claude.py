@@ -18,9 +18,11 @@ and `types.py`; the SDK bundles CLI 2.1.240):
 - `result`: the end. `subtype` `success`, `error_max_turns` (kind `turn_limit`),
   `error_max_budget_usd` (kind `budget`), `error_during_execution`, ...; `is_error`
   (an API failure comes as `subtype: success` with `is_error: true`, its message in
-  `result`); `errors` (the prose of the error subtypes); `total_cost_usd`, the run's
-  own total, passed on as `total_cost`. `result.usage` sums what the assistant lines
-  already reported: it is not more spend and is not charged again.
+  `result`); `errors` (the prose of the error subtypes); `total_cost_usd` and `modelUsage`
+  (per model: `inputTokens`, `outputTokens`, `cacheReadInputTokens`,
+  `cacheCreationInputTokens`, `costUSD`), read as "Cost" below says. `result.usage` is
+  the run's own main-loop usage, which the assistant lines already reported: it is not
+  more spend and is not charged again.
 - `stream_event` (with `--include-partial-messages`, which Zeus passes): the API's own
   stream events. An `assistant` line carries its reply's `message_start` usage
   (`output_tokens: 1`), so the output is counted from these: `message_start` (the
@@ -28,6 +30,18 @@ and `types.py`; the SDK bundles CLI 2.1.240):
   far), charged as they grow, the same per-id counting as the `assistant` lines'.
 - `rate_limit_event`, `conversation_reset`, `tool_progress`, `auth_status`, `tool_use_summary`,
   `prompt_suggestion` and the `control_*` lines are known and ignored.
+
+Cost: the run's own is passed on as `total_cost`. As measured (docs/agent-clis.md,
+"Usage and cost"), 2.1.197 reports the run's own `total_cost_usd` and `modelUsage`;
+2.1.328 reports a resumed session's totals in both (its transcript keeps them; a
+session saved by an older version starts from the run's own) and the run's own in
+`model_usage_since_last_result`, summed here. A result without that field, on a session
+charged before this run (`prior`): a `total_cost_usd` below those charges is the run's
+own; one whose `modelUsage` counts, beyond what this run streamed, at least half the
+session's earlier tokens is the session's, and the run's own is what it adds over the
+session's charges; otherwise it is the run's own. So history is charged once, and a run
+whose cost is below the estimate already charged for it is charged nothing more. A run
+killed before its result is charged what it streamed; later session totals leave it out.
 
 Tokens: `input_tokens` passed on is the message's `input_tokens +
 cache_creation_input_tokens + cache_read_input_tokens` (Claude's `input_tokens`
@@ -40,6 +54,7 @@ from typing import Any
 
 from actors.speaks._fields import as_dict, as_float, as_int, as_list, as_str
 from actors.speaks.decoding import Decoder, EndKind, Stream
+from actors.speaks.totals import SessionTotals
 
 __all__ = ["READ_ONLY_TOOLS", "SIDE_EFFECT_TOOLS", "ClaudeDecoder"]
 
@@ -58,6 +73,9 @@ _IGNORED = frozenset({
     "auth_status", "tool_use_summary", "prompt_suggestion", "control_request",
     "control_response", "control_cancel_request", "keep_alive",
 })
+# The token counts of a `modelUsage` entry (input, both caches, output).
+_MODEL_TOKENS = ("inputTokens", "cacheReadInputTokens", "cacheCreationInputTokens",
+                 "outputTokens")
 _KINDS: dict[str, EndKind] = {
     "error_max_turns": "turn_limit",
     "error_max_budget_usd": "budget",
@@ -70,11 +88,13 @@ def side_effects(name: str) -> bool:
 
 
 class ClaudeDecoder(Decoder):
-    """Claude Code's `stream-json` events (one instance per attempt)."""
+    """Claude Code's `stream-json` events (one instance per attempt). `prior`: what the
+    resumed session was charged before this run, if known."""
 
     speaks = "claude"
 
-    def __init__(self) -> None:
+    def __init__(self, *, prior: SessionTotals | None = None) -> None:
+        self._prior = prior
         self._sessions: set[str] = set()
         # message id -> (input incl. caches, cached, output) it has reported so far
         self._usage: dict[str, tuple[int, int, int]] = {}
@@ -191,7 +211,7 @@ class ClaudeDecoder(Decoder):
                           calls=calls)
 
     def _result(self, event: dict[str, Any], stream: Stream) -> None:
-        cost = as_float(event.get("total_cost_usd"))
+        cost = self._run_cost(event)
         if cost is not None:
             stream.total_cost(cost)
         if self._ended:
@@ -213,3 +233,22 @@ class ClaudeDecoder(Decoder):
             error = f"claude ended with {subtype}"
         stream.end(ok=False, text=result if result is not None else self._text, error=error,
                    kind=_KINDS.get(subtype))
+
+    def _run_cost(self, event: dict[str, Any]) -> float | None:
+        """This run's own cost, from its result (the module's docstring, "Cost")."""
+        since = event.get("model_usage_since_last_result")
+        if isinstance(since, dict):
+            costs = [as_float(as_dict(model).get("costUSD")) for model in since.values()]
+            if any(cost is not None for cost in costs):
+                return sum(cost for cost in costs if cost is not None)
+        total = as_float(event.get("total_cost_usd"))
+        prior = self._prior
+        if total is None or prior is None or prior.cost <= 0 or total < prior.cost:
+            return total
+        streamed = sum(seen[0] + seen[2] for seen in self._usage.values())
+        counted = sum(as_int(as_dict(model).get(name)) for model in
+                      as_dict(event.get("modelUsage")).values() for name in _MODEL_TOKENS)
+        earlier = prior.input_tokens + prior.output_tokens
+        if earlier and counted - streamed >= earlier / 2:  # the session's history is in it
+            return max(0.0, total - prior.cost)
+        return total

@@ -26,10 +26,12 @@ the turn's (the processor keeps the last `ThreadTokenUsage` it was sent and prin
 `turn.completed`; the decoder still charges each total's increase over the last total
 it saw. On a resumed thread the total keeps counting from the thread's saved rollout
 (Codex seeds its token info from the rollout's last token count on resume), so the
-first total of a follow-up includes every earlier run of that thread: pass that
-thread's last total as `CodexDecoder(prior_total=...)` to charge only the new part;
-`last_total` is what this run left. Codex reports no cost; its `input_tokens` include
-`cached_input_tokens`.
+first total of a follow-up includes every earlier run of that thread: pass what
+that thread was charged so far as `CodexDecoder(prior=SessionTotals(...))` to charge
+only the new part (its cached tokens as cached: a resumed turn that added 200 cached
+tokens of 1,000 is charged 200 cached); `last_total` is what this run left. A run stopped
+before its `turn.completed` charges nothing, and the thread's next total covers it.
+Codex reports no cost; its `input_tokens` include `cached_input_tokens`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import Any
 
 from actors.speaks._fields import as_dict, as_int, as_str
 from actors.speaks.decoding import Decoder, Stream
+from actors.speaks.totals import SessionTotals
 
 __all__ = ["READ_ONLY_TOOLS", "SIDE_EFFECT_TOOLS", "TOOL_ITEMS", "CodexDecoder", "Usage"]
 
@@ -60,15 +63,17 @@ _REPLY = frozenset({"agent_message", "assistant_message"})
 
 
 class CodexDecoder(Decoder):
-    """Codex's `exec --json` events (one instance per attempt). `prior_total`: the
-    thread's running total when this run began (a follow-up's), if known."""
+    """Codex's `exec --json` events (one instance per attempt). `prior`: what the thread
+    was charged when this run began (a follow-up's), if known."""
 
     speaks = "codex"
+    usage_at_end = True
 
-    def __init__(self, *, prior_total: Usage | None = None) -> None:
+    def __init__(self, *, prior: SessionTotals | None = None) -> None:
         self._sessions: set[str] = set()
         self._open: set[str] = set()
-        self.last_total: Usage = prior_total or (0, 0, 0)
+        self.last_total: Usage = ((prior.input_tokens, prior.cached_input_tokens,
+                                   prior.output_tokens) if prior is not None else (0, 0, 0))
         self._text: str | None = None
         self._ended = False
 

@@ -58,6 +58,7 @@ class CursorDecoder(Decoder):
     """Cursor agent's `stream-json` events (one instance per attempt)."""
 
     speaks = "cursor"
+    usage_at_end = True
 
     def __init__(self) -> None:
         self._sessions: set[str] = set()

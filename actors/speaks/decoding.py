@@ -73,6 +73,9 @@ class Decoder(ABC):
 
     #: The CLI this decoder reads, as `speaks:` names it.
     speaks: str = ""
+    #: Whether the CLI reports a turn's usage only at its end (Codex, Gemini, Cursor): a
+    #: run that ends before its terminal event then spent what no line said.
+    usage_at_end: bool = False
 
     @abstractmethod
     def event(self, event: dict[str, Any], stream: Stream) -> bool:

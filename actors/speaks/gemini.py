@@ -77,6 +77,7 @@ class GeminiDecoder(Decoder):
     """The Gemini CLI's `stream-json` events (one instance per attempt)."""
 
     speaks = "gemini"
+    usage_at_end = True
 
     def __init__(self) -> None:
         self._sessions: set[str] = set()

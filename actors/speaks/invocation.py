@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.models import Brief
+from actors.speaks.totals import SessionTotals
 
 __all__ = [
     "CLI_PROGRAMS",
@@ -76,9 +77,9 @@ class Invocation:
     args: tuple[str, ...] = ()
     resume: str | None = None  # the CLI's session id to continue
     budget_usd: float | None = None
-    # What the resumed session's earlier runs counted (input, cached input, output), for a
-    # CLI whose totals run across its session (Codex).
-    prior_tokens: tuple[int, int, int] | None = None
+    # What the resumed session's earlier runs were charged, for a CLI whose totals run
+    # across its session (Codex's tokens, Claude's cost); None: not known (a new session).
+    prior: SessionTotals | None = None
 
 
 def cli_argv(invocation: Invocation, prompt: str) -> list[str]:

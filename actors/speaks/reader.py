@@ -29,6 +29,7 @@ from actors.models import AttemptOutcome, Usage
 from actors.speaks.decoding import Decoder, EndKind
 from actors.speaks.jsonl import JsonlDecoder
 from actors.speaks.stderr import what_failed
+from actors.speaks.totals import SessionTotals
 
 __all__ = [
     "MAX_LINE",
@@ -61,8 +62,9 @@ class StreamSink(Protocol):
     def partial(self, item: Any) -> None:
         """A partial result."""
 
-    def charge(self, usage: Usage) -> None:
-        """Spend, priced where it could be."""
+    def charge(self, usage: Usage, *, cached_input_tokens: int = 0) -> None:
+        """Spend, priced where it could be; `cached_input_tokens` the part of its input
+        that was cached."""
 
     def tool(self, name: str, *, read_only: bool, running: bool | None,
              call_id: str | None = None) -> None:
@@ -119,12 +121,12 @@ class StreamReader:
     """One attempt's standard output read as `speaks` says (the pipes' reading thread)."""
 
     def __init__(self, speaks: str, sink: StreamSink, *, pricing: Pricing | None = None,
-                 prior_tokens: tuple[int, int, int] | None = None) -> None:
+                 prior: SessionTotals | None = None) -> None:
         self.speaks = speaks
         self.bad_lines = 0
         self._sink = sink
         self._pricing = pricing
-        self._decoder = _decoder(speaks, self, prior_tokens)
+        self._decoder = _decoder(speaks, self, prior)
         self._json = speaks != "lines"
         self._out: list[bytes] = []  # `lines`: the whole output, the result
         self._tail: deque[bytes] = deque(maxlen=STOPPED_LINES)  # `lines`: the last lines
@@ -139,7 +141,7 @@ class StreamReader:
         self._tools: dict[str, tuple[str, bool]] = {}  # in flight: id -> (name, side effects)
         self._fresh: dict[str, tuple[str, bool]] = {}  # started in this chunk, not yet said
         self._run_cost = 0.0  # spend charged in this run, for a CLI's own total
-        self._pending: list[float] = [0, 0, 0, 0.0]  # calls, tokens in and out, cost
+        self._pending: list[float] = [0, 0, 0, 0.0, 0]  # calls, tokens in, out, cost, cached
 
     # -- the pipes ---------------------------------------------------------------------
     def stdout(self, chunk: bytes) -> None:
@@ -241,7 +243,7 @@ class StreamReader:
             return
         cost = (self._pricing.cost(input_tokens, output_tokens, cached_input_tokens)
                 if self._pricing is not None else 0.0)
-        self._charge(calls, input_tokens, output_tokens, cost)
+        self._charge(calls, input_tokens, output_tokens, cost, cached_input_tokens)
 
     def cost(self, usd: float, *, input_tokens: int = 0, output_tokens: int = 0,
              cached_input_tokens: int = 0, calls: int = 0) -> None:
@@ -250,14 +252,15 @@ class StreamReader:
         if usd <= 0 and self._pricing is not None:  # tokens the CLI did not price (OpenCode
             # on a model it knows no price of says 0): `pricing:` prices them
             usd = self._pricing.cost(input_tokens, output_tokens, cached_input_tokens)
-        self._charge(calls, input_tokens, output_tokens, max(0.0, usd))
+        self._charge(calls, input_tokens, output_tokens, max(0.0, usd), cached_input_tokens)
 
     def total_cost(self, usd: float) -> None:
         more = usd - self._run_cost
         if more > 1e-12:
             self._charge(0, 0, 0, more)
 
-    def _charge(self, calls: int, input_tokens: int, output_tokens: int, cost: float) -> None:
+    def _charge(self, calls: int, input_tokens: int, output_tokens: int, cost: float,
+                cached_input_tokens: int = 0) -> None:
         """Spend, summed over the chunk being read (`_flush_charge` sends it)."""
         self._run_cost += cost
         pending = self._pending
@@ -265,17 +268,29 @@ class StreamReader:
         pending[1] += input_tokens
         pending[2] += output_tokens
         pending[3] += cost
+        pending[4] += min(cached_input_tokens, input_tokens)
 
     def _flush_charge(self) -> None:
         pending = self._pending
         if any(pending):
-            calls, input_tokens, output_tokens, cost = pending
-            self._pending = [0, 0, 0, 0.0]
+            calls, input_tokens, output_tokens, cost, cached = pending
+            self._pending = [0, 0, 0, 0.0, 0]
             self._sink.charge(Usage(calls=int(calls), input_tokens=int(input_tokens),
-                                    output_tokens=int(output_tokens), cost=cost))
+                                    output_tokens=int(output_tokens), cost=cost),
+                              cached_input_tokens=int(cached))
 
     def text(self, text: str) -> None:
         self._text = text
+
+    @property
+    def usage_unknown(self) -> str | None:
+        """Why this run's spend is not all known (None: it is): a CLI that reports a turn's
+        usage only at its end, whose stream ended before its terminal event."""
+        if self._end is not None or not self._decoder.usage_at_end:
+            return None
+        later = ("; the session's next report charges it" if self.speaks == "codex" else "")
+        return (f"{self.speaks} reports a turn's tokens only at its end, and this run ended "
+                f"before it: what the turn spent is not counted here{later}")
 
     def failure(self, message: str) -> None:
         self._failure = message
@@ -379,10 +394,9 @@ class StreamReader:
         return Verdict(AttemptOutcome.completed, self.final_value())
 
 
-def _decoder(speaks: str, reader: StreamReader,
-             prior_tokens: tuple[int, int, int] | None) -> Decoder:
+def _decoder(speaks: str, reader: StreamReader, prior: SessionTotals | None) -> Decoder:
     if speaks in ("lines", "jsonl"):
         return JsonlDecoder(reader)  # (`lines` reads no event)
     from actors.speaks import decoder_for
 
-    return decoder_for(speaks, prior_tokens=prior_tokens)
+    return decoder_for(speaks, prior=prior)

@@ -43,7 +43,8 @@ from actors.textblocks.values import (
 _OPEN, _CLOSE = "<subtask_summary>", "</subtask_summary>"
 _INDENT = "    "  # the lines after the first of an indented value (`Error:`, `Schema error:`)
 _USAGE = re.compile(
-    r"(\d+) calls?, (\d+) input tokens?, (\d+) output tokens?, cost (\S+)", re.IGNORECASE
+    r"(?:at least )?(\d+) calls?, (\d+) input tokens?, (\d+) output tokens?, cost (\S+)",
+    re.IGNORECASE,
 )
 
 
@@ -78,10 +79,13 @@ def render_summary(summary: Summary) -> str:
     lines.append("")
     if summary.output is not None:
         lines.append(f"Output: {write_value(summary.output)}")
-    if summary.usage != Usage():
+    at_least = any(a.usage_unknown for a in summary.attempts)
+    if summary.usage != Usage() or at_least:
+        # "at least": an attempt spent what its CLI never reported (its record says why)
         u = summary.usage
-        lines.append(f"Usage: {u.calls} calls, {u.input_tokens} input tokens, "
-                     f"{u.output_tokens} output tokens, cost {write_number(u.cost)}")
+        lines.append(f"Usage: {'at least ' if at_least else ''}{u.calls} calls, "
+                     f"{u.input_tokens} input tokens, {u.output_tokens} output tokens, "
+                     f"cost {write_number(u.cost)}")
     if summary.error is not None:
         lines += _indented("Error", summary.error)
     if summary.timeout_kind is not None:

@@ -110,7 +110,7 @@ class CommandChild(ChildHandle):
             on_ended=self._start_exit_grace)
         self._reader = StreamReader(
             spec.speaks, self._reports, pricing=spec.pricing,
-            prior_tokens=spec.invocation.prior_tokens if spec.invocation else None)
+            prior=spec.invocation.prior if spec.invocation else None)
         self._open_pipes: set[int] = set()
         self._graced = False  # stopped by the ladder once its exit grace ran out
         # Guarded by _lock:

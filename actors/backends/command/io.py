@@ -208,7 +208,8 @@ def command_finished(
     error says failed. `program` names it as `command_program` does.
     """
     common: dict[str, Any] = {"pid": pid, "progress": progress, "exit_code": returncode,
-                              "bad_lines": reader.bad_lines}
+                              "bad_lines": reader.bad_lines,
+                              "usage_unknown": reader.usage_unknown}
     if kill_t is not None and not graced:
         value = reader.final_value() if reader.ended else None
         return Finished(

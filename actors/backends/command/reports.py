@@ -48,8 +48,8 @@ class MessageReports:
     def partial(self, item: object) -> None:
         self._emit(Partial(self._attempt_id, self._next(), item))
 
-    def charge(self, usage: Usage) -> None:
-        self._emit(Charge(self._attempt_id, self._next(), usage))
+    def charge(self, usage: Usage, *, cached_input_tokens: int = 0) -> None:
+        self._emit(Charge(self._attempt_id, self._next(), usage, cached_input_tokens))
 
     def tool(self, name: str, *, read_only: bool, running: bool | None,
              call_id: str | None = None) -> None:
@@ -81,8 +81,9 @@ class ContextReports:
     def partial(self, item: object) -> None:
         self._ctx.partial(item)
 
-    def charge(self, usage: Usage) -> None:
-        self._ctx.charge(usage.calls, usage.input_tokens, usage.output_tokens, usage.cost)
+    def charge(self, usage: Usage, *, cached_input_tokens: int = 0) -> None:
+        self._ctx.charge(usage.calls, usage.input_tokens, usage.output_tokens, usage.cost,
+                         cached_input_tokens=cached_input_tokens)
 
     def tool(self, name: str, *, read_only: bool, running: bool | None,
              call_id: str | None = None) -> None:

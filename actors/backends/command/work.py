@@ -154,7 +154,7 @@ class _Run:
         self._inputs_file: str | None = None
         self._reader = StreamReader(
             work.speaks, ContextReports(ctx, self.ended), pricing=work.pricing,
-            prior_tokens=work.invocation.prior_tokens if work.invocation else None)
+            prior=work.invocation.prior if work.invocation else None)
         self._ended_t: float | None = None  # the stream's terminal event came
         self._graced = False  # stopped once its exit grace ran out
         self._graced_kill_at: float | None = None
