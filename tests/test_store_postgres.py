@@ -24,6 +24,7 @@ psycopg = pytest.importorskip("psycopg", reason="pip install 'zeus-supervisor[po
 
 from supervisor.store.pg_schema import EXECUTE  # noqa: E402 - psycopg first
 from supervisor.store.postgres import PostgresStore  # noqa: E402
+from supervisor.store.schema import SCHEMA_VERSION  # noqa: E402
 
 BRIEF = Brief(agent="apollo", scope="scan the routes")
 POLICY = AgentPolicy(read_only=True)
@@ -129,7 +130,8 @@ def test_hosts_that_open_an_empty_database_together_make_one_schema(pg_url: str)
         t.join(WAIT_S)
     try:
         assert errors == [] and len(stores) == 4
-        assert sql(pg_url, "SELECT value FROM meta WHERE key = 'schema_version'") == [("1",)]
+        assert sql(pg_url, "SELECT value FROM meta WHERE key = 'schema_version'") == [
+            (str(SCHEMA_VERSION),)]
         assert len(stores[0].hosts()) == 4
     finally:
         for s in stores:

@@ -19,6 +19,7 @@ from typing import Any
 
 from actors import AttemptRecord, Summary, Usage
 from actors.clock import Clock
+from actors.speaks import SessionTotals
 from supervisor.core.settlement import Settlement
 from supervisor.core.state import Attempt, Delegation
 from supervisor.errors import StoreError, StoreFenced
@@ -69,8 +70,16 @@ class MemoryDurable:
         """A thread child of `a` entered the side-effect tool call `tool` (None: left it)."""
         del a, tool
 
-    def charged(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
-        del delegation_id, attempt_id, usage
+    def charged(self, delegation_id: str, attempt_id: str, usage: Usage,
+                session: tuple[str, SessionTotals] | None = None) -> None:
+        """`usage` charged by the attempt; `session`: the agent CLI session it was charged
+        in and what it adds to that session's totals (kept with the charge)."""
+        del delegation_id, attempt_id, usage, session
+
+    def session_totals(self, session_id: str) -> SessionTotals | None:
+        """What a CLI session was charged, as the store keeps it: None in memory."""
+        del session_id
+        return None
 
     def partial(self, d: Delegation, attempt_id: str, item: Any) -> None:
         del d, attempt_id, item
@@ -195,9 +204,13 @@ class Durable(MemoryDurable):
         self.store.attempt_in_tool(a.id, tool)
         self._dirty = True
 
-    def charged(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
-        self.store.charge(delegation_id, attempt_id, usage)
+    def charged(self, delegation_id: str, attempt_id: str, usage: Usage,
+                session: tuple[str, SessionTotals] | None = None) -> None:
+        self.store.charge(delegation_id, attempt_id, usage, session=session)
         self._dirty = True
+
+    def session_totals(self, session_id: str) -> SessionTotals | None:
+        return self.store.session_totals(session_id)
 
     def partial(self, d: Delegation, attempt_id: str, item: Any) -> None:
         self.store.partial(d.id, attempt_id, item)

@@ -20,6 +20,7 @@ from actors.protocol import (
     Started,
     ToolCall,
 )
+from actors.speaks import SessionTotals
 from supervisor.core.future import DelegationFuture
 from supervisor.core.state import MAX_PARTIALS, Attempt, Delegation, OpenTool
 from supervisor.core.supervisor import Supervisor
@@ -241,12 +242,21 @@ class ChildReports:
         self._sup.emit("attempt.session", d, a, session_id=msg.session_id)
 
     def on_charge(self, msg: Charge) -> None:
+        """Spend: counted against the budgets and, for an agent CLI's session, added to what
+        that session was charged (kept with the charge, docs/agent-clis.md)."""
         owner = self._owner(msg)
-        if owner is not None and owner[1].agent_session is not None:
-            self._sup.agent_sessions.counted(owner[1].agent_session, msg.usage.input_tokens,
-                                             msg.usage.output_tokens)
-        if owner is not None:
-            self._sup.spend(*owner, priced(msg.usage, owner[1].policy.pricing), msg.attempt_id)
+        if owner is None:
+            return
+        d, a = owner
+        usage = priced(msg.usage, a.policy.pricing)
+        session = None
+        if a.agent_session is not None:
+            added = SessionTotals(usage.input_tokens, min(msg.cached_input_tokens,
+                                                          usage.input_tokens),
+                                  usage.output_tokens, usage.cost)
+            self._sup.agent_sessions.counted(a.agent_session, added)
+            session = (a.agent_session, added)
+        self._sup.spend(d, a, usage, msg.attempt_id, session=session)
 
     def on_delegate_request(self, msg: DelegateRequest) -> None:
         owner = self._tree.owner(msg.attempt_id)

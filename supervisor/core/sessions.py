@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from actors.speaks import SessionTotals
+
 __all__ = ["AgentSessions", "Sessions"]
 
 
@@ -37,21 +39,24 @@ class AgentSessions:
     def __init__(self, limit: int = 10_000) -> None:
         self._ids: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._limit = limit
-        # The tokens counted in each session (input, cached input, output): a CLI whose
-        # totals run across its session's runs is told what its earlier runs counted.
-        self._tokens: OrderedDict[str, tuple[int, int, int]] = OrderedDict()
+        # What each CLI session's charges added (tokens, cached tokens, cost): a CLI whose
+        # totals run across its session's runs is told what its earlier runs were charged.
+        self._totals: OrderedDict[str, SessionTotals] = OrderedDict()
 
-    def counted(self, session_id: str, input_tokens: int, output_tokens: int) -> None:
-        """Tokens charged by an attempt in `session_id`."""
-        before = self._tokens.pop(session_id, (0, 0, 0))
-        self._tokens[session_id] = (before[0] + input_tokens, before[1],
-                                    before[2] + output_tokens)
-        while len(self._tokens) > self._limit:
-            self._tokens.popitem(last=False)
+    def counted(self, session_id: str, charge: SessionTotals) -> None:
+        """`charge` was charged by an attempt in `session_id`."""
+        self.known(session_id, self._totals.pop(session_id, SessionTotals()) + charge)
 
-    def tokens(self, session_id: str | None) -> tuple[int, int, int] | None:
-        """What `session_id`'s runs counted so far, if any were counted here."""
-        return self._tokens.get(session_id) if session_id is not None else None
+    def known(self, session_id: str, totals: SessionTotals) -> None:
+        """`session_id`'s charges so far are `totals` (as its store keeps them)."""
+        self._totals[session_id] = totals
+        self._totals.move_to_end(session_id)
+        while len(self._totals) > self._limit:
+            self._totals.popitem(last=False)
+
+    def totals(self, session_id: str | None) -> SessionTotals | None:
+        """What `session_id`'s runs were charged so far, if any were counted here."""
+        return self._totals.get(session_id) if session_id is not None else None
 
     def bind(self, agent: str, session: str | None, session_id: str) -> None:
         """`session_id` is what the brief's `session` now continues (None: no session)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from actors.backends import ChildSpec
 from actors.clock import Clock
-from actors.speaks import Invocation, Pricing
+from actors.speaks import Invocation, Pricing, SessionTotals
 from supervisor.core.registry import Registry
 from supervisor.core.state import Attempt, Delegation, previous_error
 from supervisor.errors import SupervisorError
@@ -56,18 +56,19 @@ def child_spec(
     budget_left: dict[str, float] | None,
     heads: FramingHeads | None = None,
     resume: str | None = None,
-    prior_tokens: tuple[int, int, int] | None = None,
+    prior: SessionTotals | None = None,
     epoch: int = 1,
 ) -> ChildSpec:
     """The spec of `d`'s attempt `a`, which runs `work` (None for a `command:` agent or an
-    agent CLI; `resume`: the CLI's session id a follow-up continues; `epoch`: the
+    agent CLI; `resume`: the CLI's session id a follow-up continues, `prior` what that
+    session was charged so far; `epoch`: the
     delegation's on its store, for `ctx.fence`)."""
     policy = a.policy
     invocation = None
     if policy.speaks_cli:
         left = budget_left.get("cost") if budget_left else None
         invocation = Invocation(policy.speaks, program=policy.command or (), args=policy.args,
-                                resume=resume, budget_usd=left, prior_tokens=prior_tokens)
+                                resume=resume, budget_usd=left, prior=prior)
     pricing = policy.pricing
     return ChildSpec(
         agent=d.agent,

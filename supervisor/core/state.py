@@ -258,6 +258,7 @@ def attempt_record(
         "last_note": a.last_note,
         "bad_lines": finished.bad_lines if finished is not None else 0,
         "session_id": a.agent_session,
+        "usage_unknown": finished.usage_unknown if finished is not None else None,
     })
 
 

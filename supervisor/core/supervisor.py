@@ -22,6 +22,7 @@ from actors import AttemptOutcome, Brief, Status, Summary, Usage
 from actors.backends import Backend, ChildHandle, ChildSpec
 from actors.clock import Clock, SystemClock
 from actors.protocol import Finished
+from actors.speaks import SessionTotals
 from actors.speaks.invocation import refused_budget
 from supervisor.core.durable import MemoryDurable
 from supervisor.core.future import DelegationFuture
@@ -309,7 +310,7 @@ class Supervisor:
                                   d, self.tree.ancestors(d) if d.parent_id else ()),
                               heads=self._framing_heads,
                               resume=resume,
-                              prior_tokens=self.agent_sessions.tokens(resume),
+                              prior=self._session_totals(resume),
                               epoch=self.durable.epoch(d.id))
             refused = refused_budget(spec.invocation) if spec.invocation else None
             if refused is not None:  # too little left to start it with: the cap is reached
@@ -410,6 +411,16 @@ class Supervisor:
         """Spend made before this Zeus (the store's) counts against the tree's budget."""
         self.spending.tree_usage = self.spending.tree_usage + usage
 
+    def _session_totals(self, session_id: str | None) -> SessionTotals | None:
+        """What the CLI session `session_id` was charged so far: as counted here, else as
+        its store keeps it (a session of an earlier Zeus, read once)."""
+        totals = self.agent_sessions.totals(session_id)
+        if totals is None and session_id is not None:
+            totals = self.durable.session_totals(session_id)
+            if totals is not None:
+                self.agent_sessions.known(session_id, totals)
+        return totals
+
     def resume_agent_sessions(self, sessions: Iterable[tuple[str, str, str]]) -> None:
         """Each (agent, session, session id) an agent CLI can resume by its id."""
         for agent, session, session_id in sessions:
@@ -500,16 +511,18 @@ class Supervisor:
     # -- spend ------------------------------------------------------------------------------
 
     def spend(self, d: Delegation, a: Attempt | None, usage: Usage,
-              attempt_id: str | None = None) -> None:
+              attempt_id: str | None = None, *,
+              session: tuple[str, SessionTotals] | None = None) -> None:
         """Count `usage` against `d` (while open), every open ancestor, and the whole tree;
         stop the attempts whose budget it breaks.
 
         `a` is the attempt that charged it, None for the late spend of a fenced one;
-        `attempt_id` the charging attempt's id, for the store."""
+        `attempt_id` the charging attempt's id, for the store; `session` the agent CLI
+        session it was charged in and what it adds there (stored with the charge)."""
         ancestors = list(self.tree.ancestors(d))
         chain = [d, *ancestors] if self.tree.get(d.id) is not None else ancestors
         if attempt_id is not None:
-            self.durable.charged(d.id, attempt_id, usage)
+            self.durable.charged(d.id, attempt_id, usage, session)
         overruns, tree_overrun = self.spending.charge(chain, usage)
         for node, overrun in overruns:
             assert node.current is not None

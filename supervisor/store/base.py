@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from actors import AttemptRecord, Brief, Status, Summary, Usage
+from actors.speaks import SessionTotals
 
 __all__ = [
     "CRASH_KINDS",
@@ -200,7 +201,10 @@ class Store(abc.ABC):
         del attempt_id, tool
 
     @abc.abstractmethod
-    def charge(self, delegation_id: str, attempt_id: str, usage: Usage) -> None: ...
+    def charge(self, delegation_id: str, attempt_id: str, usage: Usage, *,
+               session: tuple[str, SessionTotals] | None = None) -> None:
+        """`usage` charged by the attempt; `session`: the agent CLI session (its id) it was
+        charged in and what it adds to that session's totals, written in the same commit."""
 
     @abc.abstractmethod
     def partial(self, delegation_id: str, attempt_id: str, item: Any) -> None: ...
@@ -279,6 +283,11 @@ class Store(abc.ABC):
     def sessions(self) -> set[tuple[str, str]]:
         """(agent, session key) for every session an attempt of a stored delegation ran in:
         after a restart, the sessions whose workers may have to be found again."""
+
+    @abc.abstractmethod
+    def session_totals(self, session_id: str) -> SessionTotals | None:
+        """What the agent CLI session `session_id` was charged, as committed; None when
+        nothing was."""
 
     def agent_sessions(self) -> list[tuple[str, str, str]]:
         """(agent, session key, the agent program's own session id) of each ended attempt

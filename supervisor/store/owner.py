@@ -45,10 +45,12 @@ def _when(ts: float) -> str:
 
 
 def claim(
-    con: sqlite3.Connection, path: str, now: Callable[[], float]
+    con: sqlite3.Connection, path: str, now: Callable[[], float],
+    migrate: Callable[[sqlite3.Connection], object] | None = None,
 ) -> tuple[Owner, Owner | None, int]:
     """Make this process the store's owner: (this owner, the dead one it replaced or None,
-    the number of this ownership: one more than the last's).
+    the number of this ownership: one more than the last's). `migrate` runs in the same
+    transaction once the store is found free (an older schema brought up to date).
 
     `StoreBusy` names a live owner; the store is not changed then.
     """
@@ -72,6 +74,8 @@ def claim(
                     f"{_when(previous.heartbeat)}); stop it first, or give another store",
                     pid=previous.pid, host=previous.host, since=previous.since,
                 )
+        if migrate is not None:
+            migrate(con)
         owner = me(now())
         session = (row[6] if row is not None else 0) + 1
         con.execute(

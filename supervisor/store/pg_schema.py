@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from supervisor.errors import StoreError
 from supervisor.store import reads
-from supervisor.store.schema import APPLICATION, SCHEMA_VERSION
+from supervisor.store.schema import APPLICATION, SCHEMA_VERSION, SESSION_CHARGE
 
 __all__ = ["ATTEMPT_COLUMNS", "DDL", "EXECUTE", "FENCED", "KINDS", "LEASED", "PREPARE", "TABLES",
            "Qmark", "bound", "is_postgres_url", "prepare", "shown"]
@@ -22,6 +22,14 @@ ATTEMPT_COLUMNS = reads.ATTEMPT_COLUMNS + ", in_tool"  # what a taker reads of a
 LOCK_KEY = 0x5A455553  # "ZEUS": the advisory lock that creating the schema holds
 TABLES = ("meta", "hosts", "policies", "delegations", "attempts", "partials", "retries",
           "keys", "id_blocks")
+
+# What takes a store of each older version to the next one (schema.py's, in this
+# engine's types), run by `prepare` under the advisory lock.
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: (
+    "CREATE TABLE agent_sessions (id TEXT PRIMARY KEY, input_tokens BIGINT NOT NULL DEFAULT 0,"
+    " cached_input_tokens BIGINT NOT NULL DEFAULT 0, output_tokens BIGINT NOT NULL DEFAULT 0,"
+    " cost DOUBLE PRECISION NOT NULL DEFAULT 0, charged DOUBLE PRECISION NOT NULL)",
+)}
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -69,7 +77,7 @@ CREATE TABLE retries (
     agent TEXT NOT NULL, seq BIGINT NOT NULL
 );
 CREATE INDEX retries_delegation ON retries (delegation_id, seq);
-"""
+""" + ";\n".join(MIGRATIONS[1]) + ";\n"
 # A conditioned write that found nothing it holds fails a cast of this mark (SQLSTATE
 # 22P02, its message naming the mark and why): the transaction aborts, nothing lands.
 FENCED = "zeus-fenced:"
@@ -102,6 +110,9 @@ _SQL: dict[str, str] = {
     "charge": "UPDATE attempts SET calls = calls + %s, input_tokens = input_tokens + %s,"
               " output_tokens = output_tokens + %s, cost = cost + %s WHERE id = %s"
               + _ATTEMPT_OWNED,
+    # What a turn's charges add to an agent CLI session: a fact, as a charge is, so
+    # written whatever the epoch (in the commit of its charge).
+    "session": SESSION_CHARGE.replace("?", "%s"),
     "partial": "INSERT INTO partials (delegation_id, attempt_id, seq, item)"
                " SELECT %s, %s, %s, %s WHERE EXISTS (" + _OWNED + ")",
     "attempt_ended": "UPDATE attempts SET outcome = %s, ended = %s, error = %s, record = %s,"
@@ -112,7 +123,7 @@ _SQL: dict[str, str] = {
                " settled_seq = %s WHERE id = %s AND owner = %s AND epoch = %s",
 }
 KINDS = tuple(_SQL)  # the buffered writes, in the order a commit sends them
-_UNCONDITIONED = ("policy", "recorded")  # an insert of this host's own new row
+_UNCONDITIONED = ("policy", "recorded", "session")  # this host's own new row; a session's sum
 
 
 def _checked(statement: str, what: str) -> str:
@@ -132,6 +143,7 @@ _TYPES: dict[str, tuple[str, ...]] = {  # each statement's parameters, in order
     "attempt_identity": (_I4, _F8, _I4, _T8, _I8, _F8, _F8, _T8, _T8, _T8, _I4),
     "attempt_tool": (_T8, _T8, _T8, _T8, _I4),
     "charge": (_I8, _I8, _I8, _F8, _T8, _T8, _T8, _I4),
+    "session": (_T8, _I8, _I8, _I8, _F8, _F8),
     "partial": (_T8, _T8, _I8, _T8, _T8, _T8, _I4),
     "attempt_ended": (_T8, _F8, _T8, _T8, _I8, _T8, _T8, _T8, _I4),
     "retry_scheduled": (_T8, _T8, _F8, _T8, _I8, _T8, _T8, _I4),
@@ -213,9 +225,10 @@ class Qmark:
 
 
 def prepare(con: Any, url: str) -> None:
-    """Create the schema on an empty database, or check the one there, under an advisory
-    lock (hosts that start together on an empty database create it once). `StoreError`,
-    the database unchanged, for tables of another application or a newer schema."""
+    """Create the schema on an empty database, or check the one there and migrate an older
+    one in place, under an advisory lock (hosts that start together on an empty database
+    create it once). `StoreError`, the database unchanged, for tables of another
+    application or a newer schema."""
     where = shown(url)
     with con.transaction():
         con.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
@@ -242,6 +255,12 @@ def prepare(con: Any, url: str) -> None:
             raise StoreError(f"{where}: the store has schema version {version}, newer than "
                              f"this Zeus reads ({SCHEMA_VERSION}); upgrade zeus-supervisor "
                              "to open it. The database was left as it is.")
+        for step in range(version, SCHEMA_VERSION):  # an older store, migrated in place
+            for statement in MIGRATIONS[step]:
+                con.execute(statement)
+        if version < SCHEMA_VERSION:
+            con.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'",
+                        (str(SCHEMA_VERSION),))
         # A store made before attempts kept their tool call, and before a taker looked
         # for a dead host's claims (hosts of both kinds can share it: an older one
         # leaves the column empty).

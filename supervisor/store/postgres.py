@@ -39,6 +39,7 @@ from pydantic import BaseModel
 
 from actors import AttemptRecord, Brief, Status, Summary, Usage
 from actors.osproc import process_start_time
+from actors.speaks import SessionTotals
 from supervisor.errors import StoreError, StoreFenced
 from supervisor.store import reads
 from supervisor.store.base import OpenDelegation, Owner, StoreCounts, StoredDelegation
@@ -65,9 +66,10 @@ from supervisor.store.pg_schema import (
     prepare,
     shown,
 )
+from supervisor.store.schema import SESSION_TOTALS, SESSIONS_PRUNE
 from supervisor.store.shared import SharedStore
 from supervisor.store.sqlite import CRASH_EXIT, _crash_after
-from supervisor.store.writes import Charges, PolicyIds, item_json
+from supervisor.store.writes import Charges, PolicyIds, SessionCharges, item_json
 
 try:
     import psycopg
@@ -166,6 +168,7 @@ class PostgresStore(SharedStore):
         self._now = now
         self._buffer: dict[str, list[tuple[Any, ...]]] = {kind: [] for kind in KINDS}
         self._charges = Charges()  # attempt id -> usage summed this turn
+        self._sessions = SessionCharges()  # agent CLI session id -> its charges this turn
         self._policies = PolicyIds()
         self._held = Held()
         self._writable = True
@@ -332,9 +335,12 @@ class PostgresStore(SharedStore):
     def attempt_in_tool(self, attempt_id: str, tool: str | None) -> None:
         self._buffer["attempt_tool"].append((tool, attempt_id, *self._of(attempt_id)))
 
-    def charge(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
+    def charge(self, delegation_id: str, attempt_id: str, usage: Usage, *,
+               session: tuple[str, SessionTotals] | None = None) -> None:
         self._held.attempt(attempt_id, delegation_id, running=False)
         self._charges.add(attempt_id, usage)
+        if session is not None:
+            self._sessions.add(*session)
 
     def partial(self, delegation_id: str, attempt_id: str, item: Any) -> None:
         self._buffer["partial"].append(
@@ -380,6 +386,9 @@ class PostgresStore(SharedStore):
             buffer["charge"].extend((*usage, attempt_id, *self._of(attempt_id))
                                     for attempt_id, usage in self._charges.items())
             self._charges.clear()
+        if self._sessions:  # (the same: what they add to their sessions, with them)
+            buffer["session"].extend(self._sessions.rows(self._now()))
+            self._sessions.clear()
         kinds = [kind for kind, rows in buffer.items() if rows]
         if not kinds and self._writable:
             return
@@ -700,6 +709,10 @@ class PostgresStore(SharedStore):
         except psycopg.Error as exc:
             raise self._lost(exc) from None
 
+    def session_totals(self, session_id: str) -> SessionTotals | None:
+        row = self._read(lambda con: con.execute(SESSION_TOTALS, (session_id,)).fetchone())
+        return SessionTotals(*row) if row is not None else None
+
     def prune(self) -> int:
         cutoff = self._now() - self._keep_days * _DAY_S
         doomed = ("SELECT d.id FROM delegations d WHERE d.settled < %s AND NOT EXISTS"
@@ -708,6 +721,7 @@ class PostgresStore(SharedStore):
         try:
             con = self._connection()
             with con.transaction():
+                con.execute(SESSIONS_PRUNE.replace("?", "%s"), (cutoff,))  # charged nothing since
                 ids = [r[0] for r in con.execute(doomed, (cutoff,)).fetchall()]
                 if ids:
                     for table in ("attempts", "partials", "retries"):

@@ -3,7 +3,9 @@
 `inspect(path)` runs before anything may write: it reads the header, then opens
 the file read-only (`mode=ro`) and reads the schema version and the meta table.
 A file that is not a Zeus store, a torn or corrupt one, or one of a newer schema
-raises `StoreError` naming the file and what to do, and the file is not changed.
+raises `StoreError` naming the file and what to do, and the file is not changed. A
+store of an older schema is migrated in place (`migrate`) by the Zeus that claims it,
+in the claim's transaction.
 """
 
 from __future__ import annotations
@@ -19,17 +21,45 @@ __all__ = [
     "APPLICATION",
     "APPLICATION_ID",
     "DDL",
+    "MIGRATIONS",
     "SCHEMA_VERSION",
+    "SESSIONS_PRUNE",
+    "SESSION_CHARGE",
+    "SESSION_TOTALS",
     "SQLITE_HEADER",
     "inspect",
     "is_sqlite_file",
+    "migrate",
     "readonly_uri",
 ]
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 APPLICATION = "zeus-store"
 APPLICATION_ID = 0x5A455553  # "ZEUS", in the file header (bytes 68..71)
-SCHEMA_VERSION = 1
+# 1: the first store. 2: `agent_sessions`, what each agent CLI session was charged (a
+# follow-up in it is charged only what its run adds, after a restart too).
+SCHEMA_VERSION = 2
+
+# Columns shared by both stores' `agent_sessions` (the types are each engine's).
+SESSION_CHARGE = (
+    "INSERT INTO agent_sessions (id, input_tokens, cached_input_tokens, output_tokens, cost,"
+    " charged) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET"
+    " input_tokens = agent_sessions.input_tokens + excluded.input_tokens,"
+    " cached_input_tokens = agent_sessions.cached_input_tokens + excluded.cached_input_tokens,"
+    " output_tokens = agent_sessions.output_tokens + excluded.output_tokens,"
+    " cost = agent_sessions.cost + excluded.cost, charged = excluded.charged")
+SESSION_TOTALS = ("SELECT input_tokens, cached_input_tokens, output_tokens, cost"
+                  " FROM agent_sessions WHERE id = ?")
+SESSIONS_PRUNE = "DELETE FROM agent_sessions WHERE charged < ?"
+
+_SESSIONS_DDL = """CREATE TABLE agent_sessions (
+    id TEXT PRIMARY KEY, input_tokens INTEGER NOT NULL DEFAULT 0,
+    cached_input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0, charged REAL NOT NULL
+) WITHOUT ROWID"""
+
+# What takes a store of each older version to the next one (one statement each).
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: (_SESSIONS_DDL,)}
 
 DDL = f"""
 PRAGMA application_id = {APPLICATION_ID};
@@ -67,7 +97,24 @@ CREATE TABLE retries (
     agent TEXT NOT NULL, seq INTEGER NOT NULL
 );
 CREATE INDEX retries_delegation ON retries (delegation_id, seq);
+{_SESSIONS_DDL};
 """
+
+
+def migrate(con: sqlite3.Connection, path: str | Path) -> int:
+    """Bring the store on `con` to `SCHEMA_VERSION` inside the caller's write transaction
+    (the file's lock held: no other opener reads or writes it meanwhile); the version it
+    had. A version newer than this Zeus reads (a racer's) is refused, nothing changed."""
+    version = int(con.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise _refuse(Path(path), f"has schema version {version}, newer than this Zeus "
+                      f"reads ({SCHEMA_VERSION})", "upgrade zeus-supervisor to open it")
+    for step in range(version, SCHEMA_VERSION):
+        for statement in MIGRATIONS[step]:
+            con.execute(statement)
+    if version < SCHEMA_VERSION:
+        con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")  # (a pragma takes no parameter)
+    return version
 
 
 def readonly_uri(path: str | Path) -> str:

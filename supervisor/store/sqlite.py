@@ -33,6 +33,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from actors import AttemptRecord, Brief, Status, Summary, Usage
+from actors.speaks import SessionTotals
 from supervisor.errors import StoreError
 from supervisor.store import owner as _owner
 from supervisor.store import reads
@@ -44,8 +45,17 @@ from supervisor.store.base import (
     StoreCounts,
     StoredDelegation,
 )
-from supervisor.store.schema import APPLICATION, DDL, SCHEMA_VERSION, inspect
-from supervisor.store.writes import Charges, PolicyIds, item_json
+from supervisor.store.schema import (
+    APPLICATION,
+    DDL,
+    SCHEMA_VERSION,
+    SESSION_CHARGE,
+    SESSION_TOTALS,
+    SESSIONS_PRUNE,
+    inspect,
+    migrate,
+)
+from supervisor.store.writes import Charges, PolicyIds, SessionCharges, item_json
 
 __all__ = ["CRASH_ENV", "CRASH_EXIT", "SqliteStore"]
 
@@ -105,6 +115,7 @@ class SqliteStore(Store):
         self._now = now
         self._buffer: dict[str, list[tuple[Any, ...]]] = {kind: [] for kind in _SQL}
         self._charges = Charges()  # attempt id -> usage summed this turn
+        self._sessions = SessionCharges()  # agent CLI session id -> its charges this turn
         self._policies = PolicyIds()
         self._writable = True
         self._beat = owner.heartbeat
@@ -136,7 +147,8 @@ class SqliteStore(Store):
         try:
             con.execute("PRAGMA journal_mode = WAL")
             con.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-            owner, previous, session = _owner.claim(con, str(path), now)
+            owner, previous, session = _owner.claim(
+                con, str(path), now, migrate=lambda con: migrate(con, path))
             store = cls(str(path), con, owner, previous, session=session, keep_days=keep_days,
                         now=now)
             store.prune()
@@ -190,8 +202,11 @@ class SqliteStore(Store):
         self._buffer["attempt_identity"].append(
             (pid, pid_start_time, pgid, node, self._next(), started, deadline, attempt_id))
 
-    def charge(self, delegation_id: str, attempt_id: str, usage: Usage) -> None:
+    def charge(self, delegation_id: str, attempt_id: str, usage: Usage, *,
+               session: tuple[str, SessionTotals] | None = None) -> None:
         self._charges.add(attempt_id, usage)
+        if session is not None:
+            self._sessions.add(*session)
 
     def partial(self, delegation_id: str, attempt_id: str, item: Any) -> None:
         self._buffer["partial"].append((delegation_id, attempt_id, self._next(), item_json(item)))
@@ -229,6 +244,8 @@ class SqliteStore(Store):
             con.execute("BEGIN")
             for kind in kinds:
                 con.executemany(_SQL[kind], buffer[kind])
+            if self._sessions:  # (with the turn's charges, which they are part of)
+                con.executemany(SESSION_CHARGE, self._sessions.rows(now))
             if beat:
                 con.execute("UPDATE owner SET heartbeat = ?", (now,))
             con.execute("COMMIT")
@@ -248,6 +265,7 @@ class SqliteStore(Store):
         for kind in kinds:
             buffer[kind] = []
         self._charges.clear()
+        self._sessions.clear()
         if self._crash is not None and self._crash[0] in kinds:  # a test's crash point
             self._crash_seen += 1
             if self._crash_seen >= self._crash[1]:
@@ -321,8 +339,13 @@ class SqliteStore(Store):
         self._con.execute("UPDATE owner SET heartbeat = ?", (now,))
         self._beat = now
 
+    def session_totals(self, session_id: str) -> SessionTotals | None:
+        row = self._read(lambda con: con.execute(SESSION_TOTALS, (session_id,)).fetchone())
+        return SessionTotals(*row) if row is not None else None
+
     def prune(self) -> int:
         cutoff = self._now() - self._keep_days * _DAY_S
+        self._con.execute(SESSIONS_PRUNE, (cutoff,))  # sessions charged nothing since
         return reads.prune(self._con, cutoff)
 
     def close(self) -> None:

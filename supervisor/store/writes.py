@@ -1,6 +1,7 @@
 """What both stores buffer alike before a commit: each effective policy's id (a hash of
-its JSON, made once per policy object), a turn's charges summed per attempt, and a
-partial result's JSON. Used by the one thread that uses a store."""
+its JSON, made once per policy object), a turn's charges summed per attempt and per
+agent CLI session, and a partial result's JSON. Used by the one thread that uses a
+store."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from actors import Usage
+from actors.speaks import SessionTotals
 
-__all__ = ["Charges", "PolicyIds", "item_json"]
+__all__ = ["Charges", "PolicyIds", "SessionCharges", "item_json"]
 
 _KEEP_AT_MOST = 1024  # policy objects whose id is kept (cleared whole past it)
 
@@ -60,3 +62,16 @@ class Charges(dict[str, list[float]]):
             total[1] += usage.input_tokens
             total[2] += usage.output_tokens
             total[3] += usage.cost
+
+
+class SessionCharges(dict[str, SessionTotals]):
+    """A turn's charges by agent CLI session id, summed (one upsert per session at the
+    commit, which adds them to the session's row)."""
+
+    def add(self, session_id: str, added: SessionTotals) -> None:
+        self[session_id] = self.get(session_id, SessionTotals()) + added
+
+    def rows(self, now: float) -> list[tuple[str, int, int, int, float, float]]:
+        """The `SESSION_CHARGE` rows (`now`: when they were charged)."""
+        return [(session_id, t.input_tokens, t.cached_input_tokens, t.output_tokens, t.cost,
+                 now) for session_id, t in self.items()]
