@@ -63,8 +63,7 @@ class StreamSink(Protocol):
         """A partial result."""
 
     def charge(self, usage: Usage, *, cached_input_tokens: int = 0) -> None:
-        """Spend, priced where it could be; `cached_input_tokens` the part of its input
-        that was cached."""
+        """Spend, priced where it could be (`cached_input_tokens` of its input cached)."""
 
     def tool(self, name: str, *, read_only: bool, running: bool | None,
              call_id: str | None = None) -> None:
@@ -284,13 +283,12 @@ class StreamReader:
 
     @property
     def usage_unknown(self) -> str | None:
-        """Why this run's spend is not all known (None: it is): a CLI that reports a turn's
-        usage only at its end, whose stream ended before its terminal event."""
+        """Why this run's spend is not all known: its CLI reports usage at a turn's end only."""
         if self._end is not None or not self._decoder.usage_at_end:
             return None
-        later = ("; the session's next report charges it" if self.speaks == "codex" else "")
         return (f"{self.speaks} reports a turn's tokens only at its end, and this run ended "
-                f"before it: what the turn spent is not counted here{later}")
+                "before it: what the turn spent is not counted here"
+                + ("; the session's next report charges it" if self.speaks == "codex" else ""))
 
     def failure(self, message: str) -> None:
         self._failure = message
