@@ -24,7 +24,7 @@ BIN = HERE / "node_modules" / ".bin"
 CLIS = ("claude", "codex", "gemini", "opencode")
 PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex",
             "gemini": "@google/gemini-cli", "opencode": "opencode-ai"}
-INSTALL = "npm ci --prefix tests/real_clis"
+INSTALL = "npm install --prefix tests/real_clis"
 MODELS = {"claude": "claude-sonnet-4-5", "codex": "gpt-5.5",
           "opencode": "local/scripted"}
 BLOCKED_TEXT = """I ran it; the deploy needs a decision.
