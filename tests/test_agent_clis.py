@@ -216,6 +216,25 @@ def test_mail_to_a_cli_is_refused_and_the_journal_says_why(
     assert f"speaks: {speaks} reads no mail" in refused["reason"]
 
 
+def test_mail_to_a_cli_delegation_is_refused_while_its_fallback_runs_too(
+        make_zeus: MakeZeus, tmp_path: Path) -> None:
+    # The host answers False for a delegation made for a CLI; Zeus gives its fallback's
+    # attempt nothing either, so the answer is the truth whichever attempt runs.
+    listen = ["python", "-c", "import select, sys; ready = select.select([0], [], [], 3)[0];"
+              " print('got ' + sys.stdin.readline().strip() if ready else 'none')"]
+    zeus = make_zeus({"hermes": cli("claude", fallback="echo", retry_after_tool_calls=True),
+                      "echo": {"command": listen, "timeout_s": 30}})
+    handle = zeus.dispatch(Brief(agent="hermes", scope="Fix it (scenario: timed_out)"))
+    journal = tmp_path / "events-0.jsonl"
+    assert eventually(lambda: '"fallback.dispatched"' in journal.read_text())
+    assert handle.send("hello") is False
+    summary = handle.result(timeout=30)
+    assert [a.agent for a in summary.attempts] == ["hermes", "echo"]
+    assert summary.output == "none\n"
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert [e["event"] for e in events].count("delegation.mail_refused") == 1
+
+
 def test_a_lines_command_keeps_its_standard_input_for_mail(make_zeus: MakeZeus) -> None:
     echo = ["python", "-c", "import sys; print('got ' + sys.stdin.readline().strip())"]
     zeus = make_zeus({"echo": {"command": echo, "timeout_s": 30}})

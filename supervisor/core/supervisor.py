@@ -871,7 +871,9 @@ class Supervisor:
         d = self.tree.get(msg.delegation_id)
         if d is None:
             return False
-        policy = d.current.policy if d.current is not None else d.policy
+        # The agent the delegation was made for, as `Zeus.send` judges it (a fallback's
+        # attempt does not change the answer the host gave).
+        policy = d.policy if d.agent == d.brief.agent else self.registry.policy(d.brief.agent)
         if policy.speaks_cli:
             self.emit("delegation.mail_refused", d, d.current, reason=(
                 f"speaks: {policy.speaks} reads no mail: an agent CLI's standard input is "

@@ -95,6 +95,11 @@ _ATTEMPT_OWNED = " AND EXISTS (" + _OWNED + ")"
 
 # One statement per kind of write, applied in this order by each commit; each row ends with
 # what conditions it (this host and the delegation's epoch), so a fenced row changes nothing.
+@functools.lru_cache(maxsize=64)
+def _pg(sql: str) -> str:
+    return sql.replace("?", "%s")
+
+
 _SQL: dict[str, str] = {
     "policy": "INSERT INTO policies (id, policy) VALUES (%s, %s) ON CONFLICT DO NOTHING",
     "recorded": "INSERT INTO delegations (id, key, parent_id, ordinal, agent, brief, policy,"
@@ -112,7 +117,7 @@ _SQL: dict[str, str] = {
               + _ATTEMPT_OWNED,
     # What a turn's charges add to an agent CLI session: a fact, as a charge is, so
     # written whatever the epoch (in the commit of its charge).
-    "session": SESSION_CHARGE.replace("?", "%s"),
+    "session": _pg(SESSION_CHARGE),
     "partial": "INSERT INTO partials (delegation_id, attempt_id, seq, item)"
                " SELECT %s, %s, %s, %s WHERE EXISTS (" + _OWNED + ")",
     "attempt_ended": "UPDATE attempts SET outcome = %s, ended = %s, error = %s, record = %s,"
@@ -207,11 +212,6 @@ def shown(url: str) -> str:
     netloc = parts.netloc.rpartition("@")
     user = netloc[0].partition(":")[0]
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[2]}"))
-
-
-@functools.lru_cache(maxsize=64)
-def _pg(sql: str) -> str:
-    return sql.replace("?", "%s")
 
 
 class Qmark:

@@ -721,7 +721,7 @@ class PostgresStore(SharedStore):
         try:
             con = self._connection()
             with con.transaction():
-                con.execute(SESSIONS_PRUNE.replace("?", "%s"), (cutoff,))  # charged nothing since
+                Qmark(con).execute(SESSIONS_PRUNE, (cutoff,))  # charged nothing since
                 ids = [r[0] for r in con.execute(doomed, (cutoff,)).fetchall()]
                 if ids:
                     for table in ("attempts", "partials", "retries"):

@@ -269,8 +269,8 @@ def program_env(base: Mapping[str, str] | None, fence: Fence,
     agent's `env:` (`added`, each `${VAR}` in a value read from `base`, empty when unset),
     its fence in `ZEUS_FENCE`, and with `inputs_via: file` the inputs file in
     `ZEUS_INPUTS_FILE`."""
-    env = dict(os.environ if base is None else base)
-    host = dict(env)
+    host = os.environ if base is None else base
+    env = dict(host)
     for name, value in (added or {}).items():
         env[name] = _ENV_REFERENCE.sub(lambda m: host.get(m.group(1), ""), value)
     env[FENCE_ENV] = str(fence)
