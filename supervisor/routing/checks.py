@@ -69,11 +69,18 @@ def check_agent(
     check_heartbeat(agent, at, problems)
 
 
+def speaks_cli(agent: Mapping[str, Any]) -> bool:
+    """Whether an agent's mapping (as written, before pydantic) names an agent CLI in
+    `speaks:` (`AgentPolicy.speaks_cli` of a built policy)."""
+    speaks = agent.get("speaks", "lines")
+    return isinstance(speaks, str) and speaks not in ("lines", "jsonl")
+
+
 def check_program_input(agent: Mapping[str, Any], at: KeyPath, problems: Problems) -> None:
     """An agent CLI's standard input is /dev/null (the CLIs read an open pipe to its end
     before they start), so its inputs cannot come that way; and `env:` is a program's."""
     speaks = agent.get("speaks", "lines")
-    cli = isinstance(speaks, str) and speaks not in ("lines", "jsonl")
+    cli = speaks_cli(agent)
     if cli and agent.get("inputs_via") == "stdin":
         problems.add((*at, "inputs_via"), f"speaks: {speaks} runs with its standard input "
                      "closed (an agent CLI reads an open one to its end before it starts), so "
@@ -97,7 +104,7 @@ def check_speaks(agent: Mapping[str, Any], at: KeyPath, problems: Problems) -> N
     speaks = agent.get("speaks", "lines")
     if not isinstance(speaks, str):
         return
-    cli = speaks not in ("lines", "jsonl")
+    cli = speaks_cli(agent)
     if "speaks" in agent and not cli and agent.get("command") is None:
         problems.add((*at, "speaks"), f"speaks: {speaks} reads a command's output, but the "
                      "agent has no command:; give it one, or name an agent CLI (claude, "

@@ -32,7 +32,7 @@ from pydantic.json_schema import models_json_schema
 
 from supervisor.errors import RoutingError, UnknownAgent, did_you_mean
 from supervisor.routing.bounded import BoundExceeded, load_bounded, read_bounded
-from supervisor.routing.checks import check_agent, check_heartbeat
+from supervisor.routing.checks import check_agent, check_heartbeat, speaks_cli
 from supervisor.routing.entrypoints import (
     EntrypointError,
     import_entrypoint,
@@ -346,10 +346,8 @@ CLI_HEARTBEAT = {"stale_after_s": 120.0, "stale_in_tool_s": 1800.0}
 def cli_heartbeat(agent: dict[str, Any]) -> dict[str, Any]:
     """`agent` with an agent CLI's stale thresholds where its `heartbeat:` (or the
     defaults') sets none; any other agent as it is."""
-    speaks = agent.get("speaks", "lines")
     beat = agent.get("heartbeat", {})
-    if speaks in ("lines", "jsonl") or not isinstance(speaks, str) or not isinstance(
-            beat, Mapping):
+    if not speaks_cli(agent) or not isinstance(beat, Mapping):
         return agent
     filled = {key: value for key, value in CLI_HEARTBEAT.items() if key not in beat}
     stale = beat.get("stale_after_s")
