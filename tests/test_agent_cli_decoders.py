@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -728,13 +729,26 @@ def test_the_fake_picks_the_scenario_from_its_environment() -> None:
 @pytest.mark.parametrize("prompt", [
     "Fix it.\n\nscenario: blocked",
     'say "hi"  twice, then -v --model x -- done ',
+    "Role: leaf at depth 1 of 2;\nDeadline: 60 s from now.\nScope: run pytest -q, then -x",
+    "007 1e5 0x1F .5 -",
     "",
 ])
-def test_opencode_gets_the_prompt_in_words_it_does_not_quote(prompt: str) -> None:
+def test_opencode_gets_the_prompt_in_words_it_does_not_quote_or_misread(prompt: str) -> None:
     argv = cli_argv(Invocation(speaks="opencode", args=("-m", "local/m")), prompt)
-    words = argv[argv.index("--") + 1:]
-    assert argv[:argv.index("--")] == ["opencode", "run", "--format", "json", "-m", "local/m"]
+    assert argv[:6] == ["opencode", "run", "--format", "json", "-m", "local/m"]
+    cut = argv.index("--", 6)
+    before, after = argv[6:cut], argv[cut + 1:]
     # OpenCode's run.ts quotes each message argument that holds a space, then joins them
-    # with one: no word holds one, so the message is the prompt as it is.
-    assert not any(" " in word for word in words)
-    assert " ".join(words) == prompt
+    # with one; its yargs reads a word that starts with `-` before `--` as an option, and
+    # one that reads as a number after it as a number, which run.ts fails on
+    # (checked against the real OpenCode in tests/real_clis/test_zeus.py).
+    assert not any(" " in word for word in before + after)
+    assert not any(word.startswith("-") for word in before)
+    assert not any(re.fullmatch(r"-?[\d.]+(e\d+)?|0x[0-9A-F]+", word) for word in after)
+    assert " ".join(before + after) == prompt
+
+
+def test_opencode_gets_a_number_after_an_option_like_word_joined_to_the_word_before() -> None:
+    # `--` can go after the last number only when no `-word` comes before it
+    argv = cli_argv(Invocation(speaks="opencode"), "run pytest -x 3 times at 2 workers")
+    assert argv[argv.index("--"):] == ["--", "-x 3", "times", "at 2", "workers"]

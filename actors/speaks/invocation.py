@@ -18,6 +18,7 @@ with a `<subtask_summary>` block (docs/formats.md).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -110,7 +111,7 @@ def cli_argv(invocation: Invocation, prompt: str) -> list[str]:
         own = ["run", "--format", "json"]
         if resume is not None:
             own += ["-s", resume]
-        return [*program, *own, *user, "--", *opencode_message(prompt)]
+        return [*program, *own, *user, *opencode_message(prompt)]
     if speaks == "cursor":
         own = ["-p", "--output-format", "stream-json"]
         if resume is not None:
@@ -130,15 +131,39 @@ def refused_budget(invocation: Invocation) -> str | None:
 
 
 def opencode_message(prompt: str) -> list[str]:
-    """The arguments that give OpenCode's `run` the prompt exactly as it is, to go after
-    `--` (where a word that starts with `-` is no option). Its `run` joins its message
-    arguments with a space after wrapping each one that holds a space in double quotes
-    (`"..."`, inner quotes escaped: packages/opencode/src/cli/cmd/run.ts, 1.18), so the
-    prompt as one argument would reach the model quoted; cut at its spaces, no word
-    holds one, and joined again they are the prompt, every space, newline and quote
-    where it was. (Its other ways in, standard input and `--file`, are not open to Zeus:
+    """The arguments that give OpenCode's `run` the prompt as it is, `--` among them.
+
+    Its `run` joins its message arguments with a space after wrapping each one that holds
+    a space in double quotes (`"..."`, inner quotes escaped: packages/opencode/src/cli/cmd/
+    run.ts, 1.18), so the prompt as one argument would reach the model quoted: cut at its
+    spaces, no word holds one, and joined again they are the prompt. Its argument parser
+    (yargs) then has two ways to spoil a word: before `--`, a word that starts with `-` is
+    an option; after it, a word that reads as a number is passed on as one, and `run`
+    fails ("G.includes is not a function"). So `--` goes after the last word that reads
+    as a number: exact whenever no word starting with `-` comes before that one. When one
+    does, each number after `--` is joined to the word before it, and OpenCode shows that
+    pair in quotes. (Its other ways in, standard input and `--file`, are not open to Zeus:
     the CLI's standard input is /dev/null, and a file is an attachment, not the message.)"""
-    return prompt.split(" ")
+    words = prompt.split(" ")
+    last_number = max((n for n, word in enumerate(words) if _yargs_number(word)), default=-1)
+    first_option = next((n for n, word in enumerate(words) if word.startswith("-")), len(words))
+    cut = last_number + 1 if last_number < first_option else first_option
+    after: list[str] = []
+    for word in words[cut:]:
+        if after and (_yargs_number(word) or _yargs_number(after[-1])):
+            after[-1] += " " + word  # a number, or the word after a first one ("-1")
+        else:
+            after.append(word)
+    return [*words[:cut], "--", *after]
+
+
+def _yargs_number(word: str) -> bool:
+    """Whether yargs-parser reads `word` as a number (its `isNumber`)."""
+    if re.fullmatch(r"0x[0-9a-f]+", word, re.IGNORECASE):
+        return True
+    if re.match(r"0[^.]", word):
+        return False
+    return re.fullmatch(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?", word) is not None
 
 
 def _usd(amount: float) -> str:
