@@ -280,14 +280,17 @@ class Context:
         self._stop_point()
 
     def report_tool(self, name: str, *, read_only: bool = False,
-                    running: bool | None = None, call_id: str | None = None) -> None:
+                    running: bool | None = None, call_id: str | None = None,
+                    detail: str | None = None) -> None:
         """Report a tool call that another program made (an agent CLI's, read from its
         stream): `running` True as a long call starts, False once it ended, None for one
-        seen only once it was over; `call_id` the program's own id of the call, if any.
-        Python work uses `tool_call` and `with tool(...)`."""
+        seen only once it was over; `call_id` the program's own id of the call, if any;
+        `detail` what it was called with, in brief. Python work uses `tool_call` and
+        `with tool(...)`."""
         self._stop_point()
         self._progress += 1
-        self._send(ToolCall(self.attempt_id, self._progress, name, read_only, running, call_id))
+        self._send(ToolCall(self.attempt_id, self._progress, name, read_only, running, call_id,
+                            detail))
 
     def agent_session(self, session_id: str) -> None:
         """Report the session id of the agent program this work drives (an agent CLI's, an

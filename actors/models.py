@@ -45,7 +45,9 @@ class Status(StrEnum):
 class AttemptOutcome(StrEnum):
     """How one attempt ended. `transient`, `timeout`, `stale`, `crash` and `lost` can be
     retried. `lost`: the supervisor that ran it died, and its child was confirmed gone
-    when a new supervisor recovered the store (docs/design.md, the store)."""
+    when a new supervisor recovered the store (docs/design.md, the store). `unavailable`:
+    the agent cannot serve (an agent CLI not installed, its key refused, a folder it does
+    not trust): never retried, straight to the fallback (docs/agent-clis.md)."""
 
     completed = "completed"
     error = "error"
@@ -56,6 +58,7 @@ class AttemptOutcome(StrEnum):
     budget_exceeded = "budget_exceeded"
     cancelled = "cancelled"
     lost = "lost"
+    unavailable = "unavailable"
 
 
 class Brief(BaseModel):

@@ -68,6 +68,9 @@ class ToolCall:
     # The child's own id of the call (an agent CLI's), which pairs its end with its start;
     # None: a call without one (an end then pairs with the latest start of its name).
     call_id: str | None = None
+    # What it was called with, in brief (`Bash`'s command), cut to 200 characters: a
+    # fallback's prompt names what earlier attempts ran (docs/agent-clis.md).
+    detail: str | None = None
 
 
 @dataclass(slots=True)

@@ -217,8 +217,9 @@ class NullSink:
         self.cached_input_tokens = getattr(self, "cached_input_tokens", 0) + cached_input_tokens
 
     def tool(self, name: str, *, read_only: bool, running: bool | None,
-             call_id: str | None = None) -> None:
+             call_id: str | None = None, detail: str | None = None) -> None:
         self.said.append(("tool", name, read_only, running, call_id))
+        self.details = [*getattr(self, "details", []), (name, detail)]
 
     def session(self, session_id: str) -> None:
         self.said.append(("session", session_id))

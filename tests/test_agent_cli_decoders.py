@@ -60,18 +60,22 @@ class Recording:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
+        self.details: list[tuple[str, str | None]] = []  # each tool call's name and detail
 
     def session(self, session_id: str) -> None:
         self.calls.append(("session", session_id))
 
-    def tool_started(self, call_id: str, name: str, *, side_effects: bool) -> None:
+    def tool_started(self, call_id: str, name: str, *, side_effects: bool,
+                     detail: str | None = None) -> None:
         self.calls.append(("tool_started", (call_id, name, side_effects)))
+        self.details.append((name, detail))
 
     def tool_ended(self, call_id: str) -> None:
         self.calls.append(("tool_ended", call_id))
 
-    def tool_used(self, name: str, *, side_effects: bool) -> None:
+    def tool_used(self, name: str, *, side_effects: bool, detail: str | None = None) -> None:
         self.calls.append(("tool_used", (name, side_effects)))
+        self.details.append((name, detail))
 
     def tokens(self, input_tokens: int = 0, output_tokens: int = 0, *,
                cached_input_tokens: int = 0, calls: int = 0) -> None:

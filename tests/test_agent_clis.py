@@ -298,12 +298,45 @@ def test_a_stateful_performers_follow_up_resumes_its_own_session(
 
 
 def test_a_side_effect_tool_blocks_a_blind_retry(make_zeus: MakeZeus) -> None:
-    zeus = make_zeus({"hermes": cli("claude", retry={"max_retries": 2, "initial_s": 0.01})})
+    retry = {"max_retries": 2, "initial_s": 0.01, "resume_session": False}
+    zeus = make_zeus({"hermes": cli("claude", retry=retry)})
     summary = run(zeus, "hermes", "side_effect")
     assert summary.status is Status.failed
     assert len(summary.attempts) == 1 and summary.attempts[0].outcome.value == "crash"
     assert "side effects" in (summary.error or "")
     assert summary.attempts[0].tool_calls >= 1
+
+
+def test_a_crashed_cli_is_retried_in_its_session_after_side_effects(
+        make_zeus: MakeZeus, fake_clis: FakeClis) -> None:
+    zeus = make_zeus({"hermes": cli("claude", retry={"max_retries": 1, "initial_s": 0.01})})
+    summary = run(zeus, "hermes", "side_effect")  # an Edit, then it dies: a crash
+    assert [a.outcome.value for a in summary.attempts] == ["crash", "crash"]
+    first, second = fake_clis.calls()
+    assert first["resume"] is None
+    assert second["resume"] == summary.attempts[0].session_id is not None
+    assert "was stopped (crash: claude exited 1" in second["prompt"]
+    assert "Go on from where you stopped" in second["prompt"]
+
+
+def test_a_cli_fallback_after_side_effects_is_told_what_ran(
+        make_zeus: MakeZeus, fake_clis: FakeClis) -> None:
+    zeus = make_zeus({"hermes": cli("claude", fallback="talos"), "talos": cli("codex")})
+    summary = run(zeus, "hermes", "side_effect")
+    assert [a.agent for a in summary.attempts] == ["hermes", "talos"]
+    told = fake_clis.calls()[1]["prompt"]
+    assert ("A previous attempt ran Bash(python -m pytest -q tests/test_app.py); "
+            "Edit(/home/dev/app/src/app.py)") in told
+    assert "check before you act" in told
+
+
+def test_a_work_function_fallback_after_side_effects_is_not_started_blind(
+        make_zeus: MakeZeus) -> None:
+    zeus = make_zeus({"hermes": cli("claude", fallback="echo"),
+                      "echo": {"command": ["echo", "done"]}})
+    summary = run(zeus, "hermes", "side_effect")
+    assert [a.agent for a in summary.attempts] == ["hermes"]
+    assert "side effects" in (summary.error or "")
 
 
 # -- stopping -------------------------------------------------------------------------------
@@ -353,14 +386,21 @@ def test_a_stream_without_its_result_is_a_crash_not_completed(
     assert "without its result" in (summary.attempts[0].error or "")
 
 
+# What each transcript's error says: the vendor overloaded, rate limiting, a dropped
+# connection (transient); a quota spent (unavailable); a broken stream (the task's error).
+ERROR_OUTCOMES = {("gemini", "error_result"): "unavailable", ("gemini", "error_exit0"): "error",
+                  ("claude", "error_exit0"): "error"}
+
+
 @pytest.mark.parametrize("speaks", CLIS)
 @pytest.mark.parametrize("scenario", ["error_result", "error_exit0"])
-def test_an_error_result_fails_whatever_the_exit_code(
+def test_an_error_result_is_sorted_by_its_cause_whatever_the_exit_code(
         make_zeus: MakeZeus, speaks: str, scenario: str) -> None:
     zeus = make_zeus({"hermes": cli(speaks)})
     summary = run(zeus, "hermes", scenario)
     assert summary.status is Status.failed
-    assert summary.attempts[0].outcome.value == "error", summary.attempts[0]
+    expected = ERROR_OUTCOMES.get((speaks, scenario), "transient")
+    assert summary.attempts[0].outcome.value == expected, summary.attempts[0]
 
 
 def test_a_cli_not_on_path_fails_naming_the_program_and_the_command_key(

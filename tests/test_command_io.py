@@ -93,22 +93,26 @@ GEMINI_UNTRUSTED = (b"\x1b[31mGemini CLI is not running in a trusted directory. 
                     b"environment variable, or trust this directory in interactive mode.\x1b[0m\n")
 
 
-def test_gemini_in_a_folder_it_does_not_trust_is_an_error_that_says_the_fix() -> None:
+def test_gemini_in_a_folder_it_does_not_trust_is_unavailable_and_says_the_fix() -> None:
     result = cli_finished("gemini", "gemini", 55, GEMINI_UNTRUSTED)
-    assert result.outcome is AttemptOutcome.error  # not a crash, retried to no end
+    assert result.outcome is AttemptOutcome.unavailable  # not a crash retried: its fallback
     assert result.error.startswith(
         "gemini exited 55: the folder is not trusted; pass `--skip-trust` in args:, or set "
         "GEMINI_CLI_TRUST_WORKSPACE=true (stderr: Gemini CLI is not running in a trusted")
     assert "\x1b" not in result.error
 
 
-@pytest.mark.parametrize(("code", "meaning"), [
-    (41, "authentication failed"), (42, "bad input"), (44, "sandbox error"),
-    (52, "configuration error"), (53, "turn limit reached"), (54, "tool execution failed"),
+@pytest.mark.parametrize(("code", "meaning", "outcome"), [
+    (41, "authentication failed", "unavailable"), (42, "bad input", "error"),
+    (44, "sandbox error", "unavailable"), (52, "configuration error", "unavailable"),
+    (53, "turn limit reached", "error"), (54, "tool execution failed", "error"),
 ])
-def test_gemini_s_other_fatal_exits_say_what_they_mean(code: int, meaning: str) -> None:
+def test_gemini_s_other_fatal_exits_say_what_they_mean(code: int, meaning: str,
+                                                        outcome: str) -> None:
+    # where it cannot serve here (its key, sandbox, settings) its fallback runs; the
+    # others are the task's own
     result = cli_finished("gemini", "gemini", code, b"Invalid auth method selected.\n")
-    assert result.outcome is AttemptOutcome.error
+    assert result.outcome is AttemptOutcome(outcome)
     assert result.error.startswith(f"gemini exited {code}: {meaning}")
     assert result.error.endswith("(stderr: Invalid auth method selected.)")
 
@@ -132,7 +136,9 @@ CLAUDE_CRASH = (b"Warning: no stdin data received in 3s, proceeding without it. 
 def test_a_cli_s_error_names_the_cli_and_the_wrapper_that_ran_it() -> None:
     result = cli_finished("claude", "claude (run by bash)", 1, CLAUDE_CRASH)
     assert result.error == ("claude (run by bash) exited 1 before its stream's result: "
-                            "Error: 401 Unauthorized: invalid x-api-key")
+                            "Error: 401 Unauthorized: invalid x-api-key: check the API key in "
+                            "the agent's env: (or the CLI's own login)")
+    assert result.outcome is AttemptOutcome.unavailable  # a refused key: its fallback runs
 
 
 def test_the_stderr_quoted_leaves_out_the_banners() -> None:

@@ -92,10 +92,44 @@ RETRY2 = AgentPolicy(retry=RetryPolicy(max_retries=2), fallback="athena")
         (O.lost, {"retries_used": 2}, Fallback("athena")),
         (O.lost, {"retries_used": 2, "visited": ["apollo", "athena"]}, Settle(Status.failed)),
         (O.lost, {"has_partials": True, "partial_ok": True}, Retry(1)),  # not a timeout
+        # unavailable: the agent cannot serve; no retry, straight to the fallback
+        (O.unavailable, {}, Fallback("athena")),
+        (O.unavailable, {"visited": ["apollo", "athena"]}, Settle(Status.failed)),
+        (O.unavailable, {"side_effects": True, "fallback_told": True}, Fallback("athena")),
+        # a CLI session that can be continued is retried by resuming it
+        (O.timeout, {"resumable": True}, Retry(1, resume=True)),
+        (O.stale, {"resumable": True, "side_effects": True}, Retry(1, resume=True)),
+        (O.transient, {"resumable": True, "retries_used": 1}, Retry(2, resume=True)),
+        (O.crash, {"resumable": True}, Retry(1, resume=True)),
+        (O.lost, {"resumable": True}, Retry(1)),  # its host died: not a stopped session
+        (O.timeout, {"resumable": True, "retries_used": 2, "side_effects": True,
+                     "fallback_told": True}, Fallback("athena")),
     ],
 )
 def test_next_step_table(outcome: O, kw: dict[str, object], expected: object) -> None:
     assert _next(outcome, **kw) == expected
+
+
+def test_unavailable_settles_failed_without_a_fallback_and_is_never_retried() -> None:
+    no_fallback = AgentPolicy(retry=RetryPolicy(max_retries=5))
+    assert _next(O.unavailable, no_fallback) == Settle(Status.failed)
+    to_owner = AgentPolicy(retry=RetryPolicy(max_retries=5), fallback="zeus")
+    step = _next(O.unavailable, to_owner)
+    assert isinstance(step, Settle) and step.status is Status.failed and "owner" in str(step.reason)
+
+
+def test_side_effects_forbid_only_a_blind_restart() -> None:
+    fresh = _next(O.timeout, side_effects=True, resumable=False)
+    assert isinstance(fresh, Settle) and "retry_after_tool_calls" in str(fresh.reason)
+    assert _next(O.timeout, side_effects=True, resumable=True) == Retry(1, resume=True)
+    untold = _next(O.timeout, side_effects=True, retries_used=2, fallback_told=False)
+    assert isinstance(untold, Settle) and "side effects" in str(untold.reason)
+    told = _next(O.timeout, side_effects=True, retries_used=2, fallback_told=True)
+    assert told == Fallback("athena")
+    # `retry.resume_session: false` and no fallback: nothing runs again after side effects
+    owner_keeps_old_rule = AgentPolicy(retry=RetryPolicy(max_retries=2, resume_session=False))
+    step = _next(O.stale, owner_keeps_old_rule, side_effects=True, resumable=False)
+    assert isinstance(step, Settle) and step.status is Status.timed_out
 
 
 def test_side_effects_block_retry_and_fallback_unless_allowed() -> None:

@@ -62,6 +62,11 @@ class ChildSpec:
     # the backend's default; 0: none, every attempt starts a fresh process).
     session_max: int | None = None
     previous_error: str | None = None  # how the delegation's previous attempt ended
+    # An agent CLI's retry that continues the stopped attempt's session (its prompt says
+    # why it stopped and asks it to go on), and the side-effect tool calls earlier
+    # attempts made, as `Name(detail)`, which a fresh one's prompt names.
+    continues_session: bool = False
+    earlier_tools: tuple[str, ...] = ()
     reasoning_effort: str | None = None
     # What the attempt may still spend before some budget (its own, an ancestor's, the
     # tree's) is over: {"calls": 3, "cost": 0.25}; the child stops itself past it.

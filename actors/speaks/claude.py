@@ -53,7 +53,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.speaks._fields import as_dict, as_float, as_int, as_list, as_str
-from actors.speaks.decoding import Decoder, EndKind, Stream
+from actors.speaks.decoding import Decoder, EndKind, Stream, tool_detail
 from actors.speaks.totals import SessionTotals
 
 __all__ = ["READ_ONLY_TOOLS", "SIDE_EFFECT_TOOLS", "ClaudeDecoder"]
@@ -172,7 +172,8 @@ class ClaudeDecoder(Decoder):
                 call_id, name = as_str(block.get("id")), as_str(block.get("name"))
                 if call_id is not None:
                     name = name or "tool"
-                    stream.tool_started(call_id, name, side_effects=side_effects(name))
+                    stream.tool_started(call_id, name, side_effects=side_effects(name),
+                                        detail=tool_detail(block.get("input")))
             elif kind == "text" and main:
                 text = block.get("text")
                 if not isinstance(text, str):

@@ -38,8 +38,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.speaks._fields import as_dict, as_int, as_str
-from actors.speaks.decoding import Decoder, Stream
+from actors.speaks._fields import as_dict, as_int, as_list, as_str
+from actors.speaks.decoding import Decoder, Stream, tool_detail
 from actors.speaks.totals import SessionTotals
 
 __all__ = ["READ_ONLY_TOOLS", "SIDE_EFFECT_TOOLS", "TOOL_ITEMS", "CodexDecoder", "Usage"]
@@ -120,13 +120,14 @@ class CodexDecoder(Decoder):
         if phase == "item.started":
             if item_id is not None and item_id not in self._open:
                 self._open.add(item_id)
-                stream.tool_started(item_id, item_type, side_effects=effects)
+                stream.tool_started(item_id, item_type, side_effects=effects,
+                                    detail=_detail(item))
         elif phase == "item.completed":
             if item_id is not None and item_id in self._open:
                 self._open.discard(item_id)
                 stream.tool_ended(item_id)
             else:
-                stream.tool_used(item_type, side_effects=effects)
+                stream.tool_used(item_type, side_effects=effects, detail=_detail(item))
 
     def _usage(self, usage: dict[str, Any], stream: Stream) -> None:
         if not usage:
@@ -149,3 +150,11 @@ class CodexDecoder(Decoder):
             stream.end(ok=True, text=self._text)
         else:
             stream.end(ok=False, text=self._text, error=error)
+
+
+def _detail(item: dict[str, Any]) -> str | None:
+    """What a tool item did, in brief: its command, the files it changed, its arguments."""
+    changes = [as_str(as_dict(c).get("path")) for c in as_list(item.get("changes"))]
+    if any(changes):
+        return tool_detail(" ".join(c for c in changes if c))
+    return tool_detail(item.get("command") or item.get("arguments"))

@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.speaks._fields import as_dict, as_int, as_list, as_str
-from actors.speaks.decoding import Decoder, Stream
+from actors.speaks.decoding import Decoder, Stream, tool_detail
 
 __all__ = ["READ_ONLY_TOOLS", "SIDE_EFFECT_TOOLS", "CursorDecoder"]
 
@@ -103,13 +103,15 @@ class CursorDecoder(Decoder):
         if subtype == "started":
             if call_id is not None and call_id not in self._open:
                 self._open.add(call_id)
-                stream.tool_started(call_id, name, side_effects=effects)
+                stream.tool_started(call_id, name, side_effects=effects,
+                                    detail=tool_detail(as_dict(call.get(name)).get("args")))
         elif subtype == "completed":
             if call_id is not None and call_id in self._open:
                 self._open.discard(call_id)
                 stream.tool_ended(call_id)
             else:
-                stream.tool_used(name, side_effects=effects)
+                stream.tool_used(name, side_effects=effects,
+                                 detail=tool_detail(as_dict(call.get(name)).get("args")))
 
     def _result(self, event: dict[str, Any], stream: Stream) -> None:
         if self._ended:

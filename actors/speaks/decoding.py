@@ -12,10 +12,11 @@ standard output (the backend's hub, or a worker's main thread).
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from typing import Any, Literal, Protocol
 
-__all__ = ["Decoder", "EndKind", "Stream"]
+__all__ = ["Decoder", "EndKind", "Stream", "tool_detail"]
 
 # What a terminal event says beyond ok / not ok, where the CLI says it.
 EndKind = Literal["budget", "turn_limit"] | None
@@ -27,14 +28,16 @@ class Stream(Protocol):
     def session(self, session_id: str) -> None:
         """The CLI's own session (thread, chat) id: a follow-up resumes it."""
 
-    def tool_started(self, call_id: str, name: str, *, side_effects: bool) -> None:
+    def tool_started(self, call_id: str, name: str, *, side_effects: bool,
+                     detail: str | None = None) -> None:
         """A tool call began and has not ended yet: the attempt is inside a tool (its
-        stale clock uses `stale_in_tool_s`) until `tool_ended(call_id)`."""
+        stale clock uses `stale_in_tool_s`) until `tool_ended(call_id)`. `detail`: what
+        it was called with, in brief (`tool_detail`)."""
 
     def tool_ended(self, call_id: str) -> None:
         """The tool call `call_id` ended (an id never started is ignored)."""
 
-    def tool_used(self, name: str, *, side_effects: bool) -> None:
+    def tool_used(self, name: str, *, side_effects: bool, detail: str | None = None) -> None:
         """A tool call reported only once it was over (no start was seen)."""
 
     def tokens(self, input_tokens: int = 0, output_tokens: int = 0, *,
@@ -89,9 +92,38 @@ class Decoder(ABC):
         del code
         return None
 
+    def exit_cannot_serve(self, code: int) -> bool:
+        """Whether a fatal exit `code` says the CLI cannot serve here at all (Gemini's 41,
+        its authentication; 55, an untrusted folder): `unavailable`, not the task's."""
+        del code
+        return False
+
     def exit_is_fatal(self, code: int) -> bool:
         """Whether exiting `code` with no terminal event is the CLI's own word that it could
         not run (Gemini's fatal errors: 41 its authentication, 55 an untrusted folder, ...):
-        an `error` that says what the code means, not a crash to retry."""
+        an `error` (or `unavailable`, `exit_cannot_serve`) that says what the code means,
+        not a crash to retry."""
         del code
         return False
+
+
+# The inputs that say best what a tool call did, in this order (a shell's command, a file's
+# path, a search's pattern).
+_TELLING = ("command", "cmd", "file_path", "filePath", "path", "pattern", "query", "url")
+
+
+def tool_detail(value: Any) -> str | None:
+    """What a tool was called with, in brief: its command, path or pattern where it has
+    one, else its inputs as compact JSON; on one line, cut to 200 characters."""
+    if isinstance(value, dict):
+        telling = next((value[k] for k in _TELLING if isinstance(value.get(k), str)), None)
+        if telling is None:
+            telling = value and json.dumps(value, ensure_ascii=False, default=str,
+                                           separators=(",", ":"))
+        value = telling
+    if isinstance(value, list):
+        value = " ".join(str(part) for part in value)  # an argv
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = " ".join(value.split())
+    return text if len(text) <= 200 else text[:199] + "…"

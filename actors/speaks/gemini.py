@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.speaks._fields import as_dict, as_int, as_str
-from actors.speaks.decoding import Decoder, EndKind, Stream
+from actors.speaks.decoding import Decoder, EndKind, Stream, tool_detail
 
 __all__ = ["EXIT_CODES", "FATAL_EXITS", "READ_ONLY_TOOLS", "SIDE_EFFECT_TOOLS", "GeminiDecoder"]
 
@@ -70,6 +70,9 @@ EXIT_CODES = {
 #: The exits that are its fatal errors (`FatalError`'s subclasses but the cancel): with
 #: no `result`, an `error` that says what it is, never a crash to retry.
 FATAL_EXITS = frozenset({41, 42, 44, 52, 53, 54, 55})
+#: The fatal exits that say it cannot serve here (its key, its sandbox, its settings, an
+#: untrusted folder), not that the task failed: `unavailable`, fallen back from.
+CANNOT_SERVE = frozenset({41, 44, 52, 55})
 _TURN_LIMIT_MESSAGE = "Maximum session turns exceeded"
 
 
@@ -110,7 +113,8 @@ class GeminiDecoder(Decoder):
             call_id = as_str(event.get("tool_id"))
             name = as_str(event.get("tool_name")) or "tool"
             if call_id is not None:
-                stream.tool_started(call_id, name, side_effects=name not in READ_ONLY_TOOLS)
+                stream.tool_started(call_id, name, side_effects=name not in READ_ONLY_TOOLS,
+                                    detail=tool_detail(event.get("parameters")))
         elif kind == "tool_result":
             call_id = as_str(event.get("tool_id"))
             if call_id is not None:
@@ -164,3 +168,6 @@ class GeminiDecoder(Decoder):
 
     def exit_is_fatal(self, code: int) -> bool:
         return code in FATAL_EXITS
+
+    def exit_cannot_serve(self, code: int) -> bool:
+        return code in CANNOT_SERVE

@@ -173,13 +173,26 @@ def _usd(amount: float) -> str:
 
 def prompt_text(brief: Brief, *, agent: str, framing: str = "",
                 previous_error: str | None = None,
-                previous_partials: Sequence[Any] = ()) -> str:
-    """The prompt an agent CLI (or a `{prompt}` placeholder) is given for `brief`."""
+                previous_partials: Sequence[Any] = (), continued: bool = False,
+                earlier_tools: Sequence[str] = ()) -> str:
+    """The prompt an agent CLI (or a `{prompt}` placeholder) is given for `brief`.
+    `continued`: it resumes the session its stopped attempt ran in, so it is told why that
+    one stopped and asked to go on; `earlier_tools`: the side-effect tool calls earlier
+    attempts made (`Name(detail)`), named to a fresh one so that it checks before it acts."""
     parts = [framing.strip()] if framing.strip() else []
     parts.append(brief.model_copy(update={"agent": agent}).render()
                  if brief.agent != agent else brief.render())
-    if previous_error:
+    if continued:
+        why = f" ({previous_error})" if previous_error else ""
+        parts.append(f"Your previous run of this subtask, in this session, was stopped{why}. "
+                     "What you did is done: do not redo it. Go on from where you stopped, "
+                     "finish the scope, and report.")
+    elif previous_error:
         parts.append(f"A previous attempt of this subtask ended: {previous_error}")
+    if earlier_tools and not continued:
+        ran = "; ".join(earlier_tools[-20:])
+        parts.append(f"A previous attempt ran {ran}. What it changed may be in place: check "
+                     "before you act, and do not do again what is done.")
     if previous_partials:
         found = "\n".join(f"- {_one_line(item)}" for item in previous_partials[-50:])
         parts.append(f"What previous attempts found so far:\n{found}")

@@ -35,7 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from actors.speaks._fields import as_dict, as_float, as_int, as_str
-from actors.speaks.decoding import Decoder, Stream
+from actors.speaks.decoding import Decoder, Stream, tool_detail
 
 __all__ = ["READ_ONLY_TOOLS", "SIDE_EFFECT_TOOLS", "OpenCodeDecoder"]
 
@@ -77,7 +77,8 @@ class OpenCodeDecoder(Decoder):
             self._part_text(part, stream)
         elif kind == "tool_use":
             name = as_str(part.get("tool")) or "tool"
-            stream.tool_used(name, side_effects=name not in READ_ONLY_TOOLS)
+            stream.tool_used(name, side_effects=name not in READ_ONLY_TOOLS,
+                             detail=tool_detail(as_dict(part.get("state")).get("input")))
         elif kind == "step_finish":
             self._step_finish(part, stream)
         elif kind == "error":

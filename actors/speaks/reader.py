@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import orjson
 
 from actors.models import AttemptOutcome, Usage
+from actors.speaks.causes import Verdict, vendor_verdict
 from actors.speaks.decoding import Decoder, EndKind
 from actors.speaks.jsonl import JsonlDecoder
 from actors.speaks.stderr import what_failed
@@ -66,9 +67,10 @@ class StreamSink(Protocol):
         """Spend, priced where it could be (`cached_input_tokens` of its input cached)."""
 
     def tool(self, name: str, *, read_only: bool, running: bool | None,
-             call_id: str | None = None) -> None:
+             call_id: str | None = None, detail: str | None = None) -> None:
         """A tool call: `running` True as it starts, False as it ends, None for one seen
-        only once it was over; `call_id` the CLI's own id of it, where it has one."""
+        only once it was over; `call_id` the CLI's own id of it, where it has one;
+        `detail` what it was called with, in brief."""
 
     def session(self, session_id: str) -> None:
         """The program's own session id."""
@@ -105,17 +107,6 @@ class _End:
     kind: EndKind
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """How a run ended, from its stream and its exit: its outcome, its value (the final
-    text, the script's result, or the whole output of `lines`), and what went wrong."""
-
-    outcome: AttemptOutcome
-    value: Any = None
-    error: str | None = None
-    error_type: str | None = None
-
-
 class StreamReader:
     """One attempt's standard output read as `speaks` says (the pipes' reading thread)."""
 
@@ -138,7 +129,8 @@ class StreamReader:
         self._failure: str | None = None
         self._sessions: set[str] = set()
         self._tools: dict[str, tuple[str, bool]] = {}  # in flight: id -> (name, side effects)
-        self._fresh: dict[str, tuple[str, bool]] = {}  # started in this chunk, not yet said
+        # started in this chunk, not yet said: id -> (name, side effects, detail)
+        self._fresh: dict[str, tuple[str, bool, str | None]] = {}
         self._run_cost = 0.0  # spend charged in this run, for a CLI's own total
         self._pending: list[float] = [0, 0, 0, 0.0, 0]  # calls, tokens in, out, cost, cached
 
@@ -212,15 +204,17 @@ class StreamReader:
             self._sessions.add(session_id)
             self._sink.session(session_id)
 
-    def tool_started(self, call_id: str, name: str, *, side_effects: bool) -> None:
+    def tool_started(self, call_id: str, name: str, *, side_effects: bool,
+                     detail: str | None = None) -> None:
         # Said at the chunk's end (`_flush_tools`): one that ends within the chunk it
         # started in is one instantaneous call, not a start and an end.
-        self._fresh[call_id] = (name, side_effects)
+        self._fresh[call_id] = (name, side_effects, detail)
 
     def tool_ended(self, call_id: str) -> None:
         fresh = self._fresh.pop(call_id, None)
         if fresh is not None:
-            self._sink.tool(fresh[0], read_only=not fresh[1], running=None, call_id=call_id)
+            self._sink.tool(fresh[0], read_only=not fresh[1], running=None, call_id=call_id,
+                            detail=fresh[2])
             return
         found = self._tools.pop(call_id, None)
         if found is not None:
@@ -228,13 +222,14 @@ class StreamReader:
 
     def _flush_tools(self) -> None:
         """The calls still in flight at the chunk's end: each one started."""
-        for call_id, (name, side_effects) in self._fresh.items():
+        for call_id, (name, side_effects, detail) in self._fresh.items():
             self._tools[call_id] = (name, side_effects)
-            self._sink.tool(name, read_only=not side_effects, running=True, call_id=call_id)
+            self._sink.tool(name, read_only=not side_effects, running=True, call_id=call_id,
+                            detail=detail)
         self._fresh.clear()
 
-    def tool_used(self, name: str, *, side_effects: bool) -> None:
-        self._sink.tool(name, read_only=not side_effects, running=None)
+    def tool_used(self, name: str, *, side_effects: bool, detail: str | None = None) -> None:
+        self._sink.tool(name, read_only=not side_effects, running=None, detail=detail)
 
     def tokens(self, input_tokens: int = 0, output_tokens: int = 0, *,
                cached_input_tokens: int = 0, calls: int = 0) -> None:
@@ -365,12 +360,15 @@ class StreamReader:
             if returncode != 0:
                 tail = self.stderr_tail
                 if meaning and returncode is not None and self._decoder.exit_is_fatal(returncode):
-                    return Verdict(AttemptOutcome.error, error=(
-                        f"{describe}: {meaning}" + (f" (stderr: {tail})" if tail else "")),
-                        error_type="CommandFailed")
-                return Verdict(AttemptOutcome.crash, error=(  # cut short: retried as a crash
-                    f"{what} before its stream's result" + (f": {tail}" if tail else "")),
-                    error_type="StreamEnded")
+                    serve = self._decoder.exit_cannot_serve(returncode)
+                    return Verdict(
+                        AttemptOutcome.unavailable if serve else AttemptOutcome.error,
+                        error=f"{describe}: {meaning}" + (f" (stderr: {tail})" if tail else ""),
+                        error_type="Unavailable" if serve else "CommandFailed")
+                error = f"{what} before its stream's result" + (f": {tail}" if tail else "")
+                said = vendor_verdict(f"{self._failure or ''}\n{tail}", error)
+                return said or Verdict(AttemptOutcome.crash, error=error,  # retried as a crash
+                                       error_type="StreamEnded")
             told = f"; its last error: {self._failure}" if self._failure else ""
             return Verdict(AttemptOutcome.crash, error=(
                 f"{program} exited 0 but its stream ended without its result "
@@ -382,8 +380,10 @@ class StreamReader:
                                error=f"{program} stopped at its own budget: {error}")
             if end.kind == "turn_limit":
                 error = f"it reached its turn limit: {error}"
-            return Verdict(AttemptOutcome.error, error=f"{program} reported an error: {error}"
-                           + (f" ({what})" if returncode else ""), error_type="AgentError")
+            error = f"{program} reported an error: {error}" + (f" ({what})" if returncode else "")
+            said = None if end.kind or self.speaks == "jsonl" else vendor_verdict(
+                f"{end.error or self._failure or ''}\n{self.stderr_tail}", error)
+            return said or Verdict(AttemptOutcome.error, error=error, error_type="AgentError")
         if returncode not in (0, None) and not (returncode < 0):
             tail = self.stderr_tail
             return Verdict(AttemptOutcome.error, error=(

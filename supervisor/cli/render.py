@@ -239,7 +239,8 @@ def _how_stopped(a: ReplayedAttempt) -> str:
 
 
 _ENDED_AS = {"timeout": "timed out", "stale": "timed out", "budget_exceeded": "over budget",
-             "crash": "crashed", "error": "failed", "transient": "failed"}
+             "crash": "crashed", "error": "failed", "transient": "failed",
+             "unavailable": "could not serve"}
 
 
 def evidence(outcome: str | None, tool_calls: int | None, last_tool: str | None) -> str | None:

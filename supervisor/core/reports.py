@@ -33,6 +33,9 @@ from supervisor.rules.recovery import is_writer
 __all__ = ["ChildReports"]
 
 
+
+MAX_TOOLS_RUN = 50  # a delegation's side-effect tool calls kept for a fallback's prompt
+
 class ChildReports:
     """The handlers of what children send (from their own threads, through the mailbox)."""
 
@@ -199,6 +202,8 @@ class ChildReports:
         self._sup.emit("attempt.tool", d, a, phase="start" if msg.running else "end",
                        tool=msg.name, side_effects=not msg.read_only, **call_id)
         if not msg.read_only:
+            if len(d.tools_run) < MAX_TOOLS_RUN:  # named to a fallback (its prompt)
+                d.tools_run.append(f"{msg.name}({msg.detail})" if msg.detail else msg.name)
             # Side effects are a tree: every ancestor attempt that delegated this one wrote.
             a.side_effects = True
             for parent in self._tree.ancestors(d):

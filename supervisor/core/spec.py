@@ -56,6 +56,7 @@ def child_spec(
     budget_left: dict[str, float] | None,
     heads: FramingHeads | None = None,
     resume: str | None = None,
+    continued: bool = False,
     prior: SessionTotals | None = None,
     epoch: int = 1,
 ) -> ChildSpec:
@@ -103,6 +104,8 @@ def child_spec(
         framing=role_framing(d.agent, policy, registry.routing, d.depth,
                              a.deadline - now, d.usage, heads=heads),
         previous_error=previous_error(d.attempts),
+        continues_session=continued,
+        earlier_tools=tuple(d.tools_run),
         reasoning_effort=policy.reasoning_effort,
         budget_left=budget_left,
         epoch=epoch,

@@ -127,6 +127,8 @@ class Delegation:
     lost_output: Any = None  # a result that lost to a stop cause: kept in the summary
     review: Summary | None = None
     agent_session: str | None = None  # the last session id its agent program reported
+    continues: str | None = None  # the CLI session its next attempt resumes (a retry's)
+    tools_run: list[str] = field(default_factory=list)  # side-effect calls, `Name(detail)`
 
 
 _TIMED_OUT = (Status.timed_out, Status.partial)

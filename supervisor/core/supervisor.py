@@ -58,7 +58,7 @@ from supervisor.core.state import (
 from supervisor.core.timers import Timers
 from supervisor.errors import SupervisorError
 from supervisor.journal.events import EventLog
-from supervisor.routing import AgentPolicy
+from supervisor.routing import OWNER, AgentPolicy
 from supervisor.rules.after_attempt import after_attempt
 from supervisor.rules.agent_report import read_claim
 from supervisor.rules.backoff import backoff_delay
@@ -300,8 +300,9 @@ class Supervisor:
             return
         try:
             work = work_of(a, self.registry)
-            resume = self.agent_sessions.resume(d.agent, d.brief.session,
-                                                stateful_follow_up=_own_session(d))
+            continued, d.continues = d.continues, None
+            resume = continued or self.agent_sessions.resume(
+                d.agent, d.brief.session, stateful_follow_up=_own_session(d))
             spec = child_spec(d, a, registry=self.registry, clock=self.clock, now=now,
                               work=work,
                               session=self._sessions.get(d.agent, d.brief.session,
@@ -309,7 +310,7 @@ class Supervisor:
                               budget_left=self.spending.left(
                                   d, self.tree.ancestors(d) if d.parent_id else ()),
                               heads=self._framing_heads,
-                              resume=resume,
+                              resume=resume, continued=continued is not None,
                               prior=self._session_totals(resume),
                               epoch=self.durable.epoch(d.id))
             refused = refused_budget(spec.invocation) if spec.invocation else None
@@ -732,6 +733,9 @@ class Supervisor:
             side_effects=a.side_effects,
             visited=d.visited,
             fenced_writer=fenced and not a.policy.read_only,
+            resumable=(a.agent_session is not None and a.policy.speaks_cli
+                       and a.policy.retry.resume_session is not False),
+            fallback_told=self._fallback_is_told(d.policy),
         )
         if not isinstance(step, Settle):
             allowed = self._through_circuit(d, step, outcome)
@@ -742,11 +746,13 @@ class Supervisor:
             self.settle(d, step)
         elif isinstance(step, Retry):
             d.retries_used += 1
+            d.continues = a.agent_session if step.resume else None
             delay = backoff_delay(d.policy.retry, step.number, self._rng)
             self.durable.retry_scheduled(d, a, delay, d.agent)
             self.emit("retry.scheduled", d, a, backoff_s=round(delay, 6),
                       next_attempt_id=f"{d.id}-a{d.attempt_count + 1}",
-                      follow_up=step.follow_up)
+                      follow_up=step.follow_up,
+                      **({"resume_session": a.agent_session} if step.resume else {}))
             d.state = "backoff"
             if delay <= 0:
                 self.on_backoff_over(BackoffOver(d.id))
@@ -760,6 +766,14 @@ class Supervisor:
             d.visited.append(step.agent)
             d.retries_used = 0
             self.start_attempt(d)
+
+    def _fallback_is_told(self, policy: AgentPolicy) -> bool:
+        """Whether `policy`'s fallback is an agent CLI, whose prompt names the tool calls
+        earlier attempts made (so a fallback after side effects is not blind)."""
+        name = policy.fallback
+        if name is None or name == OWNER or name not in self.registry.routing.agents:
+            return False
+        return self.registry.policy(name).speaks_cli
 
     def on_backoff_over(self, msg: BackoffOver) -> None:
         d = self.tree.get(msg.delegation_id)

@@ -65,6 +65,11 @@ class RetryPolicy(Frozen):
     on: tuple[RetryOn, ...] = Field(
         default=tuple(RetryOn), description="The attempt outcomes that are retried."
     )
+    # An agent CLI's attempt stopped (deadline, stale) or ended transient or crash, that
+    # printed a session id, is retried by continuing that session (None: yes for a CLI).
+    resume_session: bool | None = Field(
+        default=None, description="Retry a stopped CLI attempt by resuming its session."
+    )
 
 
 class HeartbeatPolicy(Frozen):

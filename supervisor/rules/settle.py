@@ -18,6 +18,7 @@ from supervisor.routing import OWNER, AgentPolicy, RetryOn
 
 __all__ = [
     "COMPLETED",
+    "RESUMABLE",
     "Fallback",
     "NextStep",
     "Retry",
@@ -83,6 +84,9 @@ class Retry:
 
     number: int  # which retry this is (1-based), for the backoff schedule
     follow_up: bool = False  # a stateful performer's one follow-up in its session
+    # It continues the stopped attempt's CLI session (`retry.resume_session`): not blind,
+    # the agent has its own history of what it did, so side effects do not forbid it.
+    resume: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +118,11 @@ TIMEOUT_KIND: dict[AttemptOutcome, Literal["deadline", "stale"]] = {
 }
 
 
+# The outcomes after which a CLI's session is continued rather than started again.
+RESUMABLE = frozenset({AttemptOutcome.timeout, AttemptOutcome.stale, AttemptOutcome.transient,
+                       AttemptOutcome.crash})
+
+
 def decide_next(
     outcome: AttemptOutcome,
     policy: AgentPolicy,
@@ -124,12 +133,19 @@ def decide_next(
     side_effects: bool,
     visited: Sequence[str],
     fenced_writer: bool,
+    resumable: bool = False,
+    fallback_told: bool = False,
 ) -> NextStep:
     """What follows an attempt that ended with `outcome` (never called after a cancel wins).
 
     `retries_used`: retries already made on the current agent. `side_effects`: the
     attempt made a tool call that was not read-only. `fenced_writer`: the attempt's
     thread could not be confirmed stopped and the agent is not `read_only`.
+    `resumable`: its CLI session can be continued (it printed a session id, and
+    `retry.resume_session` allows it). `fallback_told`: the fallback's prompt names the
+    earlier attempts' tool calls (a CLI fallback's does), so it is not blind either.
+    Side effects forbid only a blind restart (docs/agent-clis.md, "When the agent cannot
+    serve"): a fresh retry, or a fallback told nothing of them.
     """
     if outcome is AttemptOutcome.completed:
         return COMPLETED
@@ -143,14 +159,19 @@ def decide_next(
     final = Settle(Status.timed_out, timeout_kind=kind) if kind else Settle(Status.failed)
     if outcome is AttemptOutcome.error:
         return final  # permanent: no retry, no fallback
-    restart = _restart(outcome, policy, retries_used, visited)
+    if outcome is AttemptOutcome.unavailable:  # no retry: straight to the fallback
+        restart: Retry | Fallback | Settle | None = _fallback(policy, visited)
+    else:
+        restart = _restart(outcome, policy, retries_used, visited,
+                           resumable and outcome in RESUMABLE)
     if isinstance(restart, Settle):
         return Settle(restart.status if restart.status is Status.blocked else final.status,
                       kind, restart.reason)
     if restart is None:
         return final
     # A restart would follow; two things forbid it.
-    if side_effects and not policy.retry_after_tool_calls:
+    blind = (not restart.resume if isinstance(restart, Retry) else not fallback_told)
+    if side_effects and blind and not policy.retry_after_tool_calls:
         return _with_reason(final, "the attempt ran tools with side effects; not restarted "
                             "(set retry_after_tool_calls to allow it)")
     if fenced_writer:
@@ -164,17 +185,23 @@ def decide_next(
 
 
 def _restart(
-    outcome: AttemptOutcome, policy: AgentPolicy, retries_used: int, visited: Sequence[str]
+    outcome: AttemptOutcome, policy: AgentPolicy, retries_used: int, visited: Sequence[str],
+    resume: bool,
 ) -> Retry | Fallback | Settle | None:
     """The restart the policy asks for after a failed attempt, if any (a Settle says why not)."""
     if policy.stateful:
         # A stateful performer is never replaced: one follow-up in its session, then blocked.
         if retries_used == 0:
-            return Retry(1, follow_up=True)
+            return Retry(1, follow_up=True, resume=resume)
         return Settle(Status.blocked,
                       reason="the stateful performer failed again after its one follow-up")
     if RetryOn(outcome.value) in policy.retry.on and retries_used < policy.retry.max_retries:
-        return Retry(retries_used + 1)
+        return Retry(retries_used + 1, resume=resume)
+    return _fallback(policy, visited)
+
+
+def _fallback(policy: AgentPolicy, visited: Sequence[str]) -> Fallback | Settle | None:
+    """The policy's fallback, if it has one not yet visited (a Settle: back to the owner)."""
     if policy.fallback == OWNER:
         return Settle(Status.failed,
                       reason="retries spent; fallback is zeus: returned to the owner")

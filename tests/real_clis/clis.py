@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 HERE = Path(__file__).resolve().parent
 BIN = HERE / "node_modules" / ".bin"
 CLIS = ("claude", "codex", "gemini", "opencode")
@@ -231,3 +233,23 @@ def _opencode_config(url: str) -> dict:
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+def agent(setup: CliSetup, **policy: Any) -> dict[str, Any]:
+    """The routing of an agent that runs the CLI of `setup`, as a user writes it, with
+    `policy` over a 60 s deadline, no retries and a quick shutdown."""
+    return {"speaks": setup.name, "command": [setup.program], "args": list(setup.args),
+            "env": setup.env, "timeout_s": 60, "retry": {"max_retries": 0},
+            "shutdown": {"grace_s": 0.5, "term_s": 1.0}, **policy}
+
+
+def processes_of(home: Path) -> list[psutil.Process]:
+    """The live processes whose HOME is `home`: the CLI, its shells and their children."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get("HOME") == str(home):
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found

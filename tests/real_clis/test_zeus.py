@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from supervisor import Brief, Routing, Status, Zeus
-from tests.real_clis.clis import BLOCKED_TEXT, CLIS, CliSetup, cli_setup
+from tests.real_clis.clis import BLOCKED_TEXT, CLIS, CliSetup, agent, cli_setup, processes_of
 from tests.real_clis.model_server import ModelServer, Turn, Usage, final, hang, tool_call
 
 pytestmark = [pytest.mark.process, pytest.mark.realtime]
@@ -71,24 +71,6 @@ def scripts(name: str) -> dict[str, list[Turn]]:
         "cost_cap": [tool_call("sleep 5; echo hi" if name == "claude" else "echo hi",
                                usage=spend), final(COMPLETED, usage=spend)],
     }
-
-
-def agent(setup: CliSetup, **policy: Any) -> dict[str, Any]:
-    return {"speaks": setup.name, "command": [setup.program], "args": list(setup.args),
-            "env": setup.env, "timeout_s": 60, "retry": {"max_retries": 0},
-            "shutdown": {"grace_s": 0.5, "term_s": 1.0}, **policy}
-
-
-def processes_of(home: Path) -> list[psutil.Process]:
-    """The live processes whose HOME is `home`: the CLI, its shells and their children."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE and proc.environ().get("HOME") == str(home):
-                found.append(proc)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return found
 
 
 POLICIES: dict[str, dict[str, Any]] = {

@@ -54,6 +54,7 @@ from actors.backends.command.io import (
     program_env,
     read_chunk,
     start_error,
+    start_outcome,
     start_program,
 )
 from actors.backends.command.reports import MessageReports
@@ -141,7 +142,8 @@ class CommandChild(ChildHandle):
             started_at = time.monotonic()
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             self._remove_inputs_file()
-            self.fail(start_error(self.spec, exc), type(exc).__name__)
+            self._end_unstarted(start_outcome(self.spec, exc), start_error(self.spec, exc),
+                                type(exc).__name__)
             return
         self.pid_start_time = process_start_time(popen.pid)
         self._ladder = KillLadder(popen.pid, self._hub, self._lock)

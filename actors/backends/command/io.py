@@ -39,6 +39,7 @@ __all__ = [
     "program_env",
     "read_chunk",
     "start_error",
+    "start_outcome",
     "start_program",
 ]
 
@@ -137,7 +138,8 @@ def agent_prompt(spec: ChildSpec) -> str:
     """The prompt of `spec`'s attempt: its brief as an agent reads it."""
     return prompt_text(spec.brief, agent=spec.agent, framing=spec.framing,
                        previous_error=spec.previous_error,
-                       previous_partials=spec.previous_partials)
+                       previous_partials=spec.previous_partials,
+                       continued=spec.continues_session, earlier_tools=spec.earlier_tools)
 
 
 def command_program(spec: ChildSpec) -> str:
@@ -161,6 +163,15 @@ def _program(spec: ChildSpec) -> str:
 
 # The error of an attempt stopped before its program started.
 UNSTARTED = "stopped before its program started"
+
+
+def start_outcome(spec: ChildSpec, exc: BaseException) -> AttemptOutcome:
+    """How an attempt whose program could not be started ended: an agent CLI that is not
+    installed (or not runnable) cannot serve, `unavailable` (its fallback runs); anything
+    else is an `error`."""
+    if spec.invocation is not None and isinstance(exc, (FileNotFoundError, PermissionError)):
+        return AttemptOutcome.unavailable
+    return AttemptOutcome.error
 
 
 def start_error(spec: ChildSpec, exc: BaseException) -> str:

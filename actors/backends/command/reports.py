@@ -52,8 +52,9 @@ class MessageReports:
         self._emit(Charge(self._attempt_id, self._next(), usage, cached_input_tokens))
 
     def tool(self, name: str, *, read_only: bool, running: bool | None,
-             call_id: str | None = None) -> None:
-        self._emit(ToolCall(self._attempt_id, self._next(), name, read_only, running, call_id))
+             call_id: str | None = None, detail: str | None = None) -> None:
+        self._emit(ToolCall(self._attempt_id, self._next(), name, read_only, running, call_id,
+                            detail))
 
     def session(self, session_id: str) -> None:
         self._emit(AgentSession(self._attempt_id, self._next(), session_id))
@@ -86,8 +87,9 @@ class ContextReports:
                          cached_input_tokens=cached_input_tokens)
 
     def tool(self, name: str, *, read_only: bool, running: bool | None,
-             call_id: str | None = None) -> None:
-        self._ctx.report_tool(name, read_only=read_only, running=running, call_id=call_id)
+             call_id: str | None = None, detail: str | None = None) -> None:
+        self._ctx.report_tool(name, read_only=read_only, running=running, call_id=call_id,
+                              detail=detail)
 
     def session(self, session_id: str) -> None:
         self._ctx.agent_session(session_id)

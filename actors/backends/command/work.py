@@ -65,6 +65,7 @@ from actors.backends.command.io import (
     program_env,
     read_chunk,
     start_error,
+    start_outcome,
     start_program,
 )
 from actors.backends.command.reports import ContextReports
@@ -200,7 +201,7 @@ class _Run:
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             return Finished(
                 ctx.attempt_id,
-                AttemptOutcome.error,
+                start_outcome(self._spec(), exc),
                 error=start_error(self._spec(), exc),
                 error_type=type(exc).__name__,
             )

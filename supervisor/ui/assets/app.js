@@ -8,7 +8,7 @@
   const MARKS = { completed: "✔", partial: "◐", timed_out: "◔", failed: "✘", cancelled: "⊘",
     budget_exceeded: "¤", blocked: "■", "in progress": "…", unsettled: "?" };
   const OUTCOMES = ["completed", "transient", "error", "timeout", "stale", "crash",
-    "budget_exceeded", "cancelled", "lost", "open"];
+    "budget_exceeded", "cancelled", "lost", "unavailable", "open"];
   // What the page has read; `window.zeusUi` lets a test or a host see it.
   const state = { tree: null, skew: 0, detail: null, events: 0, renders: 0, lags: [],
     lastRenderMs: 0, firstRenderAt: null, firstRenderMs: null, connected: false };
