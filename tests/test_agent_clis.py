@@ -235,6 +235,29 @@ def test_mail_to_a_cli_delegation_is_refused_while_its_fallback_runs_too(
     assert [e["event"] for e in events].count("delegation.mail_refused") == 1
 
 
+def test_mail_kept_for_a_cli_fallback_is_dropped_and_the_journal_says_so(
+        make_zeus: MakeZeus, tmp_path: Path) -> None:
+    # A command that reads mail, whose fallback is a CLI: Zeus.send says True (the
+    # delegation's agent reads mail), and what reaches the fallback, or waits for its
+    # next attempt, is said lost in the journal.
+    quick = {"grace_s": 0.2, "term_s": 0.2}
+    zeus = make_zeus({"echo": {"command": ["sleep", "30"], "timeout_s": 1, "shutdown": quick,
+                               "fallback": "hermes"},
+                      "hermes": cli("claude", timeout_s=1, shutdown=quick,
+                                    retry={"max_retries": 1, "initial_s": 1.5, "jitter": 0})})
+    handle = zeus.dispatch(Brief(agent="echo", scope="Fix it (scenario: hang)"))
+    journal = tmp_path / "events-0.jsonl"
+    assert eventually(lambda: '"fallback.dispatched"' in journal.read_text())
+    assert handle.send("to the running fallback") is True
+    assert eventually(lambda: '"retry.scheduled"' in journal.read_text())
+    assert handle.send("for its next attempt") is True
+    handle.result(timeout=30)
+    refused = [json.loads(line) for line in journal.read_text().splitlines()
+               if '"delegation.mail_refused"' in line]
+    assert [r["attempt_id"] for r in refused] == [f"{handle.id}-a2", f"{handle.id}-a3"]
+    assert "1 message(s) sent before this attempt were dropped" in refused[1]["reason"]
+
+
 def test_a_lines_command_keeps_its_standard_input_for_mail(make_zeus: MakeZeus) -> None:
     echo = ["python", "-c", "import sys; print('got ' + sys.stdin.readline().strip())"]
     zeus = make_zeus({"echo": {"command": echo, "timeout_s": 30}})

@@ -30,6 +30,7 @@ class PendingMail:
         for mail in self._waiting.pop(delegation_id, ()):
             child.put_mail(mail)
 
-    def drop(self, delegation_id: str) -> None:
-        """The delegation settled: what still waits is dropped."""
-        self._waiting.pop(delegation_id, None)
+    def drop(self, delegation_id: str) -> int:
+        """The delegation settled, or its next attempt reads no mail (an agent CLI): what
+        still waits is dropped. How many messages were."""
+        return len(self._waiting.pop(delegation_id, ()))

@@ -337,7 +337,13 @@ class Supervisor:
             return
         if d.parent_id is not None:  # an attempt starting is progress of its subtree
             self.tree.nudge_ancestors(d, now)
-        self._mail.flush(d.id, a.child)
+        if a.policy.speaks_cli:  # a fallback that reads no mail: what waited for it is lost
+            if dropped := self._mail.drop(d.id):
+                self.emit("delegation.mail_refused", d, a, reason=(
+                    f"{dropped} message(s) sent before this attempt were dropped: its agent "
+                    f"{d.agent!r} (speaks: {a.policy.speaks}) reads no mail"))
+        else:
+            self._mail.flush(d.id, a.child)
         if not starts_later:  # else once its child runs the work (`running`)
             self.announce(d, a)
 
@@ -888,6 +894,8 @@ class Supervisor:
         # The agent the delegation was made for, as `Zeus.send` judges it (a fallback's
         # attempt does not change the answer the host gave).
         policy = d.policy if d.agent == d.brief.agent else self.registry.policy(d.brief.agent)
+        if d.current is not None and d.current.policy.speaks_cli:
+            policy = d.current.policy  # a fallback that reads none: the message is lost
         if policy.speaks_cli:
             self.emit("delegation.mail_refused", d, d.current, reason=(
                 f"speaks: {policy.speaks} reads no mail: an agent CLI's standard input is "
