@@ -169,6 +169,24 @@ def test_a_follow_up_after_a_restart_is_charged_only_what_its_turn_added(
         store.close()
 
 
+@pytest.mark.process
+@pytest.mark.realtime
+def test_a_turn_another_host_ran_in_the_session_is_not_charged_again(
+        pg_url: str, fake_clis: FakeClis) -> None:
+    # Two hosts on one PostgreSQL: A runs the first turn, B the follow-up, then A a third
+    # turn, whose thread totals are the follow-up's (the fake replays the same totals): A
+    # knew only its own turn's totals, and charged B's turn again.
+    with Zeus.start(_routing(), store=pg_url) as a:
+        first = _run(a, "completed", session="fix-auth")
+        with Zeus.start(_routing(), store=pg_url) as b:
+            follow_up = _run(b, "resume", session="fix-auth")
+        third = _run(a, "resume", session="fix-auth")
+    assert first.status is follow_up.status is third.status is Status.completed, third.error
+    assert [c["resume"] for c in fake_clis.calls()] == [None, *[first.attempts[0].session_id] * 2]
+    assert follow_up.usage == ADDED
+    assert (third.usage.input_tokens, third.usage.output_tokens) == (0, 0)
+
+
 # -- the store keeps them, and an older store is migrated ----------------------------------
 def _attempt(store: Any, n: int) -> str:
     d_id, a_id = f"apollo-{n}", f"apollo-{n}-a1"

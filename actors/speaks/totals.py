@@ -25,6 +25,17 @@ class SessionTotals:
     output_tokens: int = 0
     cost: float = 0.0
 
+    def most(self, other: SessionTotals | None) -> SessionTotals:
+        """The larger of each count: totals only grow, so of two readings of one session
+        (this host's, and the store's, which another host may have added to) the larger
+        is the later."""
+        if other is None:
+            return self
+        return SessionTotals(max(self.input_tokens, other.input_tokens),
+                             max(self.cached_input_tokens, other.cached_input_tokens),
+                             max(self.output_tokens, other.output_tokens),
+                             max(self.cost, other.cost))
+
     def __add__(self, other: SessionTotals) -> SessionTotals:
         return SessionTotals(self.input_tokens + other.input_tokens,
                              self.cached_input_tokens + other.cached_input_tokens,

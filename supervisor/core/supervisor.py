@@ -419,13 +419,16 @@ class Supervisor:
         self.spending.tree_usage = self.spending.tree_usage + usage
 
     def _session_totals(self, session_id: str | None) -> SessionTotals | None:
-        """What the CLI session `session_id` was charged so far: as counted here, else as
-        its store keeps it (a session of an earlier Zeus, read once)."""
-        totals = self.agent_sessions.totals(session_id)
-        if totals is None and session_id is not None:
-            totals = self.durable.session_totals(session_id)
-            if totals is not None:
-                self.agent_sessions.known(session_id, totals)
+        """What the CLI session `session_id` was charged so far: the larger of what was
+        counted here and what its store keeps (an earlier Zeus's turns, or another host's
+        on a shared store; this host's charges not yet committed are counted here)."""
+        if session_id is None:
+            return None
+        here = self.agent_sessions.totals(session_id)
+        stored = self.durable.session_totals(session_id)
+        totals = stored if here is None else here.most(stored)
+        if totals is not None and totals != here:
+            self.agent_sessions.known(session_id, totals)
         return totals
 
     def resume_agent_sessions(self, sessions: Iterable[tuple[str, str, str]]) -> None:
