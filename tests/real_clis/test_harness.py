@@ -5,7 +5,8 @@ against what the server sent."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -17,14 +18,27 @@ from tests.real_clis.model_server import ModelServer, Usage, final, tool_call
 pytestmark = [pytest.mark.process, pytest.mark.realtime]
 
 
-def tool_then_blocked(name: str, tmp_path: Path) -> tuple[ModelServer, Run]:
-    script = [tool_call("echo hi", usage=Usage(1200, 300, 40)),
-              final(BLOCKED_TEXT, usage=Usage(1337, 411, 53))]
-    with ModelServer(script) as server:
-        setup = cli_setup(name, tmp_path / "home", server.url)
-        (tmp_path / "work").mkdir()
-        result = run(setup, "Run echo hi, then report.", tmp_path / "work")
-    return server, result
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[ModelServer, Run]]]:
+    """Each CLI's run of one shell tool call, then a blocked summary, all at once."""
+    tmp = tmp_path_factory.mktemp("harness")
+    servers = {name: ModelServer([tool_call("echo hi", usage=Usage(1200, 300, 40)),
+                                  final(BLOCKED_TEXT, usage=Usage(1337, 411, 53))])
+               for name in CLIS}
+    for server in servers.values():
+        server.__enter__()
+    try:
+        def one(name: str) -> Run:
+            setup = cli_setup(name, tmp / name / "home", servers[name].url)
+            (tmp / name / "work").mkdir()
+            return run(setup, "Run echo hi, then report.", tmp / name / "work")
+
+        with ThreadPoolExecutor(len(CLIS)) as pool:
+            done = dict(zip(CLIS, pool.map(one, CLIS), strict=True))
+        yield {name: (servers[name], done[name]) for name in CLIS}
+    finally:
+        for server in servers.values():
+            server.close()
 
 
 def shell_commands(name: str, result: Run) -> list[str]:
@@ -73,8 +87,9 @@ def reported_usage(name: str, result: Run) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", CLIS)
-def test_a_tool_call_then_a_blocked_summary(name: str, tmp_path: Path) -> None:
-    server, result = tool_then_blocked(name, tmp_path)
+def test_a_tool_call_then_a_blocked_summary(
+        name: str, runs: dict[str, tuple[ModelServer, Run]]) -> None:
+    server, result = runs[name]
     assert result.returncode == 0, result.stderr[-2000:]
     main = server.main_requests()
     assert len(main) == 2, [r.path for r in server.requests]
@@ -86,8 +101,9 @@ def test_a_tool_call_then_a_blocked_summary(name: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", CLIS)
-def test_the_usage_reported_is_what_the_server_sent(name: str, tmp_path: Path) -> None:
-    server, result = tool_then_blocked(name, tmp_path)
+def test_the_usage_reported_is_what_the_server_sent(
+        name: str, runs: dict[str, tuple[ModelServer, Run]]) -> None:
+    server, result = runs[name]
     assert result.returncode == 0, result.stderr[-2000:]
     sent = server.usage_sent()
     assert sent == Usage(1200 + 1337, 300 + 411, 40 + 53)
