@@ -2,8 +2,8 @@
 (which frames there are: `actors.backends.frames`).
 
 Both sides use these functions (the supervisor process and the child). Messages
-are pickled with the standard library when it can (about 1 µs for a heartbeat)
-and with dill when it cannot (closures, lambdas: about 20 µs more). Work
+are pickled with the standard library when it can (a heartbeat is a small tuple)
+and with dill when it cannot (closures, lambdas: dill is much slower). Work
 functions always go through dill with `recurse=True`: a lambda or closure then
 carries only the globals it uses, so the child never imports the module that
 defined it (a test module, a host's heavy `__main__`). Everything is checked
@@ -11,9 +11,9 @@ here, before it is sent: an object that cannot cross becomes a `CrossingError`
 that names its type, never a hung pipe.
 
 Messages go down a pipe framed by their length (`write_frame`, `FrameReader`):
-plain `os.write` and `os.read` on the pipe's fds, about 10 µs less per message
-each way than `multiprocess.Connection`, and a reader that gets a header and
-its message in one read.
+plain `os.write` and `os.read` on the pipe's fds, with none of
+`multiprocess.Connection`'s own framing and checks on each message, and a reader
+that gets a header and its message in one read.
 
 A work function is pickled once (`WorkCache`): the supervisor process keeps its
 bytes while the function object lives, under a token, and a warm worker that

@@ -36,7 +36,7 @@ from actors.osproc import kill_descendants
 
 __all__ = ["MARGIN_S", "Backstop", "kill_by"]
 
-# `signal.getsignal` makes the handler an enum on every call (~1 µs a job); that of the
+# `signal.getsignal` makes the handler an enum on every call, once per job; that of the
 # C module `signal` wraps (imported by it) returns it as it is: SIG_DFL is the int 0.
 _getsignal: Callable[[int], object] = getattr(
     sys.modules.get("_signal"), "getsignal", signal.getsignal

@@ -9,9 +9,9 @@ other.
 
 The waiting is `multiprocess.connection.wait`'s mechanism (a selector over
 the fds and Connections) with the selector kept between wake-ups: `wait()`
-builds a new one and registers every object on each call, which costs about
-7 µs per fd here, so 3 ms per wake-up at 200 children, for every heartbeat.
-Kept, it costs one `epoll_wait` per wake-up, whatever the number of children.
+builds a new one and registers every object on each call, a cost that grows
+with the number of children and is paid for every heartbeat. Kept, it costs
+one `epoll_wait` per wake-up, whatever the number of children.
 
 Rule for handlers: the hub thread is the only one that closes a watched fd,
 and only after `unwatch()`; a handler is told "maybe ready" and checks. One

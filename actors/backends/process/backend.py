@@ -342,12 +342,6 @@ class ProcessBackend(Backend):
         recovery; `actors.backends.process.found`)."""
         self._search.stop_left()
 
-    @staticmethod
-    def stop_waiting(waiting: Waiting) -> None:
-        """Tell a waiting worker to stop its job with the kill ladder and exit (`zeus sweep`,
-        or a worker recovery does not take); returns at once."""
-        waiting.stop()
-
     def close(self) -> None:
         """Stop every worker and command, wait until they are reaped, and stop the hub.
 

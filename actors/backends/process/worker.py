@@ -73,8 +73,8 @@ def main(jobs: Any, control: Any, outbox: Any) -> NoReturn:
     `jobs` and `control` are the read ends of the supervisor's two pipes to this
     worker (jobs and stop, read by the main thread; cancels and delegation
     replies, read by the receiver thread), `outbox` the write end of its pipe
-    back (one-way pipes: a round trip costs ~40 µs here, against ~60 µs on one
-    socketpair).
+    back (one-way pipes, which cost less per round trip than one socketpair:
+    benchmarks/README.md, process children).
     """
     # Its own session, hence its own process group, before anything else: the
     # supervisor signals the whole group, so what the agent code starts dies
