@@ -140,3 +140,22 @@ def test_a_sqlite_file_that_is_not_a_store_is_bad_input_and_left_alone(
     assert main(["tree", str(path)]) == 2
     assert "not a Zeus store" in capsys.readouterr().err
     assert path.read_bytes() == before
+
+
+def test_zeus_run_again_after_a_crash_shows_the_lost_attempt_as_lost_in_its_final_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plan.yml").write_text("- {agent: apollo, scope: scan the routes}\n")
+    store = open_store(tmp_path / "zeus.db")
+    t = time.time() - 5
+    record(store, "d1", key="plan:1", created=t)  # as the crashed run dispatched it
+    a1 = start(store, "d1", at=t + 0.1)
+    store.attempt_identity(a1, pid=999_999_999, pid_start_time=1.0, pgid=None, node=None)
+    store.commit()
+    store.close()
+    as_if_its_owner(str(tmp_path / "zeus.db"), died_at=t + 1)
+    assert main(["run", "plan.yml", "--store", "zeus.db"]) == 0
+    tree = capsys.readouterr().out.rsplit("</subtask_summary>", 1)[1]
+    assert "- d1-a1 apollo pid 999999999: lost after" in tree, tree
+    assert "running" not in tree

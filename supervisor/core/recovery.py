@@ -241,7 +241,8 @@ class Recoverer:
             r.d.last_error = record.error
             self._durable.attempt_ended(record)
             self._events.emit("attempt.lost", delegation_id=r.d.id, attempt_id=a.id,
-                              parent_id=r.d.parent_id, agent=a.agent, pid=a.pid, reason=error)
+                              parent_id=r.d.parent_id, agent=a.agent, pid=a.pid, reason=error,
+                              duration_s=record.duration_s)
 
     def _carry_out(self, store: Store, r: Rebuilt, *,
                    writers_stopped: bool) -> Status | Literal["rerun"]:

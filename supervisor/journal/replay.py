@@ -270,6 +270,19 @@ def _ended(
         a.last_tool = _str(e.get("last_tool"))
 
 
+def _lost(
+    run: Run, d: ReplayedDelegation, a: ReplayedAttempt | None, e: Event, ts: float | None
+) -> None:
+    """An attempt of an earlier run that recovery found gone (docs/design.md, "The store")."""
+    if a is None:
+        return
+    a.ended_ts = ts
+    a.outcome = "lost"
+    a.error = _str(e.get("reason"))
+    a.duration_s = num(e.get("duration_s"))
+    a.pid = a.pid if a.pid is not None else _int(e.get("pid"))
+
+
 def _then(run: Run, d: ReplayedDelegation, what: str) -> None:
     """Say in the timeout log what followed the delegation's unresolved timeouts."""
     for i in run.unresolved_timeouts.pop(d.id, ()):
@@ -329,6 +342,7 @@ _HANDLERS: dict[str, _Handler] = {
     "attempt.fenced": _fenced,
     "attempt.completed": _ended,
     "attempt.failed": _ended,
+    "attempt.lost": _lost,
     "retry.scheduled": _retry,
     "fallback.dispatched": _fallback,
     "delegation.cancel_requested": _cancel,
