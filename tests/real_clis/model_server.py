@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -123,7 +124,7 @@ class ModelServer:
         self._used = 0  # main requests the current turn has answered
         self.closed = threading.Event()
         self._ids = itertools.count(1)
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd = _Quiet(("127.0.0.1", 0), _handler(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -189,6 +190,14 @@ class ModelServer:
             self.requests.append(request)
             self._lock.notify_all()
             return turn
+
+
+class _Quiet(ThreadingHTTPServer):
+    """The server, silent about a client that hung up (a CLI Zeus stopped mid-request)."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 def _handler(server: ModelServer) -> type[BaseHTTPRequestHandler]:
