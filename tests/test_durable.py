@@ -194,7 +194,7 @@ def test_a_writer_whose_deadline_passed_while_the_host_was_down_is_blocked_not_t
     assert recovered["blocked"] == ["w-1"] and recovered["rerun"] == []
     assert "outcome is unknown" in late["error"] and "deadline passed" in late["error"]
     assert f"zeus resume {shlex.quote(store)} w-1" in late["error"]  # a URL is quoted
-    assert f"zeus resolve {shlex.quote(store)} w-1 --status completed" in late["error"]
+    assert f"zeus resolve {shlex.quote(store)} w-1 --routing " in late["error"]
     assert outcomes(late) == ["lost"] and len(runs(tmp_path, "late-writer")) == 1
 
 

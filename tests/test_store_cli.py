@@ -159,3 +159,22 @@ def test_zeus_run_again_after_a_crash_shows_the_lost_attempt_as_lost_in_its_fina
     tree = capsys.readouterr().out.rsplit("</subtask_summary>", 1)[1]
     assert "- d1-a1 apollo pid 999999999: lost after" in tree, tree
     assert "running" not in tree
+
+
+def test_zeus_blocked_right_after_a_host_crash_lists_what_it_left_open_as_unknown(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    open_writer(store_url, ran_s=2.0, owner_pid=None)
+    assert main(["blocked", store_url]) == 0
+    out = capsys.readouterr().out
+    [row] = [line for line in out.splitlines() if line.startswith("w1 ")]
+    assert "host gone" in row and "unknown: its host is gone, recovery will decide" in row
+    assert "the next Zeus on the store recovers them" in out
+
+
+def test_zeus_blocked_lists_nothing_open_while_its_host_lives(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    open_writer(store_url, ran_s=2.0, owner_pid=os.getpid())
+    assert main(["blocked", store_url]) == 0
+    assert "Nothing in" in capsys.readouterr().out

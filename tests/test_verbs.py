@@ -151,7 +151,8 @@ def test_dispatch_on_a_blocked_key_returns_the_blocked_summary_saying_which_verb
         assert summary.error is not None and "needs a person to approve" in summary.error
         shown = shlex.quote(store)  # a URL's `?` is quoted
         assert f"zeus resume {shown} {blocked.id}" in summary.error
-        assert f"zeus resolve {shown} {blocked.id} --status completed --note" in summary.error
+        assert (f"zeus resolve {shown} {blocked.id} --routing F --status completed --note"
+                in summary.error)
 
 
 def _left_open_by_a_dead_host(store: Path) -> None:
@@ -166,6 +167,35 @@ def _left_open_by_a_dead_host(store: Path) -> None:
     s.close()
 
 
+def test_a_recovery_blocked_reason_names_the_store_and_routing_so_its_verb_runs_from_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host, elsewhere = tmp_path / "host", tmp_path / "elsewhere"
+    host.mkdir()
+    elsewhere.mkdir()
+    (host / "routing.yml").write_text(
+        "version: 1\nagents:\n  hermes: {entrypoint: tests._durable_agents:quick, "
+        "isolation: thread}\n")
+    brief = BRIEF.model_copy(update={"inputs": {"dir": str(tmp_path), "name": "m"}})
+    s = SqliteStore.open(host / "zeus.db")
+    s.record_delegation("hermes-1", key="k", parent_id=None, ordinal=None, agent="hermes",
+                        brief=brief, policy=WRITER, deadline=None, created=s.owner.since)
+    s.attempt_started("hermes-1-a1", delegation_id="hermes-1", number=1, agent="hermes",
+                      started=s.owner.since, deadline=s.owner.since + 60)
+    s.commit()
+    s.close()
+    monkeypatch.chdir(host)  # the host names both by relative paths
+    with Zeus.start("routing.yml", store="zeus.db") as zeus:
+        reason = zeus.handle("hermes-1").result().error
+    assert reason is not None
+    verb = reason.split("`")[1]  # the hint's first verb, as a person pastes it
+    assert verb == (f"zeus resume {host / 'zeus.db'} hermes-1 --routing {host / 'routing.yml'}")
+    monkeypatch.chdir(elsewhere)  # where no routing.yml is
+    from supervisor.cli.main import main
+
+    assert main(shlex.split(verb)[1:]) == 0
+
+
 def test_a_writer_recovery_blocked_is_resumed_once_a_person_checked_its_changes(
     tmp_path: Path,
 ) -> None:
@@ -177,7 +207,7 @@ def test_a_writer_recovery_blocked_is_resumed_once_a_person_checked_its_changes(
         blocked = zeus.handle("hermes-1").result()
         assert blocked.status is Status.blocked and agent.runs == 1  # never a second writer
         assert blocked.error is not None and "outcome is unknown" in blocked.error
-        assert f"`zeus resume {store} hermes-1`" in blocked.error
+        assert f"`zeus resume {store} hermes-1 --routing F`" in blocked.error  # no file
         summary = zeus.resume("hermes-1").result()
     assert summary.status is Status.completed
     assert [a.outcome.value for a in summary.attempts] == ["lost", "completed"]

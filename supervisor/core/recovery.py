@@ -302,8 +302,8 @@ class Recoverer:
     def _settle(self, store: Store, d: Delegation, step: Settle) -> Status:
         if step.status is Status.blocked:
             # what a person does next: the verbs (docs/design.md, "The store")
-            step = Settle(step.status, step.timeout_kind,
-                          f"{step.reason}; {verbs_hint(store.path, d.id)}")
+            hint = verbs_hint(store.path, d.id, self._registry.routing.source)
+            step = Settle(step.status, step.timeout_kind, f"{step.reason}; {hint}")
         self._sup.settle(d, step)
         return Status.cancelled if d.cancel_requested else step.status
 

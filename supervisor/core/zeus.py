@@ -272,7 +272,7 @@ class Zeus:
         summary = handle.result()
         if summary.status is not Status.blocked or "zeus resume" in (summary.error or ""):
             return handle
-        hint = verbs_hint(self._store.path, handle.id)
+        hint = verbs_hint(self._store.path, handle.id, self._registry.routing.source)
         said = f"{summary.error}; check it, {hint}" if summary.error else f"check it, {hint}"
         return self._settled_handle(handle.id, summary.model_copy(update={"error": said}))
 

@@ -26,6 +26,7 @@ the first that differs ends the matching, and the stored ones left are cancelled
 from __future__ import annotations
 
 import itertools
+import os
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ __all__ = [
     "losses",
     "recover",
     "retries_made",
+    "split_verbs_hint",
     "verbs_hint",
 ]
 
@@ -218,11 +220,36 @@ def retries_made(attempts: Sequence[tuple[str, str | None]], agent: str) -> int:
                if before == now == agent and outcome != AttemptOutcome.lost.value)
 
 
-def verbs_hint(store: str, delegation_id: str) -> str:
-    """What a person does with a blocked delegation: the CLI's verbs, for its reason."""
-    where = f"{shlex.quote(store)} {shlex.quote(delegation_id)}"
-    return (f"then `zeus resume {where}` to run it again, or `zeus resolve {where} "
-            "--status completed --note ...` to settle it by hand")
+def verbs_hint(store: str, delegation_id: str, routing: str | None = None) -> str:
+    """What a person does with a blocked delegation: the CLI's verbs, for its reason. The
+    verbs open the store as its host does, with its routing (`routing`, its file; None:
+    the host has none, so the hint says which to give). Paths are made absolute: the
+    reason is read later, from another directory (`zeus blocked`)."""
+    def path(p: str) -> str:
+        return shlex.quote(p if p.startswith(("postgresql://", "postgres://"))
+                           else os.path.abspath(p))
+
+    where = f"{path(store)} {shlex.quote(delegation_id)}"
+    flag = f" --routing {path(routing)}" if routing else " --routing F"
+    return (f"then `zeus resume {where}{flag}` to run it again, or `zeus resolve {where}{flag} "
+            "--status completed --note ...` to settle it by hand"
+            + ("" if routing else " (F: a routing file that defines its agent)"))
+
+
+def split_verbs_hint(reason: str) -> tuple[str, str | None]:
+    """A blocked reason without the hint `verbs_hint` ended it with (a reader that names
+    the store its own way says the verbs itself), and the routing file the hint named
+    (None: it named none, or there was no hint)."""
+    said, sep, hint = reason.partition("; then `zeus resume ")
+    if not sep:
+        return reason, None
+    try:
+        words = shlex.split(hint.split("`", 1)[0])
+    except ValueError:
+        return said, None
+    flag = words.index("--routing") if "--routing" in words else None
+    routing = words[flag + 1] if flag is not None and flag + 1 < len(words) else None
+    return said, None if routing == "F" else routing
 
 
 def _next(outcome: AttemptOutcome, policy: AgentPolicy, retries_used: int, has_partials: bool,

@@ -26,8 +26,8 @@ from supervisor.store.base import Owner, StoredDelegation
 from supervisor.store.owner import owner_alive
 from supervisor.store.schema import inspect, is_sqlite_file, readonly_uri
 
-__all__ = ["blocked_delegations", "is_sqlite_file", "is_store_url", "open_count", "path_or_url",
-           "store_events"]
+__all__ = ["blocked_delegations", "is_sqlite_file", "is_store_url", "left_by_gone_hosts",
+           "open_count", "path_or_url", "store_events"]
 
 Event = dict[str, Any]
 _STOPPED = {"timeout": "attempt.timed_out", "stale": "attempt.stale",
@@ -120,6 +120,30 @@ def blocked_delegations(path: str | Path) -> list[tuple[StoredDelegation, Summar
     con = _read_only(path)
     try:
         return reads.blocked(con)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot read the store: {exc}") from None
+    finally:
+        con.close()
+
+
+def left_by_gone_hosts(path: str | Path) -> list[tuple[StoredDelegation, float | None]]:
+    """What a host that is gone left open, with its last sign of life (its owner's last
+    heartbeat, a shared store's host's lease end): its outcome is unknown until a Zeus
+    opens the store and recovers it (docs/design.md, "The store"). Read-only."""
+    if _is_url(path):
+        from supervisor.store.postgres import read_only
+
+        with read_only(str(path)) as (con, hosts):
+            return [(d, h.lease_until) for h in hosts
+                    if h.released is None and h.taken_by is None and h.lease_left_s <= 0
+                    for d in reads.open_rows(con, "status IS NULL AND owner = ?", (h.id,))]
+    con = _read_only(path)
+    try:
+        owner = con.execute("SELECT pid, since, released, pid_start_time, host, heartbeat"
+                            " FROM owner").fetchone()
+        if _owner_state(owner).get("owner_alive") is not False:  # none, released or alive
+            return []
+        return [(d, owner[5]) for d in reads.open_rows(con)]
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: cannot read the store: {exc}") from None
     finally:

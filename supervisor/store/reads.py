@@ -185,6 +185,16 @@ def open_delegations(con: Any, only: str | None = None, where: str | None = None
     return found
 
 
+def open_rows(con: Any, where: str = "status IS NULL",
+              args: tuple[Any, ...] = ()) -> list[StoredDelegation]:
+    """The open delegations (with `where`, a condition on their own columns: those), in
+    the order they were recorded, without their attempts."""
+    rows = con.execute(f"SELECT {DELEGATION_COLUMNS} {FROM_DELEGATIONS} WHERE d.{where}"
+                       " ORDER BY d.seq", args).fetchall()
+    policies = Policies(con)
+    return [delegation(row, policies) for row in rows]
+
+
 def blocked(con: sqlite3.Connection) -> list[tuple[StoredDelegation, Summary]]:
     """Every delegation settled `blocked` (what waits for a person), oldest first, with
     its summary (its reason in `error`)."""
