@@ -178,3 +178,18 @@ def test_zeus_blocked_lists_nothing_open_while_its_host_lives(
     open_writer(store_url, ran_s=2.0, owner_pid=os.getpid())
     assert main(["blocked", store_url]) == 0
     assert "Nothing in" in capsys.readouterr().out
+
+
+def test_zeus_run_again_of_a_settled_plan_shows_what_had_settled_in_its_final_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plan.yml").write_text("- {agent: apollo, scope: scan the routes}\n")
+    assert main(["run", "plan.yml", "--store", "zeus.db"]) == 0
+    capsys.readouterr()
+    assert main(["run", "plan.yml", "--store", "zeus.db"]) == 0  # nothing runs again
+    tree = capsys.readouterr().out.rsplit("</subtask_summary>", 1)[1]
+    assert "zeus: 0 open, 1 settled" in tree
+    assert ("apollo-1 apollo: completed" in tree
+            and "settled before this run (from the store)" in tree), tree
+    assert "- apollo-1-a1 apollo: completed after" in tree

@@ -137,9 +137,11 @@ class LiveTree:
             return list(self._summaries.values())
 
     def add_summary(self, summary: Summary) -> None:
-        """Keep a settled delegation's summary (its partial results and usage show in the tree)."""
+        """Keep a settled delegation's summary (its partial results and usage show in the
+        tree); one this run has no event of settled before it (a store's), and shows so."""
         with self._lock:
             self._summaries[summary.id] = summary
+            self._journal.settled_before(summary)
         self._wake.set()
 
     def output_gone(self) -> None:
@@ -236,21 +238,15 @@ class LiveTree:
         """Partial results and usage: from the summary once settled, else the last snapshot."""
         summary = self._summaries.get(d.id)
         if summary is not None:
-            partials, calls, cost = (
-                len(summary.partial_results),
-                summary.usage.calls,
-                summary.usage.cost,
-            )
+            partials, calls = len(summary.partial_results), summary.usage.calls
+            cost = summary.usage.cost
         else:
             node = self._seen.get(d.id)
             if node is None:
                 return []
             usage = node.get("usage") or {}
-            partials, calls, cost = (
-                node.get("partials", 0),
-                usage.get("calls", 0),
-                usage.get("cost", 0.0),
-            )
+            partials, calls = node.get("partials", 0), usage.get("calls", 0)
+            cost = usage.get("cost", 0.0)
         extras = []
         if partials:
             extras.append(f"{partials} partial result(s)")

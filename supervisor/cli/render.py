@@ -153,6 +153,8 @@ def delegation_label(
     elapsed = d.elapsed(run.open_until(time.time()))
     when = "" if elapsed is None else f" {elapsed:.2f}s" + ("" if d.settled else " so far")
     text = f"{d.id} {agents}: {status}{when}, {len(d.attempts)} attempt(s)"
+    if d.earlier:
+        text += ", settled before this run (from the store)"
     said = [status]
     if d.timeout_kind:
         text += f", timeout: {d.timeout_kind}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from supervisor.journal.runs import (
     Event,
@@ -20,6 +20,9 @@ from supervisor.journal.runs import (
     TimeoutEntry,
     num,
 )
+
+if TYPE_CHECKING:
+    from actors import Summary
 
 __all__ = ["Journal"]
 
@@ -89,6 +92,23 @@ class Journal:
         handler = _HANDLERS.get(str(name))
         if handler is not None:
             handler(run, d, a, event, ts)
+
+    def settled_before(self, summary: Summary) -> None:
+        """A delegation that settled before this run, as its summary tells it: a store
+        gave it back (`dispatch(key=K)` of a settled key), so no event of this run is
+        its. Nothing when the run knows it already."""
+        run = self.run
+        if summary.id in run.delegations:
+            return
+        d = self._delegation(run, summary.id, {"agent": summary.agent})
+        d.scope, d.earlier = summary.scope, True
+        for record in summary.attempts:
+            a = self._attempt(run, d, record.id, {"agent": record.agent})
+            a.outcome, a.duration_s, a.pid = record.outcome.value, record.duration_s, record.pid
+            a.error, a.session_id = record.error, record.session_id
+            a.tool_calls, a.last_tool = record.tool_calls, record.last_tool
+        d.status, d.duration_s = summary.status.value, summary.duration_s
+        d.error, d.timeout_kind = summary.error, summary.timeout_kind
 
     def _delegation(self, run: Run, delegation_id: str, event: Event) -> ReplayedDelegation:
         d = run.delegations.get(delegation_id)

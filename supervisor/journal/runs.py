@@ -124,6 +124,8 @@ class ReplayedDelegation:
     cancel_reason: str | None = None
     cancel_requested: bool = False
     last_ts: float | None = None
+    # Settled before this run: a store gave back its summary (`Journal.settled_before`).
+    earlier: bool = False
 
     @property
     def settled(self) -> bool:
