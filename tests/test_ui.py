@@ -101,6 +101,28 @@ def test_a_store_is_a_source_whose_new_rows_come_as_new_events(tmp_path: Path) -
     assert path.read_bytes() == before  # read only: the store is never changed
 
 
+def test_a_delegation_settled_by_hand_says_who_and_why_in_the_tree_and_its_page(
+    tmp_path: Path,
+) -> None:
+    from supervisor import Brief, Report, Zeus
+
+    path = tmp_path / "zeus.db"
+    with Zeus.start(agents={"a": lambda brief, ctx: Report(blocked="a person must look")},
+                    store=path) as zeus:
+        blocked = zeus.dispatch(Brief(agent="a", scope="s"), key="k").result(10)
+        zeus.resolve(blocked.id, "completed", "done by hand on the replica")
+        plain = zeus.dispatch(Brief(agent="a", scope="t")).result(10)
+    with client(path) as c:
+        tree = {d["id"]: d for d in c.get("/api/tree").json()["delegations"]}
+        page = c.get(f"/api/delegations/{blocked.id}").json()
+    said = tree[blocked.id]["resolved"]
+    assert said is not None and said["note"] == "done by hand on the replica" and said["by"]
+    assert tree[blocked.id]["status"] == "completed" and tree[plain.id]["resolved"] is None
+    assert page["resolved"] == said and page["summary"]["status"] == "completed"
+    js = (Path(create_app.__code__.co_filename).parent / "assets" / "app.js").read_text("utf-8")
+    assert js.count("settled by hand") == 2  # the tree's badge, the page's fact
+
+
 # -- the endpoints --------------------------------------------------------------------------
 def test_the_tree_gives_the_demos_delegations_as_zeus_tree_rebuilds_them(
     demo_journal: Path,

@@ -8,6 +8,7 @@ are built here as a SQLite file's owner leaves them."""
 from __future__ import annotations
 
 import getpass
+import json
 import shlex
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.text import Text
 
 from actors import Brief, Context, Report, Status, Summary
 from actors.osproc import process_start_time
@@ -97,6 +99,33 @@ def test_resolve_settles_a_blocked_delegation_by_hand_with_the_note_in_its_summa
         assert again.handle(blocked.id).result() == summary
         with pytest.raises(NotBlocked, match=f"settled {Status(status).value}, not blocked"):
             again.resolve(blocked.id, "completed", "twice")
+
+
+def test_a_delegation_settled_by_hand_says_so_in_zeus_tree_of_its_store_and_of_a_journal(
+    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from supervisor.cli.main import main
+    from supervisor.cli.rows import plain_lines, rows
+    from supervisor.journal import Journal
+
+    events: list[dict[str, Any]] = []
+    with start(store_url, Agent(), events) as zeus:
+        blocked = zeus.dispatch(BRIEF, key="ticket-8").result()
+        zeus.resolve(blocked.id, "failed", "the migration is not needed")
+        other = zeus.dispatch(BRIEF.model_copy(update={"scope": "another"})).result()
+    assert main(["tree", store_url]) == 0
+    out = capsys.readouterr().out
+    [row] = [line for line in out.splitlines() if f" {blocked.id} " in line]
+    by = f"settled by hand by {getpass.getuser()}: the migration is not needed"
+    assert f"{blocked.id} hermes: failed" in row and by in row
+    assert row.count("the migration is not needed") == 1  # its error says it once, here
+    [plain] = [line for line in out.splitlines() if f" {other.id} " in line]
+    assert "by hand" not in plain
+    journal = Journal()  # the host's own journal: its delegation.resolved event
+    for event in json.loads(json.dumps(events)):
+        journal.apply(event)
+    shown = "\n".join(plain_lines(Text(), rows(journal.run)))
+    assert f"{blocked.id} hermes: failed" in shown and by in shown
 
 
 def test_verbs_on_what_is_not_blocked_say_why(store_url: str) -> None:

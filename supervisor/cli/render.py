@@ -17,6 +17,7 @@ from rich.text import Text
 
 from actors.textblocks.attempts import stop_words
 from supervisor.journal.runs import Event, ReplayedAttempt, ReplayedDelegation, Run, num
+from supervisor.store import resolved_by_hand
 
 __all__ = [
     "attempt_label",
@@ -156,6 +157,11 @@ def delegation_label(
     if d.earlier:
         text += ", settled before this run (from the store)"
     said = [status]
+    if d.resolved_by is not None:
+        note = d.resolved_note or ""
+        text += f", settled by hand by {d.resolved_by}" + (
+            f": {first_line(note, 60)}" if note else "")
+        said.append(resolved_by_hand(status, d.resolved_by, note))  # its error says so too
     if d.timeout_kind:
         text += f", timeout: {d.timeout_kind}"
         said.append(f"{d.timeout_kind} passed")

@@ -19,7 +19,7 @@ from supervisor.core.reattach import Reattached
 from supervisor.core.recovery import current_agent
 from supervisor.core.supervisor import Supervisor
 from supervisor.errors import NotBlocked, UnknownDelegation
-from supervisor.store import StoredDelegation
+from supervisor.store import StoredDelegation, resolved_by_hand
 
 __all__ = ["operator", "resolve", "resume"]
 
@@ -94,7 +94,7 @@ def resolve(sup: Supervisor, delegation_id: str, status: Status, *, who: str,
     store = sup.durable.required("resolve")
     old = store.summary(delegation_id)
     assert old is not None  # a settled delegation has its summary
-    said = f"resolved by hand as {status.value} by {who}: {note}"
+    said = resolved_by_hand(status.value, who, note)
     risks = [*old.risks, said]
     if old.error:
         risks.append(f"it had been blocked: {old.error}")

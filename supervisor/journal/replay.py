@@ -347,6 +347,17 @@ def _settled(
     _then(run, d, f"settled {d.status}")
 
 
+def _resolved(
+    run: Run, d: ReplayedDelegation, a: ReplayedAttempt | None, e: Event, ts: float | None
+) -> None:
+    """A person settled it by hand (`zeus resolve`): the status they gave, who, why."""
+    d.status = _str(e.get("status")) or d.status or "unknown"
+    d.settled_ts = d.settled_ts if d.settled_ts is not None else ts
+    d.resolved_by = _str(e.get("who")) or "?"
+    d.resolved_note = _str(e.get("why"))
+    _then(run, d, f"settled {d.status} by hand")
+
+
 _HANDLERS: dict[str, _Handler] = {
     "delegation.dispatched": _dispatched,
     "attempt.started": _started,
@@ -367,4 +378,5 @@ _HANDLERS: dict[str, _Handler] = {
     "fallback.dispatched": _fallback,
     "delegation.cancel_requested": _cancel,
     "delegation.settled": _settled,
+    "delegation.resolved": _resolved,
 }

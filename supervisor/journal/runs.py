@@ -126,6 +126,9 @@ class ReplayedDelegation:
     last_ts: float | None = None
     # Settled before this run: a store gave back its summary (`Journal.settled_before`).
     earlier: bool = False
+    # Settled by hand by a person (`delegation.resolved`): who, and the note they gave.
+    resolved_by: str | None = None
+    resolved_note: str | None = None
 
     @property
     def settled(self) -> bool:

@@ -20,11 +20,13 @@ from supervisor.store.base import (
 )
 from supervisor.store.journal import (
     blocked_delegations,
+    by_hand,
     is_sqlite_file,
     is_store_url,
     left_by_gone_hosts,
     open_count,
     path_or_url,
+    resolved_by_hand,
     store_events,
 )
 from supervisor.store.shared import ID_BLOCK, HostLease, Renewal, SettledFeed, SharedStore
@@ -49,10 +51,12 @@ __all__ = [
     "StoredDelegation",
     "StoredRetry",
     "blocked_delegations",
+    "by_hand",
     "is_sqlite_file",
     "is_store_url",
     "left_by_gone_hosts",
     "open_count",
     "path_or_url",
+    "resolved_by_hand",
     "store_events",
 ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +26,32 @@ from supervisor.store.base import Owner, StoredDelegation
 from supervisor.store.owner import owner_alive
 from supervisor.store.schema import inspect, is_sqlite_file, readonly_uri
 
-__all__ = ["blocked_delegations", "is_sqlite_file", "is_store_url", "left_by_gone_hosts",
-           "open_count", "path_or_url", "store_events"]
+__all__ = ["blocked_delegations", "by_hand", "is_sqlite_file", "is_store_url",
+           "left_by_gone_hosts", "open_count", "path_or_url", "resolved_by_hand", "store_events"]
 
 Event = dict[str, Any]
 _STOPPED = {"timeout": "attempt.timed_out", "stale": "attempt.stale",
             "budget_exceeded": "attempt.budget_exceeded"}
+
+
+_BY_HAND = "resolved by hand as "
+
+
+def resolved_by_hand(status: str, who: str, note: str) -> str:
+    """The line a summary keeps in its risks once a person settled it (`zeus.resolve`):
+    the store keeps no event, so `by_hand` reads it back for `zeus tree STORE`."""
+    return f"{_BY_HAND}{status} by {who}: {note}"
+
+
+def by_hand(risks: Iterable[Any]) -> tuple[str, str, str] | None:
+    """(status, who, note) of a summary a person settled, from its risks; None: none."""
+    for risk in reversed(list(risks)):
+        if isinstance(risk, str) and risk.startswith(_BY_HAND) and ": " in risk:
+            head, note = risk[len(_BY_HAND):].split(": ", 1)
+            status, sep, who = head.partition(" by ")
+            if sep:
+                return status, who, note
+    return None
 
 
 def _base(event: str, ts: float, delegation_id: str | None, attempt_id: str | None,
@@ -210,6 +230,11 @@ def _events(con: Any, hosts: tuple[Event, float | None] | None = None) -> Iterat
                 duration_s=s.get("duration_s"), attempts=len(s.get("attempts", ())),
                 timeout_kind=s.get("timeout_kind"),
                 error=(s.get("error") or "").split("\n")[0] or None, usage=s.get("usage"))))
+            hand = by_hand(s.get("risks") or ())
+            if hand is not None:  # a person settled it (`zeus resolve`)
+                rows.append((settled_seq, _base("delegation.resolved", settled, d_id, None,
+                                                parent, agent, status=hand[0], who=hand[1],
+                                                why=hand[2])))
     for (a_id, d_id, number, agent, start, deadline, seq, pid, pid_start, node, identity_seq,
          outcome, ended, error, record, end_seq) in con.execute(
             "SELECT id, delegation_id, number, agent, started, deadline, seq, pid,"

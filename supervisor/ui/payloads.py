@@ -130,6 +130,9 @@ def _delegation(
         "timeout_kind": d.timeout_kind,
         "cancel_requested": d.cancel_requested,
         "cancel_reason": d.cancel_reason,
+        # settled by hand by a person (`zeus resolve`): who and their note
+        "resolved": None if d.resolved_by is None else {"by": d.resolved_by,
+                                                        "note": d.resolved_note},
         "retries": sum(1 for a in d.attempts if a.then and a.then.startswith("retry")),
         "fallbacks": sum(1 for a in d.attempts if a.then and a.then.startswith("fallback")),
         "usage": usage,
@@ -272,7 +275,8 @@ def delegation(view: View, delegation_id: str) -> dict[str, Any] | None:
     row = next(r for r in tracking_rows(run) if r.delegation_id == d.id)
     events = view.events_of(run, d.id)
     body = _delegation(run, d, row, _parents(run).get(d.id), events)
-    settled = next((e for e in reversed(events) if e.get("event") == "delegation.settled"), None)
+    settled = next((e for e in reversed(events) if e.get("event") in (
+        "delegation.settled", "delegation.resolved")), None)  # the last word: a person's
     body["scope"] = d.scope
     body["policy"] = d.policy
     body["run"] = _run(view, run)

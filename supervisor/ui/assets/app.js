@@ -167,6 +167,7 @@
     const kills = d.attempts.filter((a) => a.killed).length;
     if (kills) badges.push(`<span class="badge kill">killed ×${kills}</span>`);
     if (d.cancel_requested) badges.push(`<span class="badge">cancel asked</span>`);
+    if (d.resolved) badges.push(`<span class="badge by-hand" title="${esc(d.resolved.note || "")}">settled by hand</span>`);
     badges.push(hostBadge(d));
     return `<div class="row" role="listitem" data-id="${esc(d.id)}" data-status="${esc(d.status)}">` +
       `<div class="name c-name" style="padding-left:${depth * 1.1}rem">` +
@@ -361,7 +362,8 @@
         ["partial OK", d.partial_ok == null ? null : d.partial_ok ? "yes" : "no"],
         ["retries allowed", pol.retry ? esc(pol.retry.max_retries) : null], ["fallback", esc(pol.fallback)],
         ["budget", Object.keys(d.budget).length ? `<span class="mono">${esc(JSON.stringify(d.budget))}</span>` : null],
-        ["cancel", d.cancel_requested ? esc(d.cancel_reason || "requested") : null]]) +
+        ["cancel", d.cancel_requested ? esc(d.cancel_reason || "requested") : null],
+        ["settled by hand", d.resolved ? esc(`by ${d.resolved.by}` + (d.resolved.note ? `: ${d.resolved.note}` : "")) : null]]) +
       `<h3>Brief</h3><pre>${esc(d.scope || "")}</pre>` +
       `<h3>${s ? "Settlement" : "Open"}</h3>${summary}` +
       `<h3>Attempts</h3><div class="scroll">${attempts}</div>` +
