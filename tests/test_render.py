@@ -96,6 +96,16 @@ def test_causes_keeps_what_is_new_and_counts_two_wordings_of_a_deadline_once() -
     assert causes(["timeout"], None) == []
 
 
+def test_a_stale_attempts_row_never_starts_a_cause_mid_sentence() -> None:
+    a = jr.ReplayedAttempt(
+        id="d-a1", delegation_id="d", agent="hermes", outcome="stale", duration_s=12.0,
+        stale_after_s=10.0, error="no progress for 10 s (stale; heartbeat.stale_after_s); "
+        "the child then reported KeyError: 'x'")
+    assert attempt_label(a) == (
+        "d-a1 hermes: stale after 12.00s; stale at 10.00s; the child then reported KeyError: 'x'")
+    assert causes([], "no progress (stale; a); b [c; d]") == ["no progress (stale; a)", "b [c; d]"]
+
+
 @pytest.mark.parametrize(
     ("sizes", "height", "expected"),
     [

@@ -106,6 +106,18 @@ def _cause_key(part: str) -> str:
     return low
 
 
+def _parts(text: str) -> list[str]:
+    """`text` split at each `; ` outside brackets: "no progress for 10 s (stale;
+    heartbeat.stale_after_s)" is one cause, not two halves of a sentence."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(char, 0)
+        if depth <= 0 and text.startswith("; ", i):
+            parts.append(text[start:i])
+            start, depth = i + 2, 0
+    return [*parts, text[start:]]
+
+
 def causes(known: Iterable[str], said: str | None, *, own_id: str | None = None) -> list[str]:
     """The `; `-separated parts of `said` that `known` does not already say.
 
@@ -114,7 +126,7 @@ def causes(known: Iterable[str], said: str | None, *, own_id: str | None = None)
     """
     seen = {_cause_key(k) for k in known}
     kept: list[str] = []
-    for part in (p.strip() for p in first_line(said or "", 10_000).split("; ")):
+    for part in (p.strip() for p in _parts(first_line(said or "", 10_000))):
         if not part or (own_id and part == f"the child then reported Cancelled: {own_id}"):
             continue
         key = _cause_key(part)
