@@ -762,8 +762,10 @@ def test_zeus_timeouts_markdown_follows_the_reference_table(
     zeus("timeouts", "--markdown", str(journal_file))
 
     out = capsys.readouterr().out
-    assert "| @apollo | apollo-1 | 60s | ✔ completed | ✅ | 63.40s | 2 |" in out
-    assert "| @themis | themis-4 | 120s | … in progress | ❌ | 9.00s | 1 |" in out
+    assert "| `apollo` | apollo-1 | 60s | ✔ completed | ✅ | 63.40s | 2 |" in out
+    assert "| `themis` | themis-4 | 120s | … in progress | ❌ | 9.00s | 1 |" in out
+    assert "@" not in out  # a name pasted into an issue mentions nobody
+    assert "| `hermes` | stale |" in out.split("## Timeout log", 1)[1]  # the log's agents too
 
 
 def test_zeus_sweep_with_nothing_recorded_says_so_and_exits_0(

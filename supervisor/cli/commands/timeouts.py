@@ -74,7 +74,7 @@ def tracking_table_rows(run: jr.Run, *, markdown: bool = False) -> list[list[str
             status = f"{status_mark(row.status)[0]} {status}"
         rows.append(
             [
-                "@" + row.agent.replace(" -> ", " -> @") if markdown else row.agent,
+                _names(row.agent) if markdown else row.agent,
                 row.delegation_id,
                 " -> ".join(_timeout(t) for t in chains[row.delegation_id] or [row.timeout_s]),
                 status,
@@ -86,14 +86,20 @@ def tracking_table_rows(run: jr.Run, *, markdown: bool = False) -> list[list[str
     return rows
 
 
-def log_rows(run: jr.Run) -> list[list[str]]:
+def _names(agents: str) -> str:
+    """Agent names as Markdown code spans, `talos` -> `hermes`: a bare name, or one with
+    an @ before it, mentions a person of that name once pasted into an issue."""
+    return " -> ".join(f"`{name}`" for name in agents.split(" -> "))
+
+
+def log_rows(run: jr.Run, *, markdown: bool = False) -> list[list[str]]:
     """The timeout log as text cells, one row per timed-out or stale attempt."""
     return [
         [
             _clock(e.ts),
             e.delegation_id,
             e.attempt_id,
-            e.agent or "?",
+            _names(e.agent or "?") if markdown else e.agent or "?",
             e.kind,
             seconds(e.elapsed_s),
             seconds(e.deadline_s),
@@ -118,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     for r in runs:
         title = f" (run {r.index} of {len(journal.runs)})" if len(journal.runs) > 1 else ""
         tracking = tracking_table_rows(r, markdown=args.markdown)
-        log = log_rows(r)
+        log = log_rows(r, markdown=args.markdown)
         if args.markdown:
             print(f"## Timeout tracking{title}\n\n{_markdown(_TRACKING, tracking)}\n")
             body = _markdown(_LOG, log) if log else "No timeouts."
