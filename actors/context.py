@@ -112,6 +112,7 @@ class Context:
         self._epoch = epoch  # the delegation's epoch on its store, as the attempt started
         self._progress = 0
         self._last_beat = float("-inf")
+        self._held_note: str | None = None  # a note the interval held back, not yet sent
         self._partials_sent = 0
         self.partials_dropped = 0  # over MAX_PARTIALS_SENT: counted, not sent
 
@@ -177,6 +178,7 @@ class Context:
         Real time under `SystemClock`; under a test's `FakeClock` it returns once
         the clock is advanced past the wake-up time.
         """
+        self.send_held_note()  # what it says while it waits
         cancel = self._cancel
         if isinstance(cancel, CancelSignal):
             woken = self._clock.wait(cancel, seconds)
@@ -196,12 +198,24 @@ class Context:
 
     # -- reporting ---------------------------------------------------------------
     def heartbeat(self, note: str | None = None) -> None:
-        """Say "still working"; counts as progress. Sent at most once per interval."""
+        """Say "still working"; counts as progress. Sent at most once per interval; a note
+        held back meanwhile goes with the next one sent, or before a `sleep` and at the
+        attempt's end (`send_held_note`), so the last note said is the one Zeus keeps."""
         self._stop_point()
         self._progress += 1
+        if note is not None:
+            self._held_note = note
         now = self._clock.now()
         if now - self._last_beat >= self._interval:
             self._last_beat = now
+            self._send(Heartbeat(self.attempt_id, self._progress, self._held_note))
+            self._held_note = None
+
+    def send_held_note(self) -> None:
+        """Send the last heartbeat note if the interval held it back (the work function's
+        thread, before it waits and as its attempt ends)."""
+        if self._held_note is not None:
+            note, self._held_note = self._held_note, None
             self._send(Heartbeat(self.attempt_id, self._progress, note))
 
     def partial(self, item: Any) -> None:

@@ -51,9 +51,13 @@ def classify_exception(exc: BaseException) -> AttemptOutcome:
 def run_work(work: WorkFunction, brief: Brief, ctx: Context, *, pid: int | None = None) -> Finished:
     """Call `work(brief, ctx)` (sync or `async def`) and describe how it ended."""
     try:
-        value = work(brief, ctx)
-        if inspect.isawaitable(value):
-            value = asyncio.run(_await(value, ctx))
+        try:
+            value = work(brief, ctx)
+            if inspect.isawaitable(value):
+                value = asyncio.run(_await(value, ctx))
+        finally:
+            with contextlib.suppress(Exception):  # a channel gone: how it ended says the rest
+                ctx.send_held_note()  # its last note, before how it ended
     except Ended as ended:
         finished = ended.finished
         return finished if pid is None else dataclasses.replace(finished, pid=pid)

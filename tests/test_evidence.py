@@ -51,6 +51,32 @@ def test_a_stopped_attempt_keeps_its_tool_calls_last_tool_and_last_note(
     assert (failed["tool_calls"], failed["last_tool"]) == (14, "pytest")
 
 
+def test_the_last_note_kept_is_the_last_one_said_not_the_first_of_a_burst(
+    make_zeus: ZeusFactory, clock: FakeClock
+) -> None:
+    waiting = threading.Event()
+
+    def chatty(brief: Brief, ctx: Context) -> str:
+        for n in range(1, 6):  # within one heartbeat interval: one heartbeat is sent
+            ctx.heartbeat(f"note {n} of 5")
+        if brief.scope == "waits":
+            waiting.set()
+            ctx.sleep(600)
+        return "done"
+
+    zeus = make_zeus({"t": {"timeout_s": 30, "heartbeat": {"stale_after_s": 1000}}},
+                     works={"t": chatty})
+    (done,) = zeus.dispatch(Brief(agent="t", scope="s")).result(WAIT).attempts
+    assert done.last_note == "note 5 of 5"
+    handle = zeus.dispatch(Brief(agent="t", scope="waits"))
+    assert waiting.wait(WAIT)
+    sync(zeus)
+    assert zeus.tree()["delegations"][0]["attempts"][0]["last_note"] == "note 5 of 5"
+    clock.advance(30)
+    (stopped,) = handle.result(WAIT).attempts
+    assert (stopped.outcome, stopped.last_note) == ("timeout", "note 5 of 5")
+
+
 @pytest.mark.parametrize(
     ("outcome", "calls", "tool", "told"),
     [
