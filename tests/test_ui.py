@@ -373,3 +373,6 @@ def test_run_ui_without_a_journal_exits_2(
     plan.write_text("briefs:\n  - agent: apollo\n    scope: Scan for TODO\n", encoding="utf-8")
     assert main(["run", str(plan), "--ui"]) == 2
     assert "--log" in capsys.readouterr().err
+    assert main(["run", "--help"]) == 0
+    helped = " ".join(capsys.readouterr().out.split())
+    assert "--ui follow the journal in a browser (needs --log F" in helped  # as it says

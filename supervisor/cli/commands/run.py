@@ -88,7 +88,9 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--routing", metavar="F", type=Path, help="the routing file")
     parser.add_argument("--log", metavar="F", type=Path, help="append the event journal to F")
     parser.add_argument("--json", action="store_true", help="print the summaries as JSON")
-    parser.add_argument("--ui", action="store_true", help="follow the journal in a browser")
+    parser.add_argument("--ui", action="store_true",
+                        help="follow the journal in a browser (needs --log F: the page "
+                             "reads that journal)")
     parser.add_argument("--store", metavar="F", type=Path,
                         help="a durable store: run again after a crash, only what had not "
                              "settled runs (each brief's key: its key:, else PLAN:N)")
