@@ -259,4 +259,7 @@ def test_zeus_mcp_without_the_extra_says_what_to_install(
         monkeypatch.setitem(sys.modules, name, None)  # as if not installed
     monkeypatch.delitem(sys.modules, "supervisor.integrations.mcp", raising=False)
     assert main(["mcp"]) == 2
-    assert "pip install 'zeus-supervisor[mcp]'" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert said.startswith("zeus mcp: needs the mcp extra (mcp")  # what import missed
+    assert said.endswith(" is missing): pip install 'zeus-supervisor[mcp]'\n")
+    assert said.count("zeus mcp") == 1

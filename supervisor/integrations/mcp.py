@@ -38,7 +38,7 @@ try:
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise missing_extra("zeus mcp", "mcp", exc) from exc
+    raise missing_extra("supervisor.integrations.mcp", "mcp", exc) from exc
 
 __all__ = ["KEEP_HANDLES", "build_server", "progress_message", "serve"]
 

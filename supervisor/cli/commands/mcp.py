@@ -36,8 +36,10 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         from supervisor.integrations.mcp import serve
-    except ImportError as exc:
-        print(f"zeus mcp: {exc}", file=sys.stderr)
+    except ImportError as exc:  # said as `zeus ui` says it, the command named once
+        missing = getattr(exc.__cause__, "name", None) or exc.name or "mcp"
+        print(f"zeus mcp: needs the mcp extra ({missing} is missing): "
+              "pip install 'zeus-supervisor[mcp]'", file=sys.stderr)
         return EXIT_BAD_INPUT
     routing = load_routing(args.routing, "mcp")
     if routing is None:
