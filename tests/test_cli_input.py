@@ -140,8 +140,8 @@ def test_zeus_tree_on_a_file_without_zeus_events_says_so_in_one_line(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.splitlines() == [
-        f"zeus tree: {notes} holds no Zeus events (50 line(s) skipped); "
-        "is it the file given as log= ?"
+        f"zeus tree: {notes}: is not a Zeus store (not an SQLite file) nor a journal (no Zeus "
+        "events: 50 line(s) skipped); give the file a Zeus wrote, its store= or its log="
     ]
 
 
@@ -183,5 +183,6 @@ def test_zeus_tree_on_an_empty_file_says_it_is_empty(
 
     assert main(["tree", str(empty)]) == EXIT_BAD_INPUT
     assert capsys.readouterr().err == (
-        f"zeus tree: {empty} holds no Zeus events (it is empty); is it the file given as log= ?\n"
+        f"zeus tree: {empty}: is not a Zeus store (not an SQLite file) nor a journal (no Zeus "
+        "events: it is empty); give the file a Zeus wrote, its store= or its log=\n"
     )

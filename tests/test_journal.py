@@ -716,7 +716,7 @@ def test_the_journal_commands_exit_2_with_a_message_for_bad_input(
     assert zeus(command, str(tmp_path)) == 2
     assert "is a directory" in capsys.readouterr().err
     assert zeus(command, str(tmp_path / "notes.txt")) == 2
-    assert "holds no Zeus events" in capsys.readouterr().err
+    assert "nor a journal (no Zeus events: 2 line(s) skipped)" in capsys.readouterr().err
 
 
 def test_zeus_tree_follow_of_a_missing_file_exits_2(

@@ -193,3 +193,19 @@ def test_zeus_run_again_of_a_settled_plan_shows_what_had_settled_in_its_final_tr
     assert ("apollo-1 apollo: completed" in tree
             and "settled before this run (from the store)" in tree), tree
     assert "- apollo-1-a1 apollo: completed after" in tree
+
+
+def test_a_junk_file_given_as_a_store_is_said_not_to_be_one_by_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    junk = tmp_path / "zeus.db"
+    junk.write_bytes(b"\x00\x01 not a store\n" * 40)
+    (tmp_path / "plan.yml").write_text("- {agent: apollo, scope: s}\n")
+    for argv in (["tree", str(junk)], ["timeouts", str(junk)], ["sweep", "--dry-run", str(junk)],
+                 ["blocked", str(junk)], ["resume", str(junk), "x"],
+                 ["run", str(tmp_path / "plan.yml"), "--store", str(junk)]):
+        assert main(argv) == 2, argv
+        said = capsys.readouterr().err
+        assert said.startswith(f"zeus {argv[0]}: {junk}: is not a Zeus store (not an SQLite "
+                               "file)"), said
+    assert junk.read_bytes() == b"\x00\x01 not a store\n" * 40

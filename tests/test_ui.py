@@ -342,7 +342,7 @@ def test_a_file_that_is_no_journal_exits_2_with_zeus_trees_words(tmp_path: Path)
         assert done.returncode == 2, (command, done.stdout, done.stderr)
         said[command] = done.stderr.removeprefix(f"zeus {command}: ")
     assert said["ui"] == said["tree"]
-    assert "holds no Zeus events (2 line(s) skipped)" in said["ui"]
+    assert "nor a journal (no Zeus events: 2 line(s) skipped)" in said["ui"]
 
 
 def test_an_empty_journal_or_one_whose_first_line_is_being_written_is_served(

@@ -98,11 +98,14 @@ def load(path: str | Path) -> Journal:
 
 
 def no_events(path: str | Path, journal: Journal) -> str | None:
-    """Why `journal` (read from `path`) is no journal: it holds no Zeus event; else None."""
+    """Why `journal` (read from `path`, which is no SQLite file) is no journal: it holds
+    no Zeus event; else None. The readers take a store too, so it says it is neither, as
+    the store's own refusal words it (`zeus blocked` says "is not a Zeus store")."""
     if journal.events:
         return None
     what = f"{len(journal.notes)} line(s) skipped" if journal.notes else "it is empty"
-    return f"{path} holds no Zeus events ({what}); is it the file given as log= ?"
+    return (f"{path}: is not a Zeus store (not an SQLite file) nor a journal (no Zeus events: "
+            f"{what}); give the file a Zeus wrote, its store= or its log=")
 
 
 def follow(
