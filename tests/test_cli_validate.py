@@ -436,6 +436,9 @@ def test_explain_shows_what_an_agent_cli_speaks_and_the_argv_zeus_runs(
     assert said["speaks"].startswith("claude: ") and "total_cost_usd" in said["speaks"]
     assert said["exit grace"].startswith("10s: ")
     assert said["summary"].startswith("read if there: the last <subtask_summary> block")
+    assert said["heartbeat"] == (  # a CLI runs no ctx.tool: its stream says what tool it is in
+        "every 1s; stale after 120s without progress, 1800s inside a tool call its stream "
+        "reports")
     told = {line[:14].strip(): line[14:] for line in talos.splitlines()[1:]}
     assert told["argv"] == "npx -y @openai/codex exec --json --skip-git-repo-check PROMPT"
     assert told["follow-up"].startswith(
@@ -468,6 +471,8 @@ def test_explain_says_what_jsonl_and_lines_mean_and_shows_prompt_as_prompt(
     assert said["exit grace"].startswith("3s: ")
     assert said["summary"].startswith("required: a final text without a <subtask_summary>")
     told = {line[:14].strip(): line[14:] for line in plain.splitlines()[1:]}
+    assert said["heartbeat"].endswith(" inside a tool call its stream reports")
+    assert told["heartbeat"].endswith(" inside a tool call (lines report none)")
     assert told["speaks"].startswith("lines: each line progress, the output the result")
     assert "exit grace" not in told  # plain lines have no result event to wait after
 

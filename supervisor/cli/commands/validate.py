@@ -261,8 +261,9 @@ def policy_lines(name: str, policy: AgentPolicy, routing: Routing) -> list[tuple
     else:
         ladder = (f"past it: a cooperative cancel, {s(stop.grace_s)} to stop, then its thread is "
                   "fenced (a thread cannot be killed: isolation: process can)")
-    beat = policy.heartbeat
-    retry = policy.retry
+    beat, retry = policy.heartbeat, policy.retry
+    in_tool = ("inside `with ctx.tool(...)`" if not policy.runs_program else "inside a tool call"
+               + (" its stream reports" if policy.speaks != "lines" else " (lines report none)"))
     waits = ", ".join(s(round(w, 3)) for w in _waits(policy)) or "-"
     if policy.stateful:
         retried = "never replaced (stateful): one follow-up in its session, then blocked"
@@ -278,13 +279,13 @@ def policy_lines(name: str, policy: AgentPolicy, routing: Routing) -> list[tuple
             retried += "; not after a tool call with side effects"
     else:
         retried = "none (retry.max_retries: 0)"
-    caps = _caps(policy.budget.model_dump()) or "none of its own"
-    tree = _caps(routing.supervisor.budget.model_dump())
+    caps, tree = (_caps(policy.budget.model_dump()) or "none of its own",
+                  _caps(routing.supervisor.budget.model_dump()))
     lines = [
         ("deadline", f"{s(policy.timeout_s)} an attempt (a brief's timeout_s replaces it); "
                      f"{ladder}: an attempt holds at most {s(_attempt_at_most(policy))}"),
         ("heartbeat", f"every {s(beat.interval_s)}; stale after {s(beat.stale_after_s)} without "
-                      f"progress, {s(beat.in_tool_s)} inside `with ctx.tool(...)`"),
+                      f"progress, {s(beat.in_tool_s)} {in_tool}"),
         ("retry", retried),
         ("fallback", _chain(name, routing)),
         ("at most", f"{s(round(_delegation_at_most(name, routing), 3))} for the whole delegation, "
