@@ -388,6 +388,14 @@ def test_a_cost_summed_from_charges_reads_as_money_not_as_float_noise() -> None:
     assert Summary.parse(text) == summary
 
 
+def test_one_call_and_one_token_are_written_in_the_singular_and_read_back() -> None:
+    summary = Summary(id="a-1", agent="a", scope="s", status=Status.completed,
+                      usage=Usage(calls=1, input_tokens=1, output_tokens=2, cost=0.5))
+    text = summary.render()
+    assert "Usage: 1 call, 1 input token, 2 output tokens, cost 0.5\n" in text
+    assert Summary.parse(text) == summary
+
+
 def test_a_duration_too_short_for_plain_repr_is_written_in_decimals_not_an_exponent() -> None:
     attempt = AttemptRecord(id="a-1-a1", agent="a", outcome=AttemptOutcome.transient,
                             duration_s=8e-05, error="boom")

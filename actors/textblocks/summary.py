@@ -48,6 +48,11 @@ _USAGE = re.compile(
 )
 
 
+def _many(n: int, word: str) -> str:
+    """`1 call`, `2 calls` (the reader takes either)."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def render_summary(summary: Summary) -> str:
     """The `<subtask_summary>` block; `parse_summary(render_summary(s)) == s`.
 
@@ -83,9 +88,9 @@ def render_summary(summary: Summary) -> str:
     if summary.usage != Usage() or at_least:
         # "at least": an attempt spent what its CLI never reported (its record says why)
         u = summary.usage
-        lines.append(f"Usage: {'at least ' if at_least else ''}{u.calls} calls, "
-                     f"{u.input_tokens} input tokens, {u.output_tokens} output tokens, "
-                     f"cost {write_number(u.cost)}")
+        lines.append(f"Usage: {'at least ' if at_least else ''}{_many(u.calls, 'call')}, "
+                     f"{_many(u.input_tokens, 'input token')}, "
+                     f"{_many(u.output_tokens, 'output token')}, cost {write_number(u.cost)}")
     if summary.error is not None:
         lines += _indented("Error", summary.error)
     if summary.timeout_kind is not None:
