@@ -342,6 +342,21 @@ def test_a_delegation_target_that_is_no_agent_is_refused(tmp_path: Path) -> None
                  "agents.athena.can_delegate_to[1]", "unknown agent 'hades'")
 
 
+def test_a_misspelt_agent_name_is_named_with_the_agent_it_is_closest_to(tmp_path: Path) -> None:
+    message, _, _ = problems(tmp_path, """
+        agents:
+          notes: {}
+          writer: {fallback: nots, review_by: notse}
+          planner: {kind: orchestrator, can_delegate_to: [note]}
+          other: {fallback: zeu}
+    """)
+    for key, wrong, meant in (("writer.fallback", "nots", "notes"),
+                              ("writer.review_by", "notse", "notes"),
+                              ("planner.can_delegate_to[0]", "note", "notes"),
+                              ("other.fallback", "zeu", "zeus")):
+        assert f"agents.{key}: unknown agent {wrong!r} (did you mean {meant!r}?)" in message
+
+
 @pytest.mark.parametrize(
     ("entrypoint", "says"),
     [

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from supervisor.errors import did_you_mean
 from supervisor.routing.commands import command_problems
 from supervisor.routing.entrypoints import (
     EntrypointError,
@@ -35,17 +36,19 @@ def check_agent(
     at: KeyPath = ("agents", name)
     fallback = agent.get("fallback")
     if isinstance(fallback, str) and fallback != OWNER and fallback not in names:
-        problems.add((*at, "fallback"), f"unknown agent {fallback!r}; allowed: {others()}, "
+        problems.add((*at, "fallback"), f"unknown agent {fallback!r}"
+                     f"{did_you_mean(fallback, [*names, OWNER])}; allowed: {others()}, "
                      "or zeus (give the failure back to the owner)")
     review_by = agent.get("review_by")
     if isinstance(review_by, str) and review_by not in names:
-        problems.add((*at, "review_by"), f"unknown agent {review_by!r}; allowed: {others()}")
+        problems.add((*at, "review_by"), f"unknown agent {review_by!r}"
+                     f"{did_you_mean(review_by, names)}; allowed: {others()}")
     targets = agent.get("can_delegate_to")
     if isinstance(targets, list | tuple):
         for index, target in enumerate(targets):
             if isinstance(target, str) and target not in names:
-                problems.add((*at, "can_delegate_to", index),
-                             f"unknown agent {target!r}; allowed: {others()}")
+                problems.add((*at, "can_delegate_to", index), f"unknown agent {target!r}"
+                             f"{did_you_mean(target, names)}; allowed: {others()}")
     entrypoint = agent.get("entrypoint")
     if isinstance(entrypoint, str) and not import_entrypoints:
         problem = entrypoint_form_problem(entrypoint)
