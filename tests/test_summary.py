@@ -388,6 +388,16 @@ def test_a_cost_summed_from_charges_reads_as_money_not_as_float_noise() -> None:
     assert Summary.parse(text) == summary
 
 
+def test_a_partial_summary_says_why_it_stopped_short_not_error() -> None:
+    summary = Summary(id="a-1", agent="a", scope="s", status=Status.partial,
+                      error="deadline of 5 s passed", partial_results=["half"])
+    text = summary.render()
+    assert "Stopped short: deadline of 5 s passed\n" in text and "Error:" not in text
+    assert Summary.parse(text) == summary
+    failed = summary.model_copy(update={"status": Status.failed})
+    assert "Error: deadline of 5 s passed\n" in failed.render()
+
+
 def test_one_call_and_one_token_are_written_in_the_singular_and_read_back() -> None:
     summary = Summary(id="a-1", agent="a", scope="s", status=Status.completed,
                       usage=Usage(calls=1, input_tokens=1, output_tokens=2, cost=0.5))

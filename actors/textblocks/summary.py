@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from actors.models import Summary, Usage
+from actors.models import Status, Summary, Usage
 from actors.textblocks.attempts import attempt_line, parse_attempt
 from actors.textblocks.markdown import markdown_block, parse_markdown_summary
 from actors.textblocks.values import (
@@ -91,8 +91,9 @@ def render_summary(summary: Summary) -> str:
         lines.append(f"Usage: {'at least ' if at_least else ''}{_many(u.calls, 'call')}, "
                      f"{_many(u.input_tokens, 'input token')}, "
                      f"{_many(u.output_tokens, 'output token')}, cost {write_number(u.cost)}")
-    if summary.error is not None:
-        lines += _indented("Error", summary.error)
+    if summary.error is not None:  # a partial one did not fail: it says why it stopped short
+        lines += _indented("Stopped short" if summary.status is Status.partial else "Error",
+                           summary.error)
     if summary.timeout_kind is not None:
         lines.append(f"Timeout kind: {summary.timeout_kind}")
     if summary.schema_error is not None:
@@ -142,6 +143,7 @@ _SUMMARY_LABELS = {
     "output": "output",
     "usage": "usage",
     "error": "error",
+    "stopped short": "error",  # a partial summary's error
     "timeout kind": "timeout_kind",
     "schema error": "schema_error",
     "truncated chars": "truncated_chars",
