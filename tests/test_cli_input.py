@@ -175,6 +175,43 @@ def test_ctrl_c_during_zeus_run_prints_what_settled_the_tree_and_the_journal(
     assert jr.load(log).run.stopped
 
 
+def test_a_second_ctrl_c_while_zeus_stops_still_prints_what_settled_and_stops_at_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    plan = tmp_path / "plan.yml"
+    plan.write_text(
+        f"routing: {ROUTING}\nbriefs:\n"
+        "  - {agent: flaky, scope: quick, inputs: {fail_times: 0}}\n"
+        "  - {agent: spender, scope: slow, inputs: {interval_s: 5}}\n"
+    )
+    log = tmp_path / "run.jsonl"
+    stops: list[float] = []
+    real_stop = Zeus.stop
+
+    def results(self: LiveTree, handles: Sequence[Handle]) -> list[Summary]:
+        handles[0].result()
+        raise KeyboardInterrupt  # the first Ctrl-C
+
+    def stop(self: Zeus, timeout: float = 10.0) -> None:
+        stops.append(timeout)
+        if len(stops) == 1:
+            raise KeyboardInterrupt  # the second, while it waits for what it cancelled
+        real_stop(self, timeout)
+
+    monkeypatch.setattr(LiveTree, "results", results)
+    monkeypatch.setattr(Zeus, "stop", stop)
+
+    code = main(["run", str(plan), "--log", str(log)])
+
+    out = capsys.readouterr().out
+    assert code == EXIT_INTERRUPTED
+    assert stops == [10.0, 0]  # stopped again, at once
+    assert "zeus run: interrupted; 1 delegation(s) had settled: flaky-1 completed" in out
+    assert out.count("<subtask_summary>") == 1
+    assert out.rstrip().endswith(f"journal: {log.resolve()}")
+    assert jr.load(log).run.stopped
+
+
 def test_zeus_tree_on_an_empty_file_says_it_is_empty(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

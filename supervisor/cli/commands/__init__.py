@@ -18,12 +18,15 @@ import argparse
 import sys
 import textwrap
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rich.console import Console
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from supervisor.core.zeus import Zeus
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -39,6 +42,7 @@ __all__ = [
     "importable",
     "print_fitted",
     "print_table",
+    "stop_at_once",
     "table_lines",
 ]
 
@@ -219,3 +223,11 @@ def _records(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) 
         out += textwrap.wrap(f"{row[0]}: {fields}", width, subsequent_indent="    ",
                              break_long_words=False, break_on_hyphens=False)
     return out
+
+
+def stop_at_once(zeus: Zeus) -> None:
+    """After a second Ctrl-C, which broke into Zeus's stop: stop it again without waiting
+    for cooperative stops (what is open is settled cancelled, its children stopped); the
+    command then prints what had settled, as after the first Ctrl-C."""
+    with suppress(KeyboardInterrupt):  # a third one: what had settled is still printed
+        zeus.stop(timeout=0)

@@ -43,6 +43,7 @@ from supervisor.cli.commands import (
     console,
     fitted,
     print_table,
+    stop_at_once,
     ui,
 )
 from supervisor.cli.commands.dispatch import load_routing
@@ -116,14 +117,9 @@ def add_parser(subparsers: Any) -> None:
         help="the pantheon at work: retry, fallback, kill, partial results, budget, cancel",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    parser.add_argument(
-        "--routing",
-        metavar="F",
-        type=Path,
-        default=DEFAULT_ROUTING,
-        help="the routing file, which must define apollo, athena, talos and hermes (default: "
-        "the pantheon Zeus ships with; ./routing.yml is not read)",
-    )
+    parser.add_argument("--routing", metavar="F", type=Path, default=DEFAULT_ROUTING,
+                        help="the routing file, which must define apollo, athena, talos and "
+                        "hermes (default: the pantheon Zeus ships with; ./routing.yml is not read)")
     parser.add_argument(
         "--log", metavar="F", type=Path, default=DEFAULT_LOG, help="the journal (appended)"
     )
@@ -344,9 +340,9 @@ def _demo(
     owner = _Owner(live, plan)
     handles: list[Handle] = []
     interrupted: list[Summary] | None = None
-    with Zeus.start(routing, log=owner) as zeus:
-        owner.zeus = zeus
-        with live.show(zeus), watch_reader(live.output_gone):
+    zeus = owner.zeus = Zeus.start(routing, log=owner)
+    try:
+        with zeus, live.show(zeus), watch_reader(live.output_gone):
             try:
                 for s in plan:
                     handle = zeus.dispatch(s.brief)
@@ -355,6 +351,9 @@ def _demo(
                 summaries = live.results(handles)
             except KeyboardInterrupt:  # what settled before Zeus stops (and cancels) the rest
                 interrupted = live.summaries()
+    except KeyboardInterrupt:  # a second one, while Zeus stopped: it stops at once
+        stop_at_once(zeus)
+        interrupted = live.summaries() if interrupted is None else interrupted
     if interrupted is not None:
         print_interrupted(out, live, interrupted, log, "demo")
         return EXIT_INTERRUPTED

@@ -44,6 +44,7 @@ from supervisor.cli.commands import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     console,
+    stop_at_once,
     ui,
 )
 from supervisor.cli.commands.dispatch import agent_problem, brief_problem, load_routing
@@ -58,21 +59,9 @@ from supervisor.routing.lines import KeyPath, Lines, Loader
 from supervisor.routing.problems import Problems, unknown_key
 from supervisor.rules.groups import STRATEGIES, Strategy
 
-__all__ = [
-    "Entry",
-    "Plan",
-    "PlanError",
-    "add_parser",
-    "check_agents",
-    "load_plan",
-    "print_final_tree",
-    "print_interrupted",
-    "print_report",
-    "print_summaries",
-    "read_plan",
-    "run",
-    "screen_lines",
-]
+__all__ = ["Entry", "Plan", "PlanError", "add_parser", "check_agents", "load_plan",
+           "print_final_tree", "print_interrupted", "print_report", "print_summaries",
+           "read_plan", "run", "screen_lines"]
 
 _TOP_KEYS = ("routing", "briefs")
 _GROUP_KEYS = ("group", "strategy")
@@ -316,21 +305,25 @@ def _run(
         live = LiveTree(out, journal=journal, transient=True)
     handles: list[Handle] = []
     interrupted: list[Summary] | None = None
-    with (Zeus.start(routing, log=live, store=store) as zeus, live.show(zeus),
-          watch_reader(live.output_gone)):
-        try:
-            for n, entry in enumerate(plan.entries, 1):
-                if entry.strategy is None:
-                    key = (entry.key or f"{name}:{n}") if store is not None else None
-                    added = [zeus.dispatch(entry.briefs[0], key=key)]
-                else:
-                    added = list(zeus.dispatch_group(entry.briefs, entry.strategy).handles)
-                for handle in added:
-                    handle.add_done_callback(live.add_summary)
-                handles += added
-            summaries = live.results(handles)
-        except KeyboardInterrupt:  # what settled before Zeus stops (and cancels) the rest
-            interrupted = live.summaries()
+    zeus = Zeus.start(routing, log=live, store=store)
+    try:
+        with zeus, live.show(zeus), watch_reader(live.output_gone):
+            try:
+                for n, entry in enumerate(plan.entries, 1):
+                    if entry.strategy is None:
+                        key = (entry.key or f"{name}:{n}") if store is not None else None
+                        added = [zeus.dispatch(entry.briefs[0], key=key)]
+                    else:
+                        added = list(zeus.dispatch_group(entry.briefs, entry.strategy).handles)
+                    for handle in added:
+                        handle.add_done_callback(live.add_summary)
+                    handles += added
+                summaries = live.results(handles)
+            except KeyboardInterrupt:  # what settled before Zeus stops (and cancels) the rest
+                interrupted = live.summaries()
+    except KeyboardInterrupt:  # a second one, while Zeus stopped: it stops at once
+        stop_at_once(zeus)
+        interrupted = live.summaries() if interrupted is None else interrupted
     if live.write_error:
         print(f"zeus run: {live.write_error}", file=sys.stderr)
     if interrupted is not None:
