@@ -27,7 +27,7 @@ from supervisor.cli.rows import (
     rows,
 )
 from supervisor.journal.events import EventLog
-from tests.test_journal import dispatched, ev, started, story
+from tests.test_journal import T0, dispatched, ev, started, story
 
 
 def run_of(events: list[dict[str, Any]]) -> jr.Run:
@@ -94,6 +94,25 @@ def test_causes_keeps_what_is_new_and_counts_two_wordings_of_a_deadline_once() -
     ]
     assert causes([], "a; b; a") == ["a", "b"]
     assert causes(["timeout"], None) == []
+
+
+def test_a_reattached_attempt_keeps_the_tool_it_is_in_and_its_session_from_the_run_before(
+) -> None:
+    journal = jr.Journal()
+    for e in [ev("zeus.started", 0, pid=1), dispatched(0, "hermes-1"), started(0, "hermes-1", 1),
+              ev("attempt.session", 1, "hermes-1", "hermes-1-a1", session_id="s-42"),
+              ev("attempt.tool", 2, "hermes-1", "hermes-1-a1", phase="start", tool="Bash",
+                 side_effects=True, call_id="t1"),
+              ev("zeus.started", 10, pid=2),  # the host crashed; the next one picks it up
+              ev("attempt.reattached", 11, "hermes-1", "hermes-1-a1", attempt=1, pid=77,
+                 deadline_s=40)]:
+        journal.apply(e)
+    (a,) = journal.run.delegations["hermes-1"].attempts
+    assert (a.session_id, a.pid, a.reattached) == ("s-42", 77, True)
+    assert attempt_label(a, now=T0 + 12) == "hermes-1-a1 hermes pid 77: running, in Bash 10.0s"
+    journal.apply(ev("attempt.tool", 13, "hermes-1", "hermes-1-a1", phase="end", tool="Bash",
+                     call_id="t1", duration_s=11.0))
+    assert a.in_tool is None and journal.runs[0].attempts["hermes-1-a1"].in_tool is not None
 
 
 def test_a_stale_attempts_row_never_starts_a_cause_mid_sentence() -> None:

@@ -89,9 +89,24 @@ class Journal:
         a = self._attempt(run, d, attempt_id, event) if attempt_id else None
         if a is not None and ts is not None:
             a.last_ts = ts
+        if name == "attempt.reattached" and a is not None:
+            self._carry_over(a)
         handler = _HANDLERS.get(str(name))
         if handler is not None:
             handler(run, d, a, event, ts)
+
+    def _carry_over(self, a: ReplayedAttempt) -> None:
+        """A reattached attempt keeps what an earlier run said of it (its later run only
+        picks it up): its tool calls and the one it is in, its session, its note."""
+        before = next((r.attempts[a.id] for r in reversed(self.runs[:-1])
+                       if a.id in r.attempts), None)
+        if before is None or a.tools or a.session_id is not None:
+            return
+        copies = {id(t): dataclasses.replace(t) for t in before.tools}
+        a.tools = list(copies.values())
+        a.open_tools = [copies.get(id(t), t) for t in before.open_tools]
+        a.last_tool, a.session_id = before.last_tool, before.session_id
+        a.note, a.progress = before.note, before.progress
 
     def settled_before(self, summary: Summary) -> None:
         """A delegation that settled before this run, as its summary tells it: a store
