@@ -162,7 +162,7 @@ def test_the_tool_call_is_in_the_journal(ran: Ran) -> None:
     assert all(e["side_effects"] for e in events)
     assert events[-1]["attempt_id"] == summary.attempts[0].id
     if "start" in phases:
-        assert events[-1]["duration_s"] >= 0.9
+        assert events[-1]["duration_s"] > 0.5  # a `sleep 1`, timed from its start message
 
 
 def test_a_hung_model_server_is_stopped_at_the_deadline_and_nothing_is_left(ran: Ran) -> None:
