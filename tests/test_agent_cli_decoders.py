@@ -96,8 +96,9 @@ class Recording:
         self.calls.append(("failure", message))
 
     def end(self, *, ok: bool, text: str | None = None, error: str | None = None,
-            kind: EndKind = None) -> None:
-        self.calls.append(("end", {"ok": ok, "text": text, "error": error, "kind": kind}))
+            kind: EndKind = None, blocker: str | None = None) -> None:
+        self.calls.append(("end", {"ok": ok, "text": text, "error": error, "kind": kind,
+                                   "blocker": blocker}))
 
     def of(self, name: str) -> list[Any]:
         return [value for call, value in self.calls if call == name]
@@ -519,6 +520,32 @@ def test_claude_error_subtypes(subtype: str, kind: EndKind) -> None:
     end = stream.final()
     assert end["ok"] is False and end["kind"] == kind
     assert end["error"] == "Reached maximum number of turns (10)"
+
+
+DENIED = "real-2.1.328-permission-denied-partial"  # Bash(rm -rf build), not allowed
+
+
+def test_claudes_permission_denials_become_the_blocker_of_a_reply_with_no_block() -> None:
+    stream, _ = decode("claude", DENIED)
+    (result,) = [e for e in events("claude", DENIED) if e["type"] == "result"]
+    assert [d["tool_name"] for d in result["permission_denials"]] == ["Bash"]
+    end = stream.final()
+    assert end["ok"] is True and end["error"] is None
+    assert end["blocker"] == "needs permission for Bash(rm -rf build)"
+    assert end["text"] == "I could not remove build/: running the command was not allowed."
+
+
+@pytest.mark.parametrize("status", ["completed", "blocked"])
+def test_a_summary_block_says_otherwise_than_claudes_permission_denials(status: str) -> None:
+    (result,) = [e for e in events("claude", DENIED) if e["type"] == "result"]
+    text = (f"Removed it another way.\n\n<subtask_summary>\nStatus: {status}\n"
+            "Agent: hermes\nScope: Clean\n</subtask_summary>")
+    stream = Recording()
+    ClaudeDecoder().event({**result, "result": text}, stream)
+    assert stream.final()["blocker"] is None and stream.final()["text"] == text
+    stream = Recording()
+    ClaudeDecoder().event({**result, "permission_denials": []}, stream)
+    assert stream.final()["blocker"] is None
 
 
 def test_claude_budget_transcript() -> None:

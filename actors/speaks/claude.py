@@ -15,7 +15,10 @@ and `types.py`; the SDK bundles CLI 2.1.240):
   time an id is seen). A `tool_use` block (`id`, `name`) starts a tool; `text` blocks
   of the main conversation (`parent_tool_use_id` null) are the reply's text.
 - `user`: a `tool_result` block (`tool_use_id`) ends that tool.
-- `result`: the end. `subtype` `success`, `error_max_turns` (kind `turn_limit`),
+- `result`: the end. `permission_denials` (`tool_name`, `tool_use_id`, `tool_input`: the
+  calls it was refused, headless) become the blocker, "needs permission for
+  Bash(rm -rf build)", of a run whose final text has no `<subtask_summary>` block.
+  `subtype` `success`, `error_max_turns` (kind `turn_limit`),
   `error_max_budget_usd` (kind `budget`), `error_during_execution`, ...; `is_error`
   (an API failure comes as `subtype: success` with `is_error: true`, its message in
   `result`); `errors` (the prose of the error subtypes); `total_cost_usd` and `modelUsage`
@@ -55,6 +58,7 @@ from typing import Any
 from actors.speaks._fields import as_dict, as_float, as_int, as_list, as_str
 from actors.speaks.decoding import Decoder, EndKind, Stream, tool_detail
 from actors.speaks.totals import SessionTotals
+from actors.textblocks.agent_report import read_agent_report
 
 __all__ = ["READ_ONLY_TOOLS", "SIDE_EFFECT_TOOLS", "ClaudeDecoder"]
 
@@ -80,6 +84,17 @@ _KINDS: dict[str, EndKind] = {
     "error_max_turns": "turn_limit",
     "error_max_budget_usd": "budget",
 }
+
+
+def _denied(event: dict[str, Any], text: str | None) -> str | None:
+    """The blocker a result's `permission_denials` make (the tools Claude was refused,
+    headless), unless its final text has a `<subtask_summary>` block to say otherwise."""
+    denied = [as_dict(item) for item in as_list(event.get("permission_denials"))]
+    calls = [f"{as_str(d.get('tool_name')) or 'a tool'}({tool_detail(d.get('tool_input')) or ''})"
+             for d in denied]
+    if not calls or (text is not None and read_agent_report(text) is not None):
+        return None
+    return "needs permission for " + ", ".join(dict.fromkeys(calls))
 
 
 def side_effects(name: str) -> bool:
@@ -223,7 +238,8 @@ class ClaudeDecoder(Decoder):
         result = event.get("result") if isinstance(event.get("result"), str) else None
         ok = subtype == "success" and not is_error
         if ok:
-            stream.end(ok=True, text=result if result is not None else self._text)
+            text = result if result is not None else self._text
+            stream.end(ok=True, text=text, blocker=_denied(event, text))
             return
         errors = [item for item in as_list(event.get("errors")) if isinstance(item, str) and item]
         if errors:

@@ -66,9 +66,12 @@ class Stream(Protocol):
         `error`, which it may retry): kept as the error if no terminal event follows."""
 
     def end(self, *, ok: bool, text: str | None = None, error: str | None = None,
-            kind: EndKind = None) -> None:
+            kind: EndKind = None, blocker: str | None = None) -> None:
         """The terminal event: the run is over, `ok` or not, with its final text and,
-        if not ok, its error. `kind` says why it stopped short, where the CLI says so."""
+        if not ok, its error. `kind` says why it stopped short, where the CLI says so.
+        `blocker`: an ok run the CLI kept from going on (Claude's denied permissions),
+        where its text has no `<subtask_summary>` block to say otherwise: the attempt's
+        result is then a `Report` blocked with it."""
 
 
 class Decoder(ABC):

@@ -25,22 +25,15 @@ from typing import Any, Protocol
 
 import orjson
 
-from actors.models import AttemptOutcome, Usage
+from actors.models import AttemptOutcome, Report, Usage
 from actors.speaks.causes import Verdict, vendor_verdict
 from actors.speaks.decoding import Decoder, EndKind
 from actors.speaks.jsonl import JsonlDecoder
 from actors.speaks.stderr import what_failed
 from actors.speaks.totals import SessionTotals
 
-__all__ = [
-    "MAX_LINE",
-    "STDERR_TAIL",
-    "STOPPED_LINES",
-    "Pricing",
-    "StreamReader",
-    "StreamSink",
-    "Verdict",
-]
+__all__ = ["MAX_LINE", "STDERR_TAIL", "STOPPED_LINES", "Pricing", "StreamReader", "StreamSink",
+           "Verdict"]
 
 # orjson parses a stream's lines about four times as fast as the standard library (the
 # profile of a 50,000-event stream: `json.loads` was a quarter of the reading thread's
@@ -105,6 +98,7 @@ class _End:
     text: str | None
     error: str | None
     kind: EndKind
+    blocker: str | None = None  # ok, but the CLI was kept from going on (`Stream.end`)
 
 
 class StreamReader:
@@ -289,9 +283,9 @@ class StreamReader:
         self._failure = message
 
     def end(self, *, ok: bool, text: str | None = None, error: str | None = None,
-            kind: EndKind = None) -> None:
+            kind: EndKind = None, blocker: str | None = None) -> None:
         first = self._end is None
-        self._end = _End(ok, text, error, kind)
+        self._end = _End(ok, text, error, kind, blocker)
         if first:
             self._sink.ended()
 
@@ -336,7 +330,8 @@ class StreamReader:
             return None
         if self.speaks == "jsonl":
             return self._result
-        return end.text if end.text is not None else self._text
+        text = end.text if end.text is not None else self._text
+        return text if end.blocker is None else Report(output=text, blocked=end.blocker)
 
     def verdict(self, returncode: int | None, program: str, *, describe: str) -> Verdict | None:
         """How a program that exited with `returncode` by itself (or was stopped by its exit

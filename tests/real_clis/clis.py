@@ -114,6 +114,16 @@ def cli_setup(name: str, home: Path, url: str, *, root: Path = HERE) -> CliSetup
     return CliSetup(name, str(program(name, root)), args, env, version(name, root), home)
 
 
+def without_shell(setup: CliSetup) -> tuple[str, ...]:
+    """`setup`'s arguments without the one that allows Claude its shell tool: headless, a
+    call of it is then denied (its result's `permission_denials`)."""
+    args = list(setup.args)
+    if "--allowedTools" in args:
+        at = args.index("--allowedTools")
+        del args[at:at + 2]
+    return tuple(args)
+
+
 def stream_args(name: str, prompt: str, *, resume: str | None = None,
                 partial: bool = False) -> list[str]:
     """The arguments of one headless run in the CLI's stream mode (after `setup.args`)."""

@@ -11,6 +11,7 @@ folder with another version installed (`npm install --prefix DIR PACKAGE@VERSION
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import subprocess
 import sys
 import tempfile
@@ -26,7 +27,8 @@ from tests.real_clis.model_server import ModelServer, Usage, api_error, final, t
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agent_clis"
 NAMES = {"claude": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI",
          "opencode": "OpenCode"}
-CASES = ("tool-then-blocked", "resumed", "api-error")
+CASES = ("tool-then-blocked", "resumed", "api-error", "permission-denied")
+DENIED = "I could not remove build/: running the command was not allowed."
 FIRST = "First part done: the route is in routes/a.py."
 SAME = Usage(1000, 200, 30)  # both runs of `resumed` alike, so a cumulative total shows
 
@@ -36,6 +38,8 @@ def script(case: str) -> list:
         return [tool_call("echo hi"), final(clis.BLOCKED_TEXT)]
     if case == "resumed":
         return [final(FIRST, usage=SAME), final(clis.BLOCKED_TEXT, usage=SAME)]
+    if case == "permission-denied":  # its shell tool not allowed: the call is denied
+        return [tool_call("rm -rf build"), final(DENIED)]
     return [api_error(529)]
 
 
@@ -45,6 +49,8 @@ def record(name: str, case: str, *, root: Path = clis.HERE, partial: bool = Fals
     netns.check_isolated()
     with ModelServer(script(case)) as server, tempfile.TemporaryDirectory() as tmp:
         setup = clis.cli_setup(name, Path(tmp) / "home", server.url, root=root)
+        if case == "permission-denied":
+            setup = dataclasses.replace(setup, args=clis.without_shell(setup))
         work = Path(tmp) / "work"
         work.mkdir()
         started = time.monotonic()
