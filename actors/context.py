@@ -87,6 +87,8 @@ class Context:
         budget_left: dict[str, float] | None = None,
         inbox: Inbox | None = None,
         epoch: int = 1,
+        previous_blocker: str | None = None,
+        note: str | None = None,
     ) -> None:
         self.brief = brief
         self.agent = agent
@@ -100,6 +102,10 @@ class Context:
         self.framing = framing
         # How the previous attempt of this delegation ended ("stale: no progress ..."), if any.
         self.previous_error = previous_error
+        # Once a person resumed the delegation from `blocked` (`zeus.resume(id, note=...)`):
+        # why it was blocked, and the person's note (None: none given); None on a first run.
+        self.previous_blocker = previous_blocker
+        self.note = note
         self.reasoning_effort = reasoning_effort
         self._budget_left = dict(budget_left) if budget_left else None
         self._over_budget = False  # a charge went past `budget_left`: Zeus is stopping it

@@ -163,7 +163,12 @@ def test_verbs_on_what_is_not_blocked_say_why(store_url: str) -> None:
     with Zeus.start(agents={"hermes": Agent()}) as memory_only:
         blocked = memory_only.dispatch(BRIEF).result()
         with pytest.raises(StoreError, match="no store"):
+            memory_only.resolve(blocked.id, "completed", "done by hand")
+        memory_only.resume(blocked.id).result()  # (resume works without a store)
+        with pytest.raises(NotBlocked, match="settled completed, not blocked"):
             memory_only.resume(blocked.id)
+        with pytest.raises(UnknownDelegation):
+            memory_only.resume("hermes-99")
 
 
 def test_dispatch_on_a_blocked_key_returns_the_blocked_summary_saying_which_verb(

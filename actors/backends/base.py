@@ -67,6 +67,11 @@ class ChildSpec:
     # attempts made, as `Name(detail)`, which a fresh one's prompt names.
     continues_session: bool = False
     earlier_tools: tuple[str, ...] = ()
+    # A delegation a person resumed once it was blocked (`zeus.resume(id, note=...)`): why
+    # it was blocked and what the person said (`ctx.previous_blocker`, `ctx.note`; an agent
+    # CLI's prompt quotes both). None on a first run.
+    previous_blocker: str | None = None
+    note: str | None = None
     reasoning_effort: str | None = None
     # What the attempt may still spend before some budget (its own, an ancestor's, the
     # tree's) is over: {"calls": 3, "cost": 0.25}; the child stops itself past it.

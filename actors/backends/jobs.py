@@ -62,6 +62,8 @@ class Job(NamedTuple):
     # The host's lease file and the attempt's grace_s and term_s; None: no lease.
     lease: tuple[str, float, float] | None = None
     epoch: int = 1  # the delegation's epoch (`ctx.fence`); a reattached worker keeps it
+    previous_blocker: str | None = None  # `ctx.previous_blocker`, `ctx.note`
+    note: str | None = None
 
     @classmethod
     def from_spec(cls, spec: ChildSpec, *, deadline: float, hard_stop: float | None) -> Job:
@@ -111,6 +113,8 @@ class Job(NamedTuple):
             budget_left=self.budget_left,
             inbox=inbox,
             epoch=self.epoch,
+            previous_blocker=self.previous_blocker,
+            note=self.note,
         )
 
 
@@ -125,6 +129,7 @@ def _fields(
         spec.session_key, spec.session, spec.previous_error, spec.reasoning_effort,
         spec.budget_left, hard_stop, orphan, reckoned_at, cap,
         None if lease is None else (lease, spec.grace_s, spec.term_s), spec.epoch,
+        spec.previous_blocker, spec.note,
     )  # fmt: skip
 
 

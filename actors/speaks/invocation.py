@@ -174,11 +174,15 @@ def _usd(amount: float) -> str:
 def prompt_text(brief: Brief, *, agent: str, framing: str = "",
                 previous_error: str | None = None,
                 previous_partials: Sequence[Any] = (), continued: bool = False,
-                earlier_tools: Sequence[str] = ()) -> str:
+                earlier_tools: Sequence[str] = (), blocker: str | None = None,
+                note: str | None = None, in_session: bool = False) -> str:
     """The prompt an agent CLI (or a `{prompt}` placeholder) is given for `brief`.
     `continued`: it resumes the session its stopped attempt ran in, so it is told why that
     one stopped and asked to go on; `earlier_tools`: the side-effect tool calls earlier
-    attempts made (`Name(detail)`), named to a fresh one so that it checks before it acts."""
+    attempts made (`Name(detail)`), named to a fresh one so that it checks before it acts.
+    `blocker` and `note`: a person resumed the delegation once it was blocked, and said
+    `note` (`zeus.resume(id, note=...)`): both are quoted, as the agent's own words where
+    the prompt goes on the session it was blocked in (`in_session`)."""
     parts = [framing.strip()] if framing.strip() else []
     parts.append(brief.model_copy(update={"agent": agent}).render()
                  if brief.agent != agent else brief.render())
@@ -189,6 +193,8 @@ def prompt_text(brief: Brief, *, agent: str, framing: str = "",
                      "finish the scope, and report.")
     elif previous_error:
         parts.append(f"A previous attempt of this subtask ended: {previous_error}")
+    if (blocker is not None or note is not None) and not continued:
+        parts.append(_answered(blocker, note, in_session=in_session))
     if earlier_tools and not continued:
         ran = "; ".join(earlier_tools[-20:])
         parts.append(f"A previous attempt ran {ran}. What it changed may be in place: check "
@@ -204,6 +210,16 @@ def prompt_text(brief: Brief, *, agent: str, framing: str = "",
         + _SUMMARY_TEMPLATE.format(agent=agent)
     )
     return "\n\n".join(parts)
+
+
+def _answered(blocker: str | None, note: str | None, *, in_session: bool) -> str:
+    """What a prompt says of the blocker a person answered, and of the answer."""
+    said = f": {blocker.rstrip(' .')}" if blocker else ""
+    was = f"You reported that you were blocked{said}" if in_session else (
+        f"This subtask was blocked{said}")
+    answer = (f"A person answered: {note.strip().rstrip('.')}" if note and note.strip()
+              else "A person looked into it and lets you go on, with no note")
+    return f"{was}. {answer}. Go on with the scope and report."
 
 
 def _one_line(item: Any) -> str:

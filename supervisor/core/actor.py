@@ -104,7 +104,7 @@ class ZeusActor(pykka.ThreadingActor):
             Recover: self._on_recover,
             LeaseLost: self._on_lease_lost,
             TakeOver: self._on_take_over,
-            Resume: lambda m: resume(sup, m.delegation_id, who=m.who, why=m.why,
+            Resume: lambda m: resume(sup, m.delegation_id, who=m.who, why=m.why, note=m.note,
                                      keep_handle=m.keep_handle),
             Resolve: lambda m: resolve(sup, m.delegation_id, m.status, who=m.who, note=m.note),
             StoredLookup: self._on_stored_lookup,

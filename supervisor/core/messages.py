@@ -150,13 +150,14 @@ class TakeOver:
 
 @dataclass(slots=True)
 class Resume:
-    """A person runs a blocked stored delegation again (`zeus.resume`); `keep_handle` as
-    for `Recover`. Answers the host's new handle."""
+    """A person runs a blocked delegation again (`zeus.resume`), with `note` (None: none
+    given) for its agent; `keep_handle` as for `Recover`. Answers the host's new handle."""
 
     delegation_id: str
     who: str
     why: str
     keep_handle: Callable[[str, DelegationFuture], object]
+    note: str | None = None
 
 
 @dataclass(slots=True)

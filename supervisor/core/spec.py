@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from actors import AttemptOutcome
 from actors.backends import ChildSpec
 from actors.clock import Clock
 from actors.speaks import Invocation, Pricing, SessionTotals
@@ -65,6 +66,13 @@ def child_spec(
     session was charged so far; `epoch`: the
     delegation's on its store, for `ctx.fence`)."""
     policy = a.policy
+    answer = d.answer
+    # The attempt that resumes a delegation a person answered: told of the blocker, not of
+    # how its blocked attempt ended (it completed, saying it was blocked).
+    answering = answer is not None and a.number == answer.after + 1
+    previous = previous_error(d.attempts)
+    if answering and d.attempts and d.attempts[-1].outcome is AttemptOutcome.completed:
+        previous = None
     invocation = None
     if policy.speaks_cli:
         left = budget_left.get("cost") if budget_left else None
@@ -103,9 +111,11 @@ def child_spec(
         depth=d.depth,
         framing=role_framing(d.agent, policy, registry.routing, d.depth,
                              a.deadline - now, d.usage, heads=heads),
-        previous_error=previous_error(d.attempts),
-        continues_session=continued,
+        previous_error=previous,
+        continues_session=continued and not answering,
         earlier_tools=tuple(d.tools_run),
+        previous_blocker=None if answer is None else answer.blocker,
+        note=None if answer is None else answer.note,
         reasoning_effort=policy.reasoning_effort,
         budget_left=budget_left,
         epoch=epoch,

@@ -26,6 +26,7 @@ from supervisor.rules.stale import ProgressWatch
 
 __all__ = [
     "MAX_PARTIALS",
+    "Answer",
     "Attempt",
     "Delegation",
     "OpenTool",
@@ -129,6 +130,18 @@ class Delegation:
     agent_session: str | None = None  # the last session id its agent program reported
     continues: str | None = None  # the CLI session its next attempt resumes (a retry's)
     tools_run: list[str] = field(default_factory=list)  # side-effect calls, `Name(detail)`
+    answer: Answer | None = None  # a person resumed it once it was blocked (`zeus.resume`)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A person's answer to a blocked delegation (`zeus.resume(id, note=...)`): why it was
+    blocked (the agent's own words where it said them), the note (None: none given), and
+    how many attempts it had made: the next one is the attempt the answer resumes."""
+
+    blocker: str | None
+    note: str | None
+    after: int
 
 
 _TIMED_OUT = (Status.timed_out, Status.partial)

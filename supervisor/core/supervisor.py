@@ -24,6 +24,7 @@ from actors.clock import Clock, SystemClock
 from actors.protocol import Finished
 from actors.speaks import SessionTotals
 from actors.speaks.invocation import refused_budget
+from supervisor.core.answers import BlockedKept
 from supervisor.core.durable import MemoryDurable
 from supervisor.core.future import DelegationFuture
 from supervisor.core.messages import (
@@ -139,6 +140,8 @@ class Supervisor:
         self._policies: dict[int, tuple[AgentPolicy, dict[str, Any]]] = {}
         # What takes back a store's open delegations (at start, or handed to it later).
         self.recovery = Recoverer(self)
+        # Without a store: the blocked root delegations kept for `zeus.resume`.
+        self.blocked = BlockedKept(registry.routing.supervisor.keep_settled)
 
     def emit(self, event: str, d: Delegation, a: Attempt | None = None, **fields: Any) -> None:
         """A journal event about `d` (and its attempt `a`), with the fields every one has."""
@@ -945,6 +948,8 @@ class Supervisor:
                 "attempts": list(d.attempts), "usage": d.usage}, exc)
         self.restarts.forget(d.id)  # its children's restart window goes with it
         self._mail.drop(d.id)
+        if self.durable.store is None:  # (a store keeps it for `zeus.resume` itself)
+            self.blocked.settled(d, summary.status)
         # said and resolved once the summary is committed (at once without a store)
         self.durable.settled(d, summary, functools.partial(self._settled, d, summary))
         self._cancel_children(d, f"its parent {d.id} settled")

@@ -1,9 +1,10 @@
-"""The operator's verbs on a blocked delegation of the store (docs/design.md, "The
-store"): what recovery could not decide, a person does. `resume` runs it again as a new
-attempt (the same id and key, its attempts and spend kept); `resolve` settles it by hand
-with a status and a note. Each is journalled with who and why (`delegation.resumed`,
-`delegation.resolved`). Runs in Zeus's actor thread; it calls the supervisor, never the
-other way round.
+"""The operator's verbs on a blocked delegation (docs/design.md, "The store"): what
+recovery, or the agent, could not decide, a person does. `resume` runs it again as a new
+attempt (the same id and key, its attempts and spend kept), its agent told the blocker
+and the person's note (`supervisor.core.answers`), on a store's delegation or, without
+a store, on one this Zeus kept; `resolve` settles a store's by hand with a status and a
+note. Each is journalled with who and why (`delegation.resumed`, `delegation.resolved`).
+Runs in Zeus's actor thread; it calls the supervisor, never the other way round.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from collections.abc import Callable
 
 from actors import Status, Summary
 from actors.osproc import child_gone
+from supervisor.core.answers import answer, blocker_of, taken_back
 from supervisor.core.future import DelegationFuture
 from supervisor.core.reattach import Reattached
 from supervisor.core.recovery import current_agent
+from supervisor.core.state import Delegation
 from supervisor.core.supervisor import Supervisor
 from supervisor.errors import NotBlocked, UnknownDelegation
 from supervisor.store import StoredDelegation, resolved_by_hand
@@ -51,10 +54,43 @@ def _blocked(sup: Supervisor, delegation_id: str, verb: str) -> StoredDelegation
     return stored
 
 
-def resume(sup: Supervisor, delegation_id: str, *, who: str, why: str,
+def resume(sup: Supervisor, delegation_id: str, *, who: str, why: str, note: str | None,
            keep_handle: Callable[[str, DelegationFuture], object]) -> object:
-    """Run the blocked delegation again as a new attempt; what `keep_handle` gives back
-    (the host's handle) once it is under way (or queued for its turn)."""
+    """Run the blocked delegation again as a new attempt, its blocker and the person's
+    `note` told to it (`supervisor.core.answers`); what `keep_handle` gives back (the
+    host's handle) once it is under way (or queued for its turn). With a store, the
+    store's delegation; without, one this Zeus keeps (`BlockedKept`)."""
+    if sup.durable.store is None:
+        d, summary = _kept_blocked(sup, delegation_id)
+    else:
+        d, summary = _stored_blocked(sup, delegation_id)
+    answer(d, blocker_of(summary.error, d.attempts), note)
+    sup.events.emit("delegation.resumed", delegation_id=d.id, parent_id=None, agent=d.agent,
+                    who=who, why=why, attempt=d.attempt_count + 1)
+    handle = keep_handle(d.id, d.settled)
+    sup.rerun(d)
+    return handle
+
+
+def _kept_blocked(sup: Supervisor, delegation_id: str) -> tuple[Delegation, Summary]:
+    """The blocked delegation a Zeus without a store kept, open again, and its blocked
+    summary; `NotBlocked` saying why there is none."""
+    if sup.tree.get(delegation_id) is not None:
+        raise NotBlocked(f"cannot resume {delegation_id}: it is open (it runs, or waits its "
+                         "turn), not blocked; only a blocked delegation waits for a person")
+    old = sup.blocked.get(delegation_id)
+    if old is None:
+        raise NotBlocked(f"cannot resume {delegation_id}: this Zeus keeps no blocked "
+                         f"delegation of that id (without a store it keeps its last "
+                         f"{sup.blocked.keep} blocked ones, not a sub-delegation's)")
+    d = taken_back(old, sup.registry.policy(old.agent))  # UnknownAgent: it cannot run
+    sup.blocked.forget(delegation_id)
+    sup.take_back(d)
+    return d, old.settled.result()
+
+
+def _stored_blocked(sup: Supervisor, delegation_id: str) -> tuple[Delegation, Summary]:
+    """The store's blocked delegation, open again, and its blocked summary."""
     stored = _blocked(sup, delegation_id, "resume")
     if stored.parent_id is not None:
         raise NotBlocked(f"cannot resume {delegation_id}: it is a sub-delegation of "
@@ -69,15 +105,12 @@ def resume(sup: Supervisor, delegation_id: str, *, who: str, why: str,
             raise NotBlocked(f"cannot resume {delegation_id}: the child of its attempt {a.id} "
                              f"(pid {a.pid}) still runs, and nothing may overlap it; stop it "
                              f"(`zeus sweep {store.path}`), then resume")
+    summary = store.summary(delegation_id)
+    assert summary is not None  # a settled delegation has its summary
     store.reopen(delegation_id)  # StoreError: nothing changed, nothing runs
     rebuilt = sup.recovery.rebuild(found)
     sup.recovery.end_lost(rebuilt, Reattached())  # those children are gone now: ended `lost`
-    d = rebuilt.d
-    sup.events.emit("delegation.resumed", delegation_id=d.id, parent_id=None, agent=d.agent,
-                    who=who, why=why, attempt=d.attempt_count + 1)
-    handle = keep_handle(d.id, d.settled)
-    sup.rerun(d)
-    return handle
+    return rebuilt.d, summary
 
 
 def resolve(sup: Supervisor, delegation_id: str, status: Status, *, who: str,

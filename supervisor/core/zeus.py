@@ -58,6 +58,7 @@ from supervisor.core.startup import (
 from supervisor.core.verbs import operator
 from supervisor.errors import (
     DelegationRefused,
+    NotBlocked,
     StoreError,
     SupervisorError,
     UnknownDelegation,
@@ -277,15 +278,25 @@ class Zeus:
         return self._settled_handle(handle.id, summary.model_copy(update={"error": said}))
 
     def resume(self, delegation_id: str, *, note: str | None = None) -> Handle:
-        """Run a `blocked` delegation of the store again, as a new attempt, once a person
-        has checked its changes: the same id and key, its attempts and spend kept
-        (`delegation.resumed`, with who and `note`). `NotBlocked` when it does not wait
-        for a person (it runs, or settled otherwise), `UnknownDelegation` when the store
-        has no such delegation, `StoreError` without a store."""
+        """Run a `blocked` delegation again, as a new attempt, once a person has checked
+        its changes or answered its blocker: the same id and key, its attempts and spend
+        kept (`delegation.resumed`, with who and `note`). Its agent is told why it was
+        blocked and the note (`ctx.previous_blocker`, `ctx.note`; an agent CLI resumes the
+        session it was blocked in, its prompt quoting both). With a store, the store's
+        delegation; without, one of the last `supervisor.keep_settled` blocked ones this
+        Zeus dispatched. `NotBlocked` when it does not wait for a person (it runs, or
+        settled otherwise), `UnknownDelegation` when there is no such delegation."""
         if self._stopped.is_set():
             raise ZeusStopped("Zeus is stopped; start a new one on the store to resume")
+        if self._store is None:
+            found = self.handle(delegation_id)  # UnknownDelegation: never dispatched here
+            if found.done() and (status := found.result().status) is not Status.blocked:
+                raise NotBlocked(f"cannot resume {delegation_id}: it settled {status.value}, "
+                                 "not blocked, and a settled result is never changed; "
+                                 "dispatch new work")
         why = note or "its changes were checked"
-        handle: Handle = self._ask(Resume(delegation_id, operator(), why, self._kept_handle))
+        handle: Handle = self._ask(Resume(delegation_id, operator(), why, self._kept_handle,
+                                          note=note))
         return handle
 
     def resolve(self, delegation_id: str, status: Status | str, note: str) -> Summary:

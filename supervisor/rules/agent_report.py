@@ -20,7 +20,9 @@ from typing import Any
 from actors import AttemptOutcome, Report, Status
 from actors.textblocks.agent_report import AgentReport, read_agent_report
 
-__all__ = ["Claim", "read_claim"]
+__all__ = ["Claim", "agent_words", "read_claim"]
+
+_REPORTED = "the agent reported Status: "  # what an error made of a block starts with
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +74,14 @@ def _said(report: AgentReport) -> str:
     """`the agent reported Status: blocked: <its risks>`."""
     assert report.status is not None
     why = "; ".join(report.risks)
-    return f"the agent reported Status: {report.status.value}" + (f": {why}" if why else "")
+    return f"{_REPORTED}{report.status.value}" + (f": {why}" if why else "")
+
+
+def agent_words(reason: str) -> str:
+    """A blocked reason in the agent's own words: its block's risks, without the "the agent
+    reported Status: blocked: " that `read_claim` puts before them (any other reason as
+    it is)."""
+    return reason.removeprefix(f"{_REPORTED}{Status.blocked.value}: ")
 
 
 def _report(report: AgentReport, risks: list[str], *, incomplete: str | None = None,

@@ -139,7 +139,10 @@ def agent_prompt(spec: ChildSpec) -> str:
     return prompt_text(spec.brief, agent=spec.agent, framing=spec.framing,
                        previous_error=spec.previous_error,
                        previous_partials=spec.previous_partials,
-                       continued=spec.continues_session, earlier_tools=spec.earlier_tools)
+                       continued=spec.continues_session, earlier_tools=spec.earlier_tools,
+                       blocker=spec.previous_blocker, note=spec.note,
+                       in_session=spec.invocation is not None
+                       and spec.invocation.resume is not None)
 
 
 def command_program(spec: ChildSpec) -> str:

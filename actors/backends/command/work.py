@@ -112,6 +112,11 @@ class CommandWork:
     # included), not with the one this worker was forked with long before.
     env: dict[str, str] | None = None
     added_env: Mapping[str, str] | None = None  # the agent's `env:`
+    # What else an agent CLI's prompt says (`ChildSpec`'s fields of the same names).
+    continues_session: bool = False
+    earlier_tools: tuple[str, ...] = ()
+    previous_blocker: str | None = None
+    note: str | None = None
 
     @classmethod
     def of(cls, spec: ChildSpec) -> CommandWork:
@@ -121,7 +126,8 @@ class CommandWork:
         return cls(spec.command, spec.inputs_via, spec.session_key, spec.speaks,
                    spec.invocation, spec.pricing, spec.exit_grace_s, spec.term_s,
                    spec.previous_error, spec.previous_partials, dict(os.environ),
-                   dict(spec.env) if spec.env else None)
+                   dict(spec.env) if spec.env else None, spec.continues_session,
+                   spec.earlier_tools, spec.previous_blocker, spec.note)
 
     def __call__(self, brief: Brief, ctx: Context) -> NoReturn:
         """Run the program to its end (the worker's main thread); raises `Ended`."""
@@ -238,7 +244,9 @@ class _Run:
             command=work.command, inputs_via=work.inputs_via, session_key=work.session_key,
             depth=ctx.depth, framing=ctx.framing, speaks=work.speaks,
             invocation=work.invocation, previous_error=work.previous_error,
-            previous_partials=work.previous_partials,
+            previous_partials=work.previous_partials, continues_session=work.continues_session,
+            earlier_tools=work.earlier_tools, previous_blocker=work.previous_blocker,
+            note=work.note,
         )  # fmt: skip
 
     # -- the stops -----------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 Once a person has checked what a blocked delegation left (`zeus blocked STORE` lists
 them), this runs it again as a new attempt: the same id and key, its attempts and spend
-kept, journalled as `delegation.resumed` with who and the note. It opens the store as
+kept, journalled as `delegation.resumed` with who and the note. The note is the answer
+its agent gets with its blocker (`ctx.note`; an agent CLI resumes the session it was
+blocked in, its prompt quoting both). It opens the store as
 its owner, as a host does (recovering what its last Zeus left open), so it is refused
 while a live Zeus owns the store: resume from that host (`zeus.resume(id)`) instead. The
 routing is `--routing F`, else routing.yml in the current directory, else none (only
@@ -39,7 +41,8 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("id", metavar="ID", help="the blocked delegation's id")
     parser.add_argument("--routing", metavar="F", type=Path,
                         help="the routing its host runs (default: ./routing.yml)")
-    parser.add_argument("--note", metavar="N", help="why it may run again, for the journal")
+    parser.add_argument("--note", metavar="N",
+                        help="the answer to its blocker: told to its agent, and journalled")
     parser.set_defaults(run=run)
 
 
