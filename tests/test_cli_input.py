@@ -145,15 +145,21 @@ def test_zeus_tree_on_a_file_without_zeus_events_says_so_in_one_line(
     ]
 
 
-def test_ctrl_c_during_zeus_run_prints_what_settled_the_tree_and_the_journal(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def _quick_and_slow(tmp_path: Path) -> Path:
+    """A plan of a delegation that settles at once and one that takes seconds."""
     plan = tmp_path / "plan.yml"
     plan.write_text(
         f"routing: {ROUTING}\nbriefs:\n"
         "  - {agent: flaky, scope: quick, inputs: {fail_times: 0}}\n"
         "  - {agent: spender, scope: slow, inputs: {interval_s: 5}}\n"
     )
+    return plan
+
+
+def test_ctrl_c_during_zeus_run_prints_what_settled_the_tree_and_the_journal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    plan = _quick_and_slow(tmp_path)
     log = tmp_path / "run.jsonl"
 
     def results(self: LiveTree, handles: Sequence[Handle]) -> list[Summary]:
@@ -178,12 +184,7 @@ def test_ctrl_c_during_zeus_run_prints_what_settled_the_tree_and_the_journal(
 def test_a_second_ctrl_c_while_zeus_stops_still_prints_what_settled_and_stops_at_once(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    plan = tmp_path / "plan.yml"
-    plan.write_text(
-        f"routing: {ROUTING}\nbriefs:\n"
-        "  - {agent: flaky, scope: quick, inputs: {fail_times: 0}}\n"
-        "  - {agent: spender, scope: slow, inputs: {interval_s: 5}}\n"
-    )
+    plan = _quick_and_slow(tmp_path)
     log = tmp_path / "run.jsonl"
     stops: list[float] = []
     real_stop = Zeus.stop
