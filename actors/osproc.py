@@ -41,6 +41,7 @@ __all__ = [
     "process_running",
     "process_start_time",
     "read_stat",
+    "same_start",
     "signal_group",
 ]
 
@@ -224,7 +225,8 @@ class ProcessTree:
 
     @staticmethod
     def _same(pid: int, started: float | None) -> bool:
-        return started is not None and process_start_time(pid) == started
+        now = process_start_time(pid)
+        return started is not None and now is not None and same_start(now, started)
 
 
 def signal_group(pid: int, sig: int, *, or_process: bool = True) -> None:
@@ -330,6 +332,22 @@ def process_start_time(pid: int) -> float | None:
     return None if stat is None else stat.start_time
 
 
+def same_start(a: float, b: float) -> bool:
+    """Whether two readings of a start time (`process_start_time`) name one start.
+
+    The start itself is exact (clock ticks since boot), but its epoch reading adds the
+    boot time `/proc/stat` gives in whole seconds, computed from the wall clock: as the
+    clock is slewed, the boot time of a long-lived machine crosses a second now and then,
+    and a process that read it after that reads every start one second later than one
+    that read it before. So one start reads the same, or one second apart, to the tick;
+    another process that took over the pid would have to have started to the tick one
+    second away from the first, after the pid space wrapped around in between.
+    """
+    half_tick = 0.5 / os.sysconf("SC_CLK_TCK")
+    apart = abs(a - b)
+    return apart < half_tick or abs(apart - 1.0) < half_tick
+
+
 def process_running(pid: int, started: float | None) -> bool | None:
     """Whether the process (pid, start time) still runs: False when the pid is gone, a
     zombie, or reused by another process (its start time differs); None when that cannot
@@ -344,7 +362,7 @@ def process_running(pid: int, started: float | None) -> bool | None:
         return None
     if started is None:
         return None
-    if now != started:
+    if not same_start(now, started):
         return False
     return not stat.dead
 

@@ -18,7 +18,7 @@ import pytest
 from actors import Usage
 from actors.backends import Backend, ChildSpec, ProcessBackend, ThreadBackend
 from actors.backends.base import Found, StoredChild, as_backend
-from actors.osproc import process_start_time, read_stat
+from actors.osproc import process_start_time, read_stat, same_start
 from supervisor.routing import AgentPolicy, RetryPolicy
 from supervisor.rules.recovery import AttemptFacts, Plan, Rerun, recover
 from supervisor.rules.settle import Settle
@@ -101,6 +101,18 @@ def test_one_reader_of_proc_stat_names_its_fields() -> None:
     assert stat.state in ("R", "S") and not stat.dead
     assert stat.start_time == process_start_time(os.getpid())
     assert read_stat(2**22 + 1) is None  # above Linux's pid_max: no such process
+
+
+def test_one_start_reads_the_same_or_one_second_apart_when_the_boot_time_moved() -> None:
+    """/proc/stat's boot time is in whole seconds and follows the slewed wall clock: a
+    process that read it a moment later may read every start 1 s later. Anything else
+    apart, to the tick, is another process."""
+    start = 1_796_340_311.97
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    assert same_start(start, start) and same_start(start, start + 1.0)
+    assert same_start(start + 1.0, start)
+    for other in (start + tick, start - tick, start + 1.0 + tick, start + 0.5, start + 2.0):
+        assert not same_start(start, other), other
 
 
 def test_only_the_osproc_module_reads_proc_stat() -> None:

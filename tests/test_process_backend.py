@@ -24,6 +24,7 @@ import pytest
 from actors import AttemptOutcome, Brief, Context, DelegationRefused, Status, Summary
 from actors.backends import ChildSpec, ProcessBackend, ProcessChild
 from actors.clock import FakeClock, SystemClock
+from actors.osproc import same_start
 from actors.protocol import DelegateRequest, Finished, Heartbeat, Partial
 from tests._support import WAIT_S, Outbox, alive, eventually
 
@@ -641,7 +642,7 @@ def test_a_large_result_comes_back_whole(harness: Harness) -> None:
 def test_pid_start_time_names_the_worker_as_psutil_does(harness: Harness) -> None:
     handle, inbox = harness.start(W.pid)
     pid = inbox.finished().value
-    assert handle.pid_start_time == pytest.approx(psutil.Process(pid).create_time(), abs=0.05)
+    assert same_start(handle.pid_start_time, psutil.Process(pid).create_time())
 
 
 def test_fifty_children_at_once_all_complete(harness: Harness) -> None:

@@ -255,7 +255,7 @@ def test_a_handler_that_unwatches_and_closes_another_ready_fd_is_not_followed_by
     # Two pipes ready in one wake-up; whichever handler runs first unwatches and closes the
     # other's fd (a command's exit handler closing its pipes): the other must not run.
     hub = Hub(name="test-hub")
-    gate, checked = threading.Event(), threading.Event()
+    holding, gate, checked = threading.Event(), threading.Event(), threading.Event()
     ran: list[int] = []
     (r1, w1), (r2, w2) = os.pipe(), os.pipe()
 
@@ -270,10 +270,12 @@ def test_a_handler_that_unwatches_and_closes_another_ready_fd_is_not_followed_by
         return handler
 
     def hold() -> None:  # the hub waits here while both pipes become ready
+        holding.set()
         gate.wait(10)
 
     try:
         hub.call_later(0.0, hold)
+        assert holding.wait(10)  # else the first pipe's handler could run, and close, first
         hub.watch(r1, closing(r1, r2))
         hub.watch(r2, closing(r2, r1))
         os.write(w1, b"x")

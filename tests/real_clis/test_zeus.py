@@ -147,7 +147,9 @@ def test_a_tool_call_then_blocked_settles_blocked_with_the_servers_tokens(ran: R
     assert summary.risks == ["blocker: the deploy key is missing; a person must provide it"]
     (attempt,) = summary.attempts
     assert attempt.tool_calls == 1 and attempt.session_id
-    assert summary.duration_s < 30
+    # nothing waited for a standard input until the deadline; 20 CLIs starting at once on
+    # two cores have taken 36 s here
+    assert summary.duration_s < 120
     sent = scenario.server.usage_sent()
     assert summary.usage.input_tokens == sent.input + sent.cached
     assert summary.usage.output_tokens == sent.output

@@ -38,7 +38,7 @@ from actors.backends import frames
 from actors.backends.base import WaitingChild
 from actors.backends.process.forkserver import sentinel_ready
 from actors.backends.process.worker_wait import address, authenticate, readable, set_timeouts
-from actors.osproc import process_running, process_start_time
+from actors.osproc import process_running, process_start_time, same_start
 
 __all__ = [
     "Adopted",
@@ -232,7 +232,8 @@ def wait_for_listener(
         if os.path.exists(path):
             waiting = _knock(path, place.key, deadline)
             if waiting is not None:
-                if start_time is None or waiting.start_time == start_time:
+                if start_time is None or (waiting.start_time is not None
+                                           and same_start(waiting.start_time, start_time)):
                     return waiting
                 waiting.close()  # the pid is another process's now
                 return None
@@ -337,7 +338,8 @@ class Adopted:
             pidfd = os.pidfd_open(pid)
         except OSError:  # ProcessLookupError: gone; or no pidfd here
             return None
-        if start_time is not None and process_start_time(pid) != start_time:
+        now = process_start_time(pid)
+        if start_time is not None and (now is None or not same_start(now, start_time)):
             os.close(pidfd)  # the pid is another process's now
             return None
         return cls(pid, start_time, pidfd)
