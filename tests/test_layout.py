@@ -2,16 +2,19 @@
 
 cli, integrations, ui -> supervisor (the host's names), testing -> core -> store ->
 rules -> routing, journal -> errors -> actors.backends -> actors. `actors` never imports
-`supervisor`, and the library never imports the CLI. One concept per module: none
-is over 400 lines unless splitting it would scatter one concept (listed, with why).
+`supervisor`, and the library never imports the CLI. A module of one concept may be
+long; the modules one delegation runs through are named (`DELEGATION_PATH`).
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import os
 import subprocess
 import sys
+import threading
+import types
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,8 @@ import actors
 import actors.backends
 import supervisor
 import supervisor.testing
+from actors import Brief, Context
+from supervisor import Zeus
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -154,58 +159,58 @@ def test_the_shipped_pantheon_is_the_repositorys_routing_yml() -> None:
     )
 
 
-# One concept per module. A module over about 400 lines is usually doing several
-# jobs (split it by job); one may pass it when splitting would scatter a single
-# concept across files. Each such module is listed here with that concept, as
-# "path": "the one concept it holds, and why splitting would scatter it".
-MAX_LINES = 400
-ONE_CONCEPT_OVER_THE_LIMIT: dict[str, str] = {
-    "actors/backends/process/backend.py": (
-        "the process backend's one face to Zeus: every Backend member (start, close, "
-        "prestart, find_waiting, reattach, stop_left, confirm_gone, extend_lease), each a "
-        "hand-off to the part that owns the job (hub, spawner, worker table, search, lease)"
-    ),
-    "supervisor/core/supervisor.py": (
-        "the supervisor's verbs (dispatch, start, stop, end, next step, settle, cancel, fill "
-        "slots) call one another; split, they would call back across modules again"
-    ),
-    "supervisor/core/zeus.py": (
-        "the host's facade: every public call of Zeus, each a short hand-off to the actor; "
-        "split, one public class would be spread over modules"
-    ),
-    "supervisor/store/postgres.py": (
-        "the Store interface on PostgreSQL: the buffered writes, the fenced commit, the "
-        "takeover and the readers of one class, as the SQLite store keeps them in one"
-    ),
-    "actors/backends/command/work.py": (
-        "one run of a program inside a worker: its start, its stops (cancel, the ladder, the "
-        "exit grace) and its reading are one loop in the worker's main thread"
-    ),
-}
+# The modules one warm thread delegation runs through, from `dispatch` to its handle's
+# result: where a reader follows it (STYLE.md's "Fewer, fuller rooms" wants this short).
+# A module that joins the path is named here; one merged away is taken off.
+DELEGATION_PATH = frozenset({
+    "actors/backends/jobs.py", "actors/backends/thread.py", "actors/clock.py",
+    "actors/context.py", "actors/mail.py", "actors/run.py",
+    "actors/textblocks/agent_report.py", "actors/textblocks/values.py",
+    "supervisor/core/actor.py", "supervisor/core/answers.py", "supervisor/core/book.py",
+    "supervisor/core/durable.py", "supervisor/core/future.py", "supervisor/core/handle.py",
+    "supervisor/core/open_tree.py", "supervisor/core/outbox.py",
+    "supervisor/core/pending_mail.py", "supervisor/core/registry.py",
+    "supervisor/core/reports.py", "supervisor/core/restarts.py", "supervisor/core/results.py",
+    "supervisor/core/sessions.py", "supervisor/core/settlement.py", "supervisor/core/spec.py",
+    "supervisor/core/spending.py", "supervisor/core/state.py", "supervisor/core/supervisor.py",
+    "supervisor/core/timers.py", "supervisor/core/zeus.py", "supervisor/journal/events.py",
+    "supervisor/routing/policies.py", "supervisor/routing/table.py",
+    "supervisor/rules/agent_report.py", "supervisor/rules/budget.py",
+    "supervisor/rules/delegation.py",
+    "supervisor/rules/framing.py", "supervisor/rules/settle.py", "supervisor/rules/stale.py",
+})
 
 
-def test_each_module_holds_one_concept_within_400_lines_or_says_why_not() -> None:
-    over = []
-    for path in library_files():
-        name = path.relative_to(ROOT).as_posix()
-        lines = len(path.read_text(encoding="utf-8").splitlines())
-        if lines > MAX_LINES and name not in ONE_CONCEPT_OVER_THE_LIMIT:
-            over.append(f"{name} ({lines})")
-    assert not over, (
-        f"modules over {MAX_LINES} lines: move a job of their own into a module, or, if "
-        "splitting would scatter one concept, list the module in ONE_CONCEPT_OVER_THE_LIMIT "
-        "(tests/test_layout.py) with that concept as its reason: " + ", ".join(over)
-    )
-    stale = []
-    for name, reason in ONE_CONCEPT_OVER_THE_LIMIT.items():
-        path = ROOT / name
-        lines = len(path.read_text(encoding="utf-8").splitlines()) if path.is_file() else 0
-        if lines <= MAX_LINES or len(reason.split()) < 5:
-            stale.append(f"{name} ({lines} lines, reason {reason!r})")
-    assert not stale, (
-        "listed in ONE_CONCEPT_OVER_THE_LIMIT but gone, within the limit, or without a reason "
-        "that names its one concept (take it off, or say why): " + ", ".join(stale)
-    )
+def _beating(brief: Brief, ctx: Context) -> str:
+    ctx.heartbeat("under way")
+    return "done"
+
+
+def test_the_modules_one_delegation_runs_through_are_the_ones_named() -> None:
+    """Every thread's calls into the library (a profile hook on each, set before Zeus
+    starts its threads), during the second of two delegations (the first warms up)."""
+    library = (str(ROOT / "actors") + os.sep, str(ROOT / "supervisor") + os.sep)
+    seen: set[str] = set()
+    on = threading.Event()
+
+    def calls(frame: types.FrameType, event: str, _arg: object) -> None:
+        if event == "call" and on.is_set() and frame.f_code.co_filename.startswith(library):
+            seen.add(Path(frame.f_code.co_filename).relative_to(ROOT).as_posix())
+
+    threading.setprofile(calls)  # type: ignore[arg-type]
+    sys.setprofile(calls)  # type: ignore[arg-type]
+    try:
+        with Zeus.start(agents={"apollo": _beating}) as zeus:
+            zeus.dispatch(Brief(agent="apollo", scope="warm up")).result(timeout=30)
+            on.set()
+            assert zeus.dispatch(Brief(agent="apollo", scope="x")).result(timeout=30).output
+            on.clear()
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+    assert seen == DELEGATION_PATH, (
+        f"joined the path (name them in DELEGATION_PATH): {sorted(seen - DELEGATION_PATH)}; "
+        f"left it (take them off): {sorted(DELEGATION_PATH - seen)}")
 
 
 def test_the_test_hooks_are_not_on_the_public_zeus() -> None:
