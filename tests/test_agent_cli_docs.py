@@ -141,3 +141,47 @@ def test_each_cli_section_says_the_version_tested_and_how_it_runs_headless(cli: 
         assert "**Not tested** against the real CLI" in text
     assert "**Headless**" in text and "**Live**" in text
     assert "Its standard input is `/dev/null`" in text, cli
+
+
+def _cli_examples() -> list[tuple[str, str, AgentPolicy]]:
+    """(document, agent, its policy) of every agent that speaks a CLI in a routing file the
+    README or a page of docs/ shows."""
+    found = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = path.read_text(encoding="utf-8")
+        for block in re.findall(r"^```yaml\n(.*?)^```", text, re.M | re.S):
+            data = yaml.safe_load(block)
+            agents = data.get("agents") if isinstance(data, dict) else None
+            if not isinstance(agents, dict) or not any(
+                    isinstance(a, dict) and a.get("speaks") in CLIS for a in agents.values()):
+                continue
+            routing = Routing.from_dict(data, source=path.name, import_entrypoints=False)
+            found += [(path.name, name, policy) for name, policy in routing.agents.items()
+                      if policy.speaks_cli]
+    return found
+
+
+# How long a CLI's model may think in silence, and a tool it runs (a test suite) may take,
+# as docs/design.md sizes a CLI's defaults ("Defaults sized for a CLI"): said here, not
+# read from the code, so that the code's defaults are checked too.
+MODEL_SILENCE_S, LONG_TOOL_S = 120.0, 1800.0
+
+
+def test_no_agent_cli_the_docs_show_is_stale_before_its_model_can_answer() -> None:
+    examples = _cli_examples()
+    assert {doc for doc, _, _ in examples} >= {"README.md", "agent-clis.md", "guide.md"}
+    for doc, name, policy in examples:
+        beat = policy.heartbeat
+        assert beat.stale_after_s >= MODEL_SILENCE_S, (doc, name, beat)
+        assert beat.in_tool_s >= LONG_TOOL_S, (doc, name, beat)
+
+
+def test_the_readme_s_fallback_cli_with_no_heartbeat_gets_the_cli_defaults() -> None:
+    text = README.split("## Agent CLIs as agents\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"^```yaml\n(.*?)^```", text, re.M | re.S)
+    assert block
+    data = yaml.safe_load(block.group(1))
+    assert "heartbeat" not in data["agents"]["talos"]  # it relies on the defaults
+    beat = Routing.from_dict(data, source="README.md").agents["talos"].heartbeat
+    assert (beat.stale_after_s, beat.in_tool_s) == (MODEL_SILENCE_S, LONG_TOOL_S)
+    assert "120 s" in text and "1800 s" in text  # and says so

@@ -261,6 +261,21 @@ def test_run_off_a_terminal_prints_a_plain_line_per_event_then_the_final_tree(
     assert "  ¤ spender-1 spender: budget_exceeded" in out
 
 
+@pytest.mark.process
+def test_a_program_that_is_not_there_is_said_to_start_with_its_own_deadline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "routing.yml").write_text(
+        "version: 1\nagents:\n  ghost:\n    command: [/nonexistent/zeus-agent, '{scope}']\n"
+        "    timeout_s: 300\n    spawn_timeout_s: 60\n")
+    (tmp_path / "plan.yml").write_text("- {agent: ghost, scope: hi}\n")
+    assert main(["run", str(tmp_path / "plan.yml"), "--routing",
+                 str(tmp_path / "routing.yml")]) == 1
+    [line] = [x for x in capsys.readouterr().out.splitlines() if "attempt 1 on ghost" in x]
+    deadline = float(line.rsplit("deadline in ", 1)[1].rstrip("s"))
+    assert 290 < deadline <= 300, line  # its timeout_s, not the bound on its start
+
+
 def test_run_exits_0_when_every_brief_completed(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["run", str(PLANS / "all_ok.yml"), "--routing", str(ROUTING)])
     assert code == EXIT_OK

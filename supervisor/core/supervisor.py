@@ -296,9 +296,8 @@ class Supervisor:
         self.tree.live[a.id] = (d, a)
         if not self.durable.attempt_started(d, a):
             self.end_attempt(d, a, Finished(a.id, AttemptOutcome.error, error=(
-                f"the store {self.durable.required('record').path} could not record the "
-                "attempt, so it "
-                "did not start: free disk space or make the store writable"),
+                "the attempt could not be recorded, so it did not start: "
+                + self.durable.required("record").why_unwritable()),
                 error_type="StoreError"))
             return
         try:
@@ -394,11 +393,16 @@ class Supervisor:
         if not self.events.enabled:
             return
         child = a.child  # None for an attempt whose child could not start
+        now = self.clock.now()
+        deadline = a.deadline
+        if a.start_by is not None:  # not running yet: its own deadline, not the start's bound
+            deadline = now + a.run_s
+            deadline = deadline if d.deadline_cap is None else min(deadline, d.deadline_cap)
         self.emit("attempt.started", d, a, attempt=a.number, pid=a.pid,
                   pid_start_time=child.pid_start_time if child else None,
                   node=child.node if child else None,
                   **(child.journal_fields if child else {}),
-                  deadline_s=round(a.deadline - self.clock.now(), 6))
+                  deadline_s=round(deadline - now, 6))
 
     # -- what recovery hands back (`supervisor.core.recovery`, Zeus's thread) -----------
 
