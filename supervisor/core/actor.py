@@ -18,6 +18,7 @@ from actors import Summary
 from actors.backends import Backend
 from actors.clock import Clock
 from supervisor.core.durable import MemoryDurable
+from supervisor.core.future import DelegationFuture
 from supervisor.core.hosts import HostLife, HostTerms
 from supervisor.core.messages import (
     AttemptsDue,
@@ -32,6 +33,7 @@ from supervisor.core.messages import (
     OwnerMessage,
     Ping,
     Recover,
+    Rejoined,
     Resolve,
     Resume,
     RetryStore,
@@ -96,7 +98,7 @@ class ZeusActor(pykka.ThreadingActor):
             GraceOver: sup.on_grace_over,
             BackoffOver: sup.on_backoff_over,
             ReviewDone: sup.on_review_done,
-            StopAll: sup.on_stop_all,
+            StopAll: self._on_stop_all,
             ForceSettle: sup.on_force_settle,
             Snapshot: self._on_snapshot,
             Ping: lambda _msg: None,
@@ -104,6 +106,7 @@ class ZeusActor(pykka.ThreadingActor):
             Recover: self._on_recover,
             LeaseLost: self._on_lease_lost,
             TakeOver: self._on_take_over,
+            Rejoined: self._on_rejoined,
             Resume: lambda m: resume(sup, m.delegation_id, who=m.who, why=m.why, note=m.note,
                                      keep_handle=m.keep_handle),
             Resolve: lambda m: resolve(sup, m.delegation_id, m.status, who=m.who, note=m.note),
@@ -163,6 +166,15 @@ class ZeusActor(pykka.ThreadingActor):
     def _on_lease_lost(self, msg: LeaseLost) -> None:
         if self.host is not None:
             self.host.lease_lost(msg.why)
+
+    def _on_rejoined(self, msg: Rejoined) -> None:
+        if self.host is not None:
+            self.host.rejoined(msg.joined)
+
+    def _on_stop_all(self, msg: StopAll) -> list[DelegationFuture]:
+        if self.host is not None:  # a host that joins its store again meanwhile runs nothing
+            self.host.stopping = True
+        return self.supervisor.on_stop_all(msg)
 
     def _on_take_over(self, msg: TakeOver) -> None:
         if self.host is not None:

@@ -14,6 +14,7 @@ the settlements of a busy turn share. Everything else is committed at the turn's
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +33,11 @@ __all__ = ["Durable", "MemoryDurable"]
 # commit while more messages wait (a busy mailbox): throughput against a handle's
 # latency. Counted in turns, not time: a fake clock that stands still holds nothing.
 HOLD_AT_MOST = 64
+# The first and the longest pause between the tries of an attempt's record while a
+# shared store's database does not answer (each try also waits out the store's own
+# reconnect backoff, a quarter of the lease at most).
+_FIRST_PAUSE_S = 0.05
+_LAST_PAUSE_S = 0.5
 
 
 class MemoryDurable:
@@ -44,6 +50,10 @@ class MemoryDurable:
     # Called (Zeus's thread) when a commit failed on a shared store with settlements
     # waiting for it: ask for another commit soon, whether or not more messages come.
     retry_later: Callable[[], object] | None = None
+    # On a shared store, when this host's lease ends (monotonic): how long an attempt's
+    # record may wait for a database that does not answer (docs/design.md, "The
+    # database itself fails").
+    lease_ends: Callable[[], float] | None = None
 
     def required(self, what: str, why: str = "only a store keeps what that needs") -> Store:
         """The store, for what only a store can do; `StoreError` saying `what` cannot be
@@ -125,6 +135,9 @@ class MemoryDurable:
         memory, nothing ever is, and nothing waits for a commit)."""
         return []
 
+    def unfence(self) -> None:
+        """The host joined its shared store again: its writes reach the store again."""
+
     @property
     def writable(self) -> bool:
         return True
@@ -167,11 +180,24 @@ class Durable(MemoryDurable):
 
     def attempt_started(self, d: Delegation, a: Attempt) -> bool:
         """The attempt, committed at once: no child starts that the store does not know.
-        False when it could not be committed: the child must not start."""
+        False when it could not be committed: the child must not start. On a shared
+        store whose database does not answer (a restart, say), the commit is tried again
+        with backoff until the lease ends: a database back within the lease fails no
+        attempt (Zeus's thread waits meanwhile; what runs goes on)."""
         self.store.attempt_started(a.id, delegation_id=d.id, number=a.number, agent=a.agent,
                                    started=self.wall(a.started_at), deadline=self.wall(a.deadline))
         self._dirty = True
-        return self.commit_now()
+        if self._commit(say=True):
+            return True
+        if self.lease_ends is None:
+            return False
+        pause = _FIRST_PAUSE_S
+        while not self.fenced and (left := self.lease_ends() - time.monotonic()) > 0:
+            time.sleep(min(pause, left))
+            pause = min(2 * pause, _LAST_PAUSE_S)
+            if self._commit(say=False):
+                return True
+        return False
 
     def identity(self, a: Attempt, pid: int | None, pid_start_time: float | None,
                  node: str | None, *, running: bool = False) -> None:
@@ -264,6 +290,11 @@ class Durable(MemoryDurable):
         for it are made known all the same (the host is never kept waiting on a disk),
         except on a shared store: there another host may take the delegations over while
         this one cannot write, so a settlement is known only once it is stored."""
+        return self._commit(say=True)
+
+    def _commit(self, *, say: bool) -> bool:
+        """`commit_now`; `say` False: a failure to reach the store is not journalled again
+        (a wait that tries again)."""
         if not self._dirty:
             return True
         if self.fenced:
@@ -277,7 +308,8 @@ class Durable(MemoryDurable):
                 self._failed(str(exc))
             return False
         except StoreError as exc:
-            self._failed(str(exc))
+            if say:
+                self._failed(str(exc))
             return False
         self._uncommitted.clear()
         self._made_known()
@@ -316,10 +348,17 @@ class Durable(MemoryDurable):
         settlement was not committed (their handles must wait for their new host's)."""
         self.fenced = True
         self._dirty = False
+        self._held = 0
         self._resolve.clear()
         self._uncommitted.clear()
         settling, self._settling = self._settling, []
         return settling
+
+    def unfence(self) -> None:
+        """The host joined its shared store again as a new incarnation (Zeus's thread):
+        its writes reach the store again, from nothing buffered."""
+        self.fenced = False
+        self._dirty = False
 
     @property
     def writable(self) -> bool:

@@ -1,7 +1,8 @@
-"""This host among several on a shared store: what it does when its lease is lost, and
-when it takes over the delegations of a host whose lease ended (docs/design.md,
-"Several hosts"). Owned by Zeus's actor thread; the lease keeper's thread only sends
-it messages (`LeaseLost`, `TakeOver`).
+"""This host among several on a shared store: what it does when its lease is lost, when
+it joins the store again as a new incarnation, and when it takes over the delegations
+of a host whose lease ended (docs/design.md, "Several hosts"). Owned by Zeus's actor
+thread; the lease keeper's thread only sends it messages (`LeaseLost`, `Rejoined`,
+`TakeOver`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from actors import Brief
 from supervisor.core.future import DelegationFuture
 from supervisor.core.lease import TAKE_MARGIN_S
 from supervisor.core.messages import Dispatch, RetryStore
+from supervisor.core.state import Delegation
 from supervisor.errors import StoreError, StoreFenced, UnknownAgent
 from supervisor.store import SharedStore
+from supervisor.store.shared import Joined
 
 if TYPE_CHECKING:
     from supervisor.core.supervisor import Supervisor
@@ -50,8 +53,19 @@ class HostLife:
         self.terms = terms
         self.host_id = terms.host_id
         self.lost: str | None = None  # why the lease was lost, once it is
+        self.stopping = False  # Zeus stops: a new incarnation takes nothing on
+        # Roots dispatched here that no commit wrote when the lease was lost (no child of
+        # them started: an attempt starts only once committed), with their keys: they run
+        # here again once this host joins the store again.
+        self._unrecorded: list[tuple[Delegation, str | None]] = []
         sup.durable.on_fenced = self.lease_lost
         sup.durable.retry_later = lambda: sup.timers.after(COMMIT_AGAIN_S, RetryStore())
+        sup.durable.lease_ends = terms.lease_ends  # an attempt's record waits no longer
+
+    def _store(self, what: str) -> SharedStore:
+        store = self._sup.durable.required(what)
+        assert isinstance(store, SharedStore)  # only a shared store has a lease
+        return store
 
     def check(self, now: float) -> None:
         """Before Zeus decides anything (its thread): a lease that ran out unrenewed (its
@@ -72,14 +86,54 @@ class HostLife:
         sup = self._sup
         sup.accepting = False
         uncommitted = sup.durable.fence()
+        unrecorded = self._store("fence").unrecorded()
         roots = [d for d in [*sup.tree.delegations.values(), *uncommitted]
                  if d.parent_id is None]
         sup.events.emit("host.lease_lost", host=self.host_id, why=why,
                         delegations=len(sup.tree.delegations))
         sup.fence_all()
         for d in roots:
-            if not d.settled.done():
+            if d.settled.done():
+                continue
+            if d.id in unrecorded:  # no other host knows it: it runs here again
+                self._unrecorded.append((d, unrecorded[d.id]))
+            else:
                 self.terms.watch_elsewhere(d.id, d.settled)
+
+    # -- joined again -----------------------------------------------------------------------
+
+    def rejoined(self, joined: Joined) -> None:
+        """This fenced host is the store's new incarnation `joined` (its lease keeper
+        registered it once the database answered): it writes again, under the new id, and
+        takes over what its old incarnation left like any taker, once that lease and its
+        ladder's bound are past (the keeper names it then). What it dispatched that no
+        commit wrote is dispatched again here, under its own id and key."""
+        if self.lost is None:
+            self.lease_lost("the lease was lost before this host joined again")
+        sup = self._sup
+        store = self._store("join again")
+        was = self.host_id
+        store.become(joined)
+        sup.durable.unfence()
+        self.host_id = joined.host_id
+        self.lost = None
+        sup.events.emit("host.rejoined", host=joined.host_id, was=was)
+        if self.stopping:
+            return
+        sup.accepting = True
+        unrecorded, self._unrecorded = self._unrecorded, []
+        for d, key in unrecorded:
+            try:
+                ours = key is None or store.reclaim_key(key, d.id, was)
+            except StoreError:
+                ours = False
+            if not ours:  # a taker of the old incarnation dispatches it: it resolves so
+                self.terms.watch_elsewhere(d.id, d.settled)
+                continue
+            try:
+                sup.on_dispatch(Dispatch(d.id, d.brief, d.settled, key=key))
+            except UnknownAgent as exc:  # unregistered meanwhile: it settles so
+                d.settled.set_exception(exc)
 
     # -- taking over ------------------------------------------------------------------------
 

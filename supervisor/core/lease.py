@@ -12,8 +12,12 @@ ends.
 
 A renewal the database refuses (the lease was taken), or no renewal before the
 lease's end (the database away, this host cut off), is the lease lost: the keeper
-says so once (`lost`) and renews no more. The callbacks run in the keeper's
-thread and must not block: Zeus hands them to its actor as messages.
+says so once (`lost`) and renews that lease no more. Given `rejoined`, it then
+registers the host again, as a new incarnation, once the database answers (tried
+with backoff), says so (`rejoined`) and keeps the new lease from then on: no host
+needs a restart after an outage (docs/design.md, "The database itself fails").
+The callbacks run in the keeper's thread and must not block: Zeus hands them to
+its actor as messages.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from supervisor.store import HostLease
+from supervisor.store.shared import Joined
 
 __all__ = ["TAKE_MARGIN_S", "LeaseKeeper"]
 
@@ -42,9 +47,11 @@ class LeaseKeeper:
         self, lease: HostLease, *, lease_s: float, bound_s: float,
         extend: Callable[[float | None], None], lost: Callable[[str], None],
         expired: Callable[[Sequence[str]], None],
+        rejoined: Callable[[Joined], None] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._lease = lease
+        self._rejoined = rejoined
         self.lease_s = lease_s
         self.bound_s = bound_s
         self._extend = extend
@@ -70,7 +77,7 @@ class LeaseKeeper:
     def tick(self) -> float | None:
         """One renewal (the keeper's thread). Seconds until the next; None once lost."""
         if self.lost is not None:
-            return None
+            return self._rejoin()
         sent = self._monotonic()
         try:
             renewal = self._lease.keep(TAKE_MARGIN_S)
@@ -79,12 +86,12 @@ class LeaseKeeper:
             now = self._monotonic()
             if now >= self.until:
                 self._lose(f"the lease could not be renewed before it ended ({exc})")
-                return None
+                return self._after_loss()
             backoff = min(_RETRY_AT_MOST_S, 0.05 * 2.0 ** self._failures, self.every_s)
             return max(0.0, min(backoff, self.until - now))
         if renewal is None:
             self._lose("the lease ended or another host took it over")
-            return None
+            return self._after_loss()
         self._failures = 0
         self.renewals += 1
         self.until = sent + renewal.left_s
@@ -95,8 +102,35 @@ class LeaseKeeper:
             return max(0.05, min(self.every_s, renewal.next_s + 0.05))
         return self.every_s
 
+    def _after_loss(self) -> float | None:
+        """Seconds until the first try to join again; None: no rejoining."""
+        return None if self._rejoined is None else 0.05
+
+    def _rejoin(self) -> float | None:
+        """Once the lease is lost: the host registered again as a new incarnation (its
+        lease begun, measured from before the statement was sent), said before the loss
+        is taken back, so that Zeus's thread hears of the new host before any dispatch
+        made under it. Seconds until the next try or renewal; None: no rejoining."""
+        if self._rejoined is None:
+            return None
+        sent = self._monotonic()
+        try:
+            joined = self._lease.rejoin()
+        except Exception:  # noqa: BLE001 - the database still away: try again
+            self._failures += 1
+            return min(_RETRY_AT_MOST_S, 0.05 * 2.0 ** self._failures, self.every_s)
+        if joined is None:
+            return None
+        self._failures = 0
+        self.until = sent + joined.left_s
+        self._rejoined(joined)
+        self.lost = None
+        self._extend(self.child_deadline(self.until))
+        return self.every_s
+
     def _lose(self, why: str) -> None:
         self.lost = why
+        self._failures = 0  # the rejoin's backoff starts afresh
         self._extend(self._monotonic())  # every child: stop now
         self._lost(why)
 

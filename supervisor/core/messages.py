@@ -15,6 +15,7 @@ from actors import Brief, Status, Summary
 from actors.mail import Mail
 from supervisor.core.future import DelegationFuture
 from supervisor.rules.groups import Group
+from supervisor.store.shared import Joined
 
 __all__ = [
     "AttemptDue",
@@ -30,6 +31,7 @@ __all__ = [
     "OwnerMessage",
     "Ping",
     "Recover",
+    "Rejoined",
     "Resolve",
     "Resume",
     "RetryStore",
@@ -137,6 +139,14 @@ class LeaseLost:
     every child, write nothing more."""
 
     why: str
+
+
+@dataclass(slots=True)
+class Rejoined:
+    """This fenced host registered again as a new incarnation (from the lease keeper's
+    thread, after its `LeaseLost`): write and take over again under the new id."""
+
+    joined: Joined
 
 
 @dataclass(slots=True)

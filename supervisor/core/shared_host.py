@@ -1,7 +1,7 @@
 """`SharedHost`: what a host on a shared store runs beside Zeus's actor (docs/design.md,
 "Several hosts"): the lease keeper's thread, and the watch of delegations that other
 hosts run. Made, started and stopped in the host's thread; the keeper's callbacks only
-put messages in Zeus's mailbox (`LeaseLost`, `TakeOver`)."""
+put messages in Zeus's mailbox (`LeaseLost`, `Rejoined`, `TakeOver`)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ from actors.backends.process.worker_lease import POLL_S
 from supervisor.core.future import DelegationFuture
 from supervisor.core.hosts import HostTerms
 from supervisor.core.lease import LeaseKeeper
-from supervisor.core.messages import LeaseLost, TakeOver
+from supervisor.core.messages import LeaseLost, Rejoined, TakeOver
 from supervisor.core.remote import RemoteSettlements
 from supervisor.errors import ZeusStopped
 from supervisor.routing import AgentPolicy, Routing
 from supervisor.store import SharedStore
+from supervisor.store.shared import Joined
 
 __all__ = ["SharedHost", "ladder_bound"]
 
@@ -47,7 +48,7 @@ class SharedHost:
         self.remote = RemoteSettlements(self.lease.summaries, feed=self.lease.settled_feed)
         self.keeper = LeaseKeeper(self.lease, lease_s=store.lease_s, bound_s=self.bound_s,
                                   extend=self._extend, lost=self._lost,
-                                  expired=self._expired)
+                                  expired=self._expired, rejoined=self._rejoined)
 
     def terms(self) -> HostTerms:
         """What Zeus's thread is told of this lease."""
@@ -85,6 +86,10 @@ class SharedHost:
     def _lost(self, why: str) -> None:
         with contextlib.suppress(ZeusStopped):
             self._tell(LeaseLost(why))
+
+    def _rejoined(self, joined: Joined) -> None:
+        with contextlib.suppress(ZeusStopped):
+            self._tell(Rejoined(joined))
 
     def _expired(self, hosts: Sequence[str]) -> None:
         with contextlib.suppress(ZeusStopped):

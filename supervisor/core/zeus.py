@@ -75,6 +75,10 @@ from supervisor.store import ID_BLOCK, Recovery, SharedStore, StoredDelegation
 
 __all__ = ["Zeus"]
 
+# How long a dispatch waits for one more commit while the store cannot be written.
+_RETRY_ASK_S = 1.0
+
+
 class Zeus:
     """The root of the supervision tree, as the host sees it. Thread-safe."""
 
@@ -95,9 +99,7 @@ class Zeus:
         # The store first of all: a busy or bad one is refused before anything starts.
         self._store = open_store(routing, store, self._clock)
         self._shared = self._store if isinstance(self._store, SharedStore) else None
-        self.host_id: str = (self._shared.host_id if self._shared is not None
-                             else uuid.uuid4().hex[:16])
-        """This host incarnation (new at every start): on a shared store, its row there."""
+        self._own_id = uuid.uuid4().hex[:16]  # the host's id without a shared store
         self._host: SharedHost | None = None
         try:
             self._start(routing, log, rng, backends)
@@ -221,6 +223,12 @@ class Zeus:
             prestart(self._backends, wanted)
 
     @property
+    def host_id(self) -> str:
+        """This host incarnation (new at every start): on a shared store, its row there,
+        new again whenever this host, fenced, joins the store again."""
+        return self._shared.host_id if self._shared is not None else self._own_id
+
+    @property
     def routing(self) -> Routing:
         return self._registry.routing
 
@@ -257,7 +265,7 @@ class Zeus:
         host claimed it for, None); `KeyConflict` when that one's brief differs. Called
         with the keys' lock held."""
         assert self._host is not None
-        self._check_lease()
+        self._check_writable()  # a claim that no dispatch follows would hold the key
         mine = self._registry.next_id(brief.agent)
         claimed, first, ours = self._host.lease.claim_key(key, mine, brief)
         if ours:  # (a dead host's claim never dispatched runs here, under its id)
@@ -354,12 +362,7 @@ class Zeus:
         self, brief: Brief, group: Group | None, *, watch: bool = False, key: str | None = None,
         delegation_id: str | None = None,
     ) -> Handle:
-        self._check_lease()
-        if self._store is not None and not self._store.writable and not self._ask(RetryStore()):
-            raise StoreError(
-                f"{self._store.path}: the store cannot be written, so nothing new starts "
-                "(what already runs goes on): free disk space or make it writable"
-            )
+        self._check_writable()
         if delegation_id is None:
             delegation_id = self._registry.next_id(brief.agent)
         settled = DelegationFuture()
@@ -376,13 +379,33 @@ class Zeus:
         return handle
 
     def _check_lease(self) -> None:
-        """`StoreError` once this host lost its lease on a shared store: nothing starts."""
+        """`StoreError` while this host has lost its lease on a shared store: nothing
+        starts until it joins the store again."""
         if self._host is not None and self._host.lost is not None:
             raise StoreError(
                 f"{self._shared.path if self._shared else 'the store'}: this host lost its "
-                f"lease ({self._host.lost}), so nothing new starts here; what it ran goes "
-                "on on the hosts that take it over: dispatch there, or start a new Zeus"
+                f"lease ({self._host.lost}), so nothing new starts here until it joins the "
+                "store again, as soon as the database answers; what it ran goes on on the "
+                "hosts that take it over (this one among them, once it has joined)"
             )
+
+    def _check_writable(self) -> None:
+        """`StoreError` while this host's store cannot be written (after one more try),
+        saying why: nothing starts that the store does not record."""
+        self._check_lease()
+        if self._store is not None and not self._store.writable and not self._retry_store():
+            raise StoreError(self._store.why_unwritable())
+
+    def _retry_store(self) -> bool:
+        """One more commit of what the store could not take, answered within a second:
+        Zeus's thread may be waiting for a shared store's database to come back (an
+        attempt's record waits out a restart within the lease), and a dispatch is refused
+        meanwhile rather than kept waiting."""
+        self._outbox.flush()
+        try:
+            return self._ref.ask(RetryStore(), timeout=_RETRY_ASK_S) is True
+        except pykka.Timeout:
+            return False
 
     def _kept_handle(
         self, delegation_id: str, settled: DelegationFuture, first: EventStream | None = None

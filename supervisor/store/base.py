@@ -165,6 +165,12 @@ class Store(abc.ABC):
     def writable(self) -> bool:
         """False after a commit failed, until one succeeds: refuse new work meanwhile."""
 
+    def why_unwritable(self) -> str:
+        """Why nothing new starts while `writable` is False, and what to do: for the
+        messages that refuse new work (a file's store: its disk or permissions)."""
+        return (f"{self.path}: the store cannot be written, so nothing new starts (what "
+                "already runs goes on): free disk space or make it writable")
+
     @property
     @abc.abstractmethod
     def owner(self) -> Owner:

@@ -6,23 +6,27 @@ read-only view for the CLI and the ui, and the lease kept from a thread of its o
 from __future__ import annotations
 
 import contextlib
+import os
+import socket
 import threading
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from actors import Brief, Summary
+from actors.osproc import process_start_time
 from supervisor.errors import StoreError
 from supervisor.store.pg_schema import TABLES, Qmark, shown
-from supervisor.store.shared import ID_BLOCK, HostLease, Renewal, SettledFeed
+from supervisor.store.shared import ID_BLOCK, HostLease, Joined, Renewal, SettledFeed
 
 try:
     import psycopg
 except ImportError:  # pragma: no cover - the extra is missing
     psycopg = None  # type: ignore[assignment]
 
-__all__ = ["RENEW", "SETTLED", "Host", "LeaseKeeper", "SettledWord", "connect", "hosts",
-           "read_only"]
+__all__ = ["RENEW", "SETTLED", "Host", "LeaseKeeper", "SettledWord", "away", "connect", "hosts",
+           "read_only", "register"]
 
 CONNECT_TIMEOUT_S = 3
 # A host's lease extended by `lease_s` (the database's clock), only while it holds it:
@@ -30,6 +34,13 @@ CONNECT_TIMEOUT_S = 3
 RENEW = ("UPDATE hosts SET lease_until = now() + make_interval(secs => %s) WHERE id = %s"
          " AND taken_by IS NULL AND released IS NULL AND lease_until >= now()"
          " RETURNING extract(epoch FROM lease_until - now())::float8 AS left_s")
+
+# A host incarnation registered with its lease (args: id, pid, its start time, machine,
+# lease_s, bound_s): its number, when it joined and the seconds its lease has.
+_REGISTER = ("INSERT INTO hosts (id, n, pid, pid_start_time, host, lease_until, bound_s)"
+             " VALUES (%s, nextval('hosts_n'), %s, %s, %s, now() + make_interval(secs => %s),"
+             " %s) RETURNING n, extract(epoch FROM since)::float8,"
+             " extract(epoch FROM lease_until - now())::float8")
 
 # The channel a commit that settles delegations notifies, their ids the payload (one per
 # line); it reaches the listeners only if the commit lands.
@@ -102,6 +113,24 @@ def read_only(url: str) -> Iterator[tuple[Any, list[Host]]]:
         con.close()
 
 
+def register(con: Any, host_id: str, lease_s: float, bound_s: float) -> Joined:
+    """This process as the host incarnation `host_id`, its lease begun (committed)."""
+    pid = os.getpid()
+    n, since, left_s = con.execute(_REGISTER, (host_id, pid, process_start_time(pid),
+                                               socket.gethostname(), lease_s, bound_s)
+                                   ).fetchone()
+    return Joined(host_id, int(n), float(since), float(left_s))
+
+
+def away(url: str, exc: object) -> str:
+    """What a host says while the database does not answer (its URL without a password):
+    not a disk to free, but a database to wait for or bring back."""
+    return (f"{shown(url)}: the store cannot be written: the database does not answer "
+            f"({str(exc).strip()}); nothing new starts until it does: Zeus reconnects with "
+            "backoff, and what runs goes on within this host's lease (bring the database "
+            "back, or check the URL)")
+
+
 def connect(url: str, host_id: str, lease_s: float, *, autocommit: bool = True) -> Any:
     if psycopg is None:
         raise StoreError(f"{shown(url)}: a PostgreSQL store needs psycopg: "
@@ -123,12 +152,18 @@ class LeaseKeeper(HostLease):
     """This host's lease, on a connection of its own: called from one thread (the
     renewal's), while the store serves Zeus's actor thread."""
 
-    def __init__(self, url: str, host_id: str, lease_s: float) -> None:
+    def __init__(self, url: str, host_id: str, lease_s: float, bound_s: float = 0.0) -> None:
         self._url = url
         self._host_id = host_id
         self._lease_s = lease_s
+        self._bound_s = bound_s
         self._con: Any = None
         self._lock = threading.Lock()
+
+    @property
+    def host_id(self) -> str:
+        """The incarnation this lease is of (a new one after `rejoin`)."""
+        return self._host_id
 
     def _run(self, sql: str, args: Sequence[Any]) -> list[Any]:
         with self._lock:
@@ -142,9 +177,29 @@ class LeaseKeeper(HostLease):
                         self._con.close()
                     self._con = None
                     if attempt == 2:
-                        raise StoreError(f"{shown(self._url)}: cannot reach the store to "
-                                         f"renew the lease ({exc})") from None
+                        raise StoreError(away(self._url, exc)) from None
         raise AssertionError("unreachable")
+
+    def rejoin(self) -> Joined:
+        """This host registered again, as a new incarnation, on a connection named after
+        it (a taker of the old one ends the old one's sessions); the renewals and reads
+        from then on are the new one's. `StoreError` while the database does not answer."""
+        host_id = uuid.uuid4().hex
+        with self._lock:
+            try:
+                con = connect(self._url, host_id, self._lease_s)
+            except psycopg.Error as exc:
+                raise StoreError(away(self._url, exc)) from None
+            try:
+                joined = register(con, host_id, self._lease_s, self._bound_s)
+            except psycopg.Error as exc:
+                con.close()
+                raise StoreError(away(self._url, exc)) from None
+            if self._con is not None:
+                with contextlib.suppress(Exception):
+                    self._con.close()
+            self._con, self._host_id = con, host_id
+        return joined
 
     def renew(self) -> float | None:
         """Extend the lease to `lease_s` from now (the database's clock): the seconds it now
@@ -211,7 +266,7 @@ class LeaseKeeper(HostLease):
         return (int(taken) - 1) * ID_BLOCK
 
     def settled_feed(self) -> SettledWord:
-        return SettledWord(self._url, self._host_id, self._lease_s)
+        return SettledWord(self._url, lambda: self._host_id, self._lease_s)
 
     def release(self) -> None:
         """End the lease now (a clean stop) and close this connection."""
@@ -232,16 +287,16 @@ class SettledWord(SettledFeed):
     """`LISTEN` on the settled channel, on a connection of its own, used from one thread
     (the one that watches other hosts' delegations)."""
 
-    def __init__(self, url: str, host_id: str, lease_s: float) -> None:
+    def __init__(self, url: str, host_id: Callable[[], str], lease_s: float) -> None:
         self._url = url
-        self._host_id = host_id
+        self._host_id = host_id  # the incarnation's now (its connection is named after it)
         self._lease_s = lease_s
         self._con: Any = None
 
     def wait(self, timeout_s: float) -> set[str] | None:
         if self._con is None or self._con.closed:
             try:  # listening from now on: what settled before, only the store can say
-                self._con = connect(self._url, self._host_id, self._lease_s)
+                self._con = connect(self._url, self._host_id(), self._lease_s)
                 self._con.execute(f"LISTEN {SETTLED}")
             except psycopg.Error:
                 self.close()

@@ -205,13 +205,19 @@ def is_postgres_url(store: object) -> bool:
 
 
 def shown(url: str) -> str:
-    """The URL without its password, for messages."""
+    """The URL without its password (in the user part or a `password=` parameter), for
+    messages."""
     parts = urlsplit(url)
-    if parts.password is None:
+    netloc, query = parts.netloc, parts.query
+    if parts.password is not None:
+        user, _, where = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:***@{where}"
+    if query:
+        query = "&".join("password=***" if p.partition("=")[0] == "password" else p
+                         for p in query.split("&"))
+    if (netloc, query) == (parts.netloc, parts.query):
         return url
-    netloc = parts.netloc.rpartition("@")
-    user = netloc[0].partition(":")[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[2]}"))
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 class Qmark:

@@ -49,9 +49,11 @@ from supervisor.store.pg_hosts import (
     SETTLED,
     Host,
     LeaseKeeper,
+    away,
     connect,
     hosts,
     read_only,
+    register,
 )
 from supervisor.store.pg_schema import (
     ATTEMPT_COLUMNS,
@@ -67,7 +69,7 @@ from supervisor.store.pg_schema import (
     shown,
 )
 from supervisor.store.schema import SESSION_TOTALS, SESSIONS_PRUNE
-from supervisor.store.shared import SharedStore
+from supervisor.store.shared import Joined, SharedStore
 from supervisor.store.sqlite import CRASH_EXIT, _crash_after
 from supervisor.store.writes import Charges, PolicyIds, SessionCharges, item_json
 
@@ -99,6 +101,13 @@ def _payloads(ids: Iterable[str]) -> Iterator[str]:
         size += len(d_id) + 1
     if chunk:
         yield "\n".join(chunk)
+
+
+def _owner(joined: Joined) -> Owner:
+    """This process as the host incarnation `joined`."""
+    pid = os.getpid()
+    return Owner(pid=pid, pid_start_time=process_start_time(pid), host=socket.gethostname(),
+                 since=joined.since, heartbeat=joined.since)
 
 
 class Held:
@@ -181,6 +190,7 @@ class PostgresStore(SharedStore):
         self._crash_seen = 0
         self._number = 0  # commits made (each stamps the host's row)
         self._unsure: tuple[int, dict[str, int]] | None = None  # a commit whose end was lost
+        self._away: str | None = None  # what to say while the database does not answer
 
     @classmethod
     def open(cls, url: str, *, lease_s: float = 10.0, bound_s: float = 0.0,
@@ -205,19 +215,11 @@ class PostgresStore(SharedStore):
                              "URL and that the database is up") from None
         try:
             prepare(con, url)
-            pid = os.getpid()
-            row = con.execute(
-                "INSERT INTO hosts (id, n, pid, pid_start_time, host, lease_until, bound_s)"
-                " VALUES (%s, nextval('hosts_n'), %s, %s, %s, now() + make_interval(secs =>"
-                " %s), %s) RETURNING n, extract(epoch FROM since)::float8",
-                (host_id, pid, process_start_time(pid), socket.gethostname(), lease_s,
-                 bound_s),
-            ).fetchone()
-            owner = Owner(pid=pid, pid_start_time=process_start_time(pid),
-                          host=socket.gethostname(), since=row[1], heartbeat=row[1])
+            joined = register(con, host_id, lease_s, bound_s)
             con.execute(PREPARE.encode())
-            store = cls(url, con, host_id=host_id, n=int(row[0]), lease_s=lease_s,
-                        bound_s=bound_s, keep_days=keep_days, now=now, owner=owner)
+            store = cls(url, con, host_id=host_id, n=joined.n, lease_s=lease_s,
+                        bound_s=bound_s, keep_days=keep_days, now=now,
+                        owner=_owner(joined))
             store._adopt_local_dead()
             store.prune()
         except psycopg.Error as exc:
@@ -247,38 +249,47 @@ class PostgresStore(SharedStore):
         return self._seq
 
     def _connection(self) -> Any:
-        """The connection, made again (with backoff between tries) after it was lost.
-        `StoreError` while the database is away."""
+        """The connection, made again (with backoff between tries, a quarter of the lease
+        at most, so that a write that waits out a restart within the lease is tried
+        several times) after it was lost. `StoreError` while the database is away."""
         con = self._con
         if con is not None and not con.closed and not con.broken:
             return con
         if time.monotonic() < self._retry_at:
-            raise StoreError(f"{self.path}: the store is away; nothing new starts until it "
-                             "is reached again (a reconnect is tried with backoff)")
+            raise StoreError(self._away or away(self.url, "reconnecting"))
         try:
             self._con = connect(self.url, self.host_id, self.lease_s)
             self._con.execute(PREPARE.encode())
         except psycopg.Error as exc:
             self._con = None
-            self._retry_at = time.monotonic() + _BACKOFF_S[
-                min(self._failures, len(_BACKOFF_S) - 1)]
+            self._retry_at = time.monotonic() + min(self.lease_s / 4, _BACKOFF_S[
+                min(self._failures, len(_BACKOFF_S) - 1)])
             self._failures += 1
-            raise StoreError(f"{self.path}: cannot reach the store ({exc}); nothing new "
-                             "starts until it is reached again") from None
+            self._away = away(self.url, exc)
+            raise StoreError(self._away) from None
         self._failures = 0
+        self._away = None
         return self._con
 
     def _lost(self, exc: Exception) -> StoreError:
         """A failed statement: the connection is dropped when it broke (the next call makes
-        it again); the error to raise."""
+        it again); the error to raise: the database does not answer, or it refused."""
         con = self._con
         if con is not None and (con.broken or isinstance(exc, psycopg.OperationalError)):
             with contextlib.suppress(Exception):
                 con.close()
             self._con = None
+            self._away = away(self.url, exc)
+            return StoreError(self._away)
         return StoreError(f"{self.path}: cannot use the store ({exc}); nothing new starts "
                           "until a write succeeds (what this turn wrote is kept and written "
                           "by the next commit)")
+
+    def why_unwritable(self) -> str:
+        """Why nothing new starts while `writable` is False: the database away (its URL
+        without a password), else what the server refused."""
+        return self._away or (f"{self.path}: the last commit was refused; nothing new "
+                              "starts until a write succeeds")
 
     # -- writes -----------------------------------------------------------------------------
     def record_delegation(
@@ -470,8 +481,34 @@ class PostgresStore(SharedStore):
         """This host's lease on a connection of its own, for the renewal's thread (one
         keeper per store; `close()` releases through it)."""
         if self._keeper is None:
-            self._keeper = LeaseKeeper(self.url, self.host_id, self.lease_s)
+            self._keeper = LeaseKeeper(self.url, self.host_id, self.lease_s, self.bound_s)
         return self._keeper
+
+    def unrecorded(self) -> dict[str, str | None]:
+        """The delegations this host recorded that no commit has written (a fenced host's:
+        no other host knows them), each with its key."""
+        return {row[0]: row[1] for row in self._buffer["recorded"]}
+
+    def become(self, joined: Joined) -> None:
+        """Be the new incarnation `joined` that this fenced host's lease keeper registered
+        (Zeus's thread): nothing held, nothing buffered (every write of the old one was for
+        delegations it no longer holds), writable again, on a connection named after it."""
+        self.host_id = joined.host_id
+        self._owner = _owner(joined)
+        self._seq = joined.n << 32
+        self._held = Held()
+        self._buffer = {kind: [] for kind in KINDS}
+        self._charges = Charges()
+        self._sessions = SessionCharges()
+        self._policies = PolicyIds()
+        self._fenced = False
+        self._writable = True
+        self._unsure = None
+        self._number = 0
+        if self._con is not None:
+            with contextlib.suppress(Exception):
+                self._con.close()
+            self._con = None
 
     def hosts(self) -> list[Host]:
         """Every host of the store, oldest first, with its lease and how much it owns."""
@@ -560,6 +597,17 @@ class PostgresStore(SharedStore):
                 (self.host_id, host_id, self.host_id, margin_s)).fetchall()
         return [(key, d_id, Brief.model_validate_json(text)) for key, d_id, text in rows]
 
+    def reclaim_key(self, key: str, delegation_id: str, was: str) -> bool:
+        """Make this incarnation's the claim of `key` for `delegation_id` that its earlier
+        incarnation `was` made and never recorded, committed at once; False when a taker
+        of `was` took the claim over (it dispatches it)."""
+        with self._leased() as con:
+            return con.execute(
+                "UPDATE keys k SET host = %s WHERE k.key = %s AND k.delegation_id = %s AND"
+                " k.host = %s AND NOT EXISTS (SELECT 1 FROM delegations d WHERE d.id ="
+                " k.delegation_id) RETURNING 1", (self.host_id, key, delegation_id, was)
+            ).fetchone() is not None
+
     @contextlib.contextmanager
     def _leased(self) -> Iterator[Any]:
         """The connection inside a transaction of its own, entered only while this host
@@ -614,10 +662,16 @@ class PostgresStore(SharedStore):
 
     # -- readers ----------------------------------------------------------------------------
     def _read(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        try:
-            return fn(Qmark(self._connection()), *args, **kwargs)
-        except psycopg.Error as exc:
-            raise self._lost(exc) from None
+        """`fn` on the connection; one found broken (the server restarted, or a taker
+        ended this host's sessions) is made again at once, once."""
+        for attempt in (1, 2):
+            try:
+                return fn(Qmark(self._connection()), *args, **kwargs)
+            except psycopg.Error as exc:
+                error = self._lost(exc)
+                if attempt == 2 or self._con is not None:
+                    raise error from None
+        raise AssertionError("unreachable")
 
     def open_delegations(self) -> list[OpenDelegation]:
         """This host's open delegations (what it owns), parents before children."""
@@ -737,6 +791,7 @@ class PostgresStore(SharedStore):
         """Commit what is buffered, release this host (its lease ended) and disconnect. A
         host fenced meanwhile (its lease lost) writes nothing and says nothing more: its
         delegations are another host's."""
+        self._retry_at = 0.0  # the last chance to write: no reconnect backoff waited out
         try:
             if not self._fenced:
                 with contextlib.suppress(StoreFenced):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from actors import Brief, Summary
 from supervisor.store.base import OpenDelegation, Store
 
-__all__ = ["ID_BLOCK", "HostLease", "Renewal", "SettledFeed", "SharedStore"]
+__all__ = ["ID_BLOCK", "HostLease", "Joined", "Renewal", "SettledFeed", "SharedStore"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,19 @@ class Renewal:
     # Seconds until the next other host's lease, plus the margin, ends (one that still
     # owns open delegations): when to look again, rather than a renewal period later.
     next_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """A fenced host registered again as a new incarnation (docs/design.md, "The
+    database itself fails"): its new id, its number in the store (`hosts.n`), when it
+    joined (wall-clock epoch seconds, the database's clock) and the seconds its new
+    lease has."""
+
+    host_id: str
+    n: int
+    since: float
+    left_s: float
 
 
 class SettledFeed(abc.ABC):
@@ -72,6 +85,13 @@ class HostLease(abc.ABC):
         and whether this host dispatches it (its own claim, or a dead host's claim of the
         same brief that was never dispatched, taken over under that claim's id)."""
 
+    def rejoin(self) -> Joined | None:
+        """Register this host again as a new incarnation with a lease of its own, on this
+        connection, once its lease was lost: the keeper renews that lease from then on,
+        and the host takes over what its old incarnation left like any taker. None: the
+        store gives no new incarnation. `StoreError` while the database does not answer."""
+        return None
+
     def settled_feed(self) -> SettledFeed | None:
         """Word of settlements as they commit, on a connection of its own (called in the
         watching thread); None: the store gives none, so the watcher polls."""
@@ -106,6 +126,21 @@ class SharedStore(Store):
     @abc.abstractmethod
     def open_delegations_of(self, ids: Iterable[str]) -> list[OpenDelegation]:
         """The open delegations among `ids`, as `open_delegations` gives them."""
+
+    def unrecorded(self) -> dict[str, str | None]:
+        """The delegations this host recorded that no commit has written (a fenced host's
+        that no other host knows), each with its key."""
+        return {}
+
+    @abc.abstractmethod
+    def become(self, joined: Joined) -> None:
+        """Be the new incarnation `joined` of this fenced host (its lease keeper registered
+        it): nothing held or buffered, writable again."""
+
+    @abc.abstractmethod
+    def reclaim_key(self, key: str, delegation_id: str, was: str) -> bool:
+        """Make this incarnation's the claim of `key` for `delegation_id` that its earlier
+        incarnation `was` made and never recorded; False when a taker of `was` has it."""
 
     @abc.abstractmethod
     def next_ids(self, agent: str) -> int:
