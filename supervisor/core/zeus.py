@@ -68,7 +68,7 @@ from supervisor.journal.events import EventLog, LogTarget
 from supervisor.journal.streams import EventStream
 from supervisor.routing import AgentPolicy, Routing
 from supervisor.routing.ray_policy import wants_ray
-from supervisor.rules.delegation import writer_partial_refusal
+from supervisor.rules.delegation import key_refusal, writer_partial_refusal
 from supervisor.rules.groups import STRATEGIES, Group, Strategy
 from supervisor.rules.recovery import verbs_hint
 from supervisor.store import ID_BLOCK, Recovery, SharedStore, StoredDelegation
@@ -243,11 +243,15 @@ class Zeus:
         handle's first `events()` stream is opened before Zeus hears of the delegation,
         so it holds every event from `delegation.dispatched` on (a stream opened after
         `dispatch` returns may miss the first ones). With a store that cannot be
-        written, `StoreError`: nothing starts that the store does not record.
+        written, `StoreError`: nothing starts that the store does not record. A key that
+        no store could keep (empty, a NUL, over 1024 bytes): `ValueError`, nothing
+        changed.
         """
         checked = self._check(brief)
         if key is None:
             return self._dispatch(checked, None, watch=watch)
+        if (refusal := key_refusal(key)) is not None:
+            raise ValueError(refusal)
         with self._keys.lock:  # one dispatch per key, whichever thread asks first
             found = self._keys.find(key, checked)
             mine = None

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from actors import Brief
 from supervisor.routing import AgentPolicy
 
-__all__ = ["delegation_refusal", "writer_partial_refusal"]
+__all__ = ["MAX_KEY_BYTES", "delegation_refusal", "key_refusal", "writer_partial_refusal"]
 
 
 def delegation_refusal(
@@ -56,3 +56,26 @@ def writer_partial_refusal(brief: Brief, policy: AgentPolicy) -> str | None:
             "agent read_only or partial_ok in routing.yml"
         )
     return None
+
+
+# The longest key, in UTF-8 bytes, that both stores keep and index: PostgreSQL's btree
+# takes an entry of about 2.7 kB at most, and the key is indexed with more beside it.
+MAX_KEY_BYTES = 1024
+
+
+def key_refusal(key: object) -> str | None:
+    """Why `key` cannot be a dispatch key, saying what to fix, or None. The same on every
+    store (and without one): a key one store refuses is refused by all."""
+    if not isinstance(key, str):
+        return f"a dispatch key is a string, not {type(key).__name__}: pass str(key)"
+    if not key:
+        return "a dispatch key is not empty: pass key=None for no key"
+    if "\0" in key:
+        return (f"a dispatch key holds no NUL (0x00) character; this one has one at index "
+                f"{key.index(chr(0))}: take it out, or encode the key (hex, base64)")
+    size = len(key.encode("utf-8", "surrogatepass"))
+    if size > MAX_KEY_BYTES:
+        return (f"a dispatch key is at most {MAX_KEY_BYTES} bytes (UTF-8); this one is "
+                f"{size}: pass a digest of it (hashlib.sha256(key.encode()).hexdigest())")
+    return None
+
