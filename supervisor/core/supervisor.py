@@ -395,7 +395,8 @@ class Supervisor:
         child = a.child  # None for an attempt whose child could not start
         now = self.clock.now()
         deadline = a.deadline
-        if a.start_by is not None:  # not running yet: its own deadline, not the start's bound
+        if a.start_by is not None and now < a.start_by:
+            # still starting: its own deadline, not the start's bound (past the bound it is over)
             deadline = now + a.run_s
             deadline = deadline if d.deadline_cap is None else min(deadline, d.deadline_cap)
         self.emit("attempt.started", d, a, attempt=a.number, pid=a.pid,

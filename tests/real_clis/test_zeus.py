@@ -22,7 +22,8 @@ from supervisor import Brief, Routing, Status, Zeus
 from tests.real_clis.clis import BLOCKED_TEXT, CLIS, CliSetup, agent, cli_setup, processes_of
 from tests.real_clis.model_server import ModelServer, Turn, Usage, final, hang, tool_call
 
-pytestmark = [pytest.mark.process, pytest.mark.realtime]
+# every scenario runs in the first test's setup: 20 CLIs at once take over a minute on two cores
+pytestmark = [pytest.mark.process, pytest.mark.realtime, pytest.mark.timeout(300)]
 
 DEADLINE = 20.0  # the hang's and the long tool's timeout_s: time for 8 CLIs to start at once
 SONNET = {"input_per_mtok": 3.0, "output_per_mtok": 15.0}  # pricing: for the cost caps
