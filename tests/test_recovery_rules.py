@@ -260,3 +260,18 @@ def test_a_child_is_gone_only_once_its_process_group_is_empty() -> None:
         member.communicate(timeout=30)
     assert group_empty(leader.pid) is True
     assert child_gone(leader.pid, started, leader.pid)
+
+
+def test_a_writer_whose_child_never_started_runs_again_and_one_that_started_is_blocked() -> None:
+    writer = AgentPolicy()  # neither read_only nor idempotent
+    args: dict[str, Any] = dict(deadline=None, now=NOW, spent=Usage(), has_partials=False,
+                                partial_ok=False, retries_used=0, visited=["apollo"],
+                                retry_pending=False)
+    never = [AttemptFacts("d-a1", open=True, started=False)]
+    assert recover(never, writer, **args) == Plan(("d-a1",), Rerun(0))  # nothing of it ran
+    started = [AttemptFacts("d-a1", open=True)]
+    assert recover(started, writer, **args).step == Settle(Status.blocked, None, BLOCKED_REASON)
+    # stopped by its host's lease (a takeover, or a restart that found it stopped so)
+    assert recover(started, writer, **args, writers_stopped=True) == Plan(("d-a1",), Rerun(1))
+    stateful = AgentPolicy(stateful=True)  # its session is gone with its child, started or not
+    assert recover(never, stateful, **args).step == Settle(Status.blocked, None, STATEFUL_REASON)

@@ -26,7 +26,7 @@ from actors.backends.base import Backend
 from supervisor.core.future import DelegationFuture
 from supervisor.core.reattach import Reattached, count_left, named, reattach_found, stored_child
 from supervisor.core.spec import backend_name
-from supervisor.core.state import Delegation
+from supervisor.core.state import Attempt, Delegation
 from supervisor.errors import SupervisorError
 from supervisor.routing import AgentPolicy
 from supervisor.rules.recovery import (
@@ -35,6 +35,7 @@ from supervisor.rules.recovery import (
     Rerun,
     Resume,
     Start,
+    Step,
     Wait,
     recover,
     retries_made,
@@ -275,11 +276,43 @@ class Recoverer:
             writers_stopped=writers_stopped,
         )
         step = plan.step
-        if isinstance(step, Settle):
-            return self._settle(store, d, step)
         if isinstance(step, Wait):  # (children were confirmed gone above: not reached)
             return self._settle(store, d, Settle(Status.blocked,
                                                  reason=UNCONFIRMED.format(pid="?")))
+        replay = None
+        if d.policy.kind == "orchestrator" and stored.attempts:
+            last_start = stored.attempts[-1].started
+            replay = Replay([(c.id, c.brief) for c in store.children(d.id)
+                             if c.created >= last_start])
+        return self._take(store, d, step, replay)
+
+    def after_lease_ended(self, d: Delegation, a: Attempt) -> None:
+        """An attempt a restarted host reattached whose worker had stopped it when the last
+        host's lease ended (its record just ended `lost`; Zeus's thread): judged as a
+        takeover judges an attempt whose child its lease stopped (docs/design.md, "Only a
+        cancel settles cancelled"): a reader and a writer run again, a stateful performer
+        settles blocked, a deadline or a budget that ran out settles for that."""
+        store = self._durable.required("recover")
+        partial_ok = d.brief.partial_ok if d.brief.partial_ok is not None else d.policy.partial_ok
+        facts = [AttemptFacts(r.id, False, True, r.outcome, started=r.error != LOST_UNSTARTED)
+                 for r in d.attempts if r.id != a.id]
+        plan = recover(
+            [*facts, AttemptFacts(a.id, True, True)],
+            d.policy, deadline=a.deadline, now=self._clock.now(), spent=d.usage,
+            has_partials=bool(d.partials), partial_ok=partial_ok, retries_used=d.retries_used,
+            visited=d.visited, retry_pending=False,
+            max_recoveries=self._registry.routing.supervisor.max_recoveries,
+            writers_stopped=True,
+        )
+        assert not isinstance(plan.step, Wait)  # its one open attempt has ended
+        self._take(store, d, plan.step, None)
+
+    def _take(self, store: Store, d: Delegation, step: Step,
+              replay: Replay | None) -> Status | Literal["rerun"]:
+        """A recovered delegation's step carried out: "rerun" when it runs again, else the
+        status it settled with."""
+        if isinstance(step, Settle):
+            return self._settle(store, d, step)
         if isinstance(step, Rerun):
             pass  # a host's crash is not the agent's failure: no retry used up
         elif isinstance(step, Retry):
@@ -291,11 +324,6 @@ class Recoverer:
             d.retries_used = 0
         else:
             assert isinstance(step, Resume | Start)
-        replay = None
-        if d.policy.kind == "orchestrator" and stored.attempts:
-            last_start = stored.attempts[-1].started
-            replay = Replay([(c.id, c.brief) for c in store.children(d.id)
-                             if c.created >= last_start])
         self._sup.rerun(d, replay)
         return "rerun"
 

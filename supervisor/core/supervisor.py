@@ -719,6 +719,11 @@ class Supervisor:
                 self.settle(d, completed_step(value), value=value)
             elif step == "restart_siblings":
                 self._restart_siblings(d, outcome)
+            elif outcome is AttemptOutcome.lost and finished is not None and (
+                    finished.stop_cause == AttemptOutcome.lost.value):
+                # its worker stopped it when its host's lease ended, and this host reattached
+                # it after a restart: judged as a takeover judges it, never `cancelled`
+                self.recovery.after_lease_ended(d, a)
             else:
                 self._next_step(d, a, outcome, fenced=fenced)
 

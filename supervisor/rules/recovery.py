@@ -5,8 +5,9 @@ replay of an orchestrator's `ctx.delegate` calls. Pure; tested by tables.
 1. an open attempt whose child is not confirmed gone: wait (nothing may overlap it);
 2. every open attempt ends `lost` (their children are gone), then:
 3. a lost attempt of a stateful performer, or of a writer (neither `read_only` nor
-   `idempotent`): it settles blocked, saying why, even when its deadline passed or its
-   budget ran out while no Zeus ran (something may have been written: a person checks);
+   `idempotent`) whose child had started the work: it settles blocked, saying why, even
+   when its deadline passed or its budget ran out while no Zeus ran (something may have
+   been written: a person checks); a writer whose children never started runs on below;
 4. the delegation's deadline passed while no Zeus ran: it settles timed out (partial
    when partial results are OK and it has some);
 5. its spend is over its budget: it settles budget_exceeded;
@@ -49,6 +50,7 @@ __all__ = [
     "Resume",
     "ResumedCalls",
     "Start",
+    "Step",
     "Wait",
     "brief_differences",
     "is_writer",
@@ -167,7 +169,9 @@ def recover(
     expired = deadline is not None and now >= deadline
     overrun = budget_overrun(spent, policy.budget)
     in_tool = next((a.in_tool for a in attempts if a.open and a.in_tool), None)
-    if lost and (policy.stateful or (writer and (not writers_stopped or in_tool))):
+    # a writer none of whose lost children started the work wrote nothing: it runs again
+    wrote = any(a.started for a in attempts if a.open)
+    if lost and (policy.stateful or (writer and wrote and (not writers_stopped or in_tool))):
         reason = (STATEFUL_REASON if policy.stateful else BLOCKED_REASON
                   if not writers_stopped else IN_TOOL_REASON.format(tool=in_tool))
         if expired:

@@ -43,6 +43,7 @@ _RANK = {
     AttemptOutcome.timeout: 1,
     AttemptOutcome.stale: 1,
     AttemptOutcome.crash: 1,  # its child did not start within spawn_timeout_s
+    AttemptOutcome.lost: 1,  # its worker stopped it when its host's lease ended
 }
 
 

@@ -189,8 +189,9 @@ class _Child:
                 AttemptOutcome.budget_exceeded.value if ctx.over_budget else None)
             if cause is not None:
                 finished = dataclasses.replace(finished, stop_cause=cause)
-            elif att.lease_ended:  # no cause: what it held says nothing of the work
-                finished = dataclasses.replace(finished, error=LEASE_ENDED)
+            elif att.lease_ended:  # its host is lost: a cause of no person's asking
+                finished = dataclasses.replace(finished, error=LEASE_ENDED,
+                                               stop_cause=AttemptOutcome.lost.value)
         if att.crossing_error is not None and finished.outcome is not AttemptOutcome.cancelled:
             finished = crossing_failed(attempt_id, att.crossing_error, self._pid, finished)
         self._finish(att, finished)
