@@ -3,6 +3,8 @@
 `python -m benchmarks chaos [--n 1000] [--seed 1] [--storm]`: the chaos run instead;
 `python -m benchmarks store`: the durable store alone, against memory and DBOS;
 `python -m benchmarks agent_clis [--quick]`: agent CLIs' event streams through Zeus alone;
+`python -m benchmarks real_clis [--quick] [--profile]`: the real agent CLIs, a turn under
+Zeus against the same program alone (offline, in a loopback-only network namespace);
 `python -m benchmarks hosts`: several hosts on one PostgreSQL (takeover, throughput).
 """
 
@@ -21,6 +23,11 @@ def main() -> None:
         from benchmarks import bench_hosts
 
         bench_hosts.main(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["real_clis"]:
+        from benchmarks import bench_real_clis
+
+        bench_real_clis.main(sys.argv[2:])
         return
     if sys.argv[1:2] == ["agent_clis"]:
         from benchmarks import bench_agent_clis
@@ -71,6 +78,10 @@ def main() -> None:
     bench_hostile.main()
     print("== throughput through Zeus, and the supervisor's CPU per delegation ==")
     bench_throughput.main([])
+    print("== the real agent CLIs, offline (skipped without them or root) ==")
+    from benchmarks import bench_real_clis
+
+    bench_real_clis.main(["--quick"])
     print("== Ray children (skipped without the ray extra) ==")
     bench_ray.main([])
     print("== zeus ui (skipped without the ui extra) ==")
