@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from actors.osproc import process_running
-from supervisor.core.recovery import LOST_UNSTARTED
 from supervisor import Brief, Status, StoreBusy, Zeus
+from supervisor.core.recovery import LOST_UNSTARTED
 from tests._crash import (
     ROOT,
     WAIT_S,
