@@ -625,15 +625,23 @@ class Supervisor:
         if owner is None:
             return
         d, a = owner
-        assert a.child is not None
-        if a.child.killable:
-            a.child.kill()  # `Finished` follows once the process is reaped
-            return
-        # A thread cannot be killed: fence it. Its late messages are dropped from now on.
-        self.tree.fenced[a.id] = d
+        if not self._kill_or_fence(d, a):
+            return  # its `Finished` follows once the process is reaped
         self.emit("attempt.fenced", d, a, reason="did not stop within grace_s",
                   grace_s=a.policy.shutdown.grace_s)
         self.end_attempt(d, a, None, fenced=True)
+
+    def _kill_or_fence(self, d: Delegation, a: Attempt) -> bool:
+        """Stop the attempt's child now: a process is killed (the ladder's last step; its
+        `Finished` comes once it is reaped, and is dropped if the attempt has ended by
+        then); a thread cannot be killed, so it is fenced off, its late messages dropped
+        from now on. True when it was fenced (Zeus's thread)."""
+        assert a.child is not None
+        if a.child.killable:
+            a.child.kill()
+            return False
+        self.tree.fenced[a.id] = d
+        return True
 
     # -- an attempt's end, and what follows it ------------------------------------------
 
@@ -997,11 +1005,7 @@ class Supervisor:
         for d in list(self.tree.delegations.values()):
             a = d.current
             if a is not None and a.child is not None:
-                if a.child.killable:
-                    a.child.kill()  # its `Finished` will arrive late and be dropped
-                else:
-                    self.tree.fenced[a.id] = d
-                self.end_attempt(d, a, None, fenced=not a.child.killable)
+                self.end_attempt(d, a, None, fenced=self._kill_or_fence(d, a))
             if d.state != "settled":
                 self.settle(d, Settle(Status.cancelled, reason=msg.reason))
 
@@ -1023,10 +1027,7 @@ class Supervisor:
             if a is not None:
                 self.timers.disarm(a)
                 if a.child is not None:
-                    if a.child.killable:
-                        a.child.kill()  # its `Finished` arrives late and is dropped
-                    else:
-                        self.tree.fenced[a.id] = d
+                    self._kill_or_fence(d, a)
                 self.tree.live.pop(a.id, None)
                 d.current = None
         self.tree.delegations.clear()
