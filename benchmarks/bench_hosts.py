@@ -8,6 +8,12 @@ Starts a throwaway PostgreSQL of its own (as the tests do: tests/_postgres.py). 
   to the first of its delegations running again on another host (each run writes its
   wall-clock start), against `lease_s + 2` (DBOS Conductor waits 60 s, River and Oban an
   hour). With `lease_s` 3 and a fast ladder (grace 0.5 s, term 0.5 s), each round;
+- **takeover at the default lease**: the same at `lease_s` 10 (the default) and the
+  default ladder, against `lease_s + 5`;
+- **healing after an outage**: a host on a shared store whose database is stopped for
+  3x `lease_s` (3 s) and started again: from the database's return to its first
+  delegation settled, with no host restarted (the host is fenced, joins the store again
+  and runs its own old work), against `lease_s + 10` (what the guide promises);
 - **throughput**: N delegations of a 50 ms thread agent, 8 in flight per host, on three
   hosts at once (N each) against one host (N), each host its own process;
 - **renewal traffic**: statements a host sends for its lease per `lease_s / 3`, idle and
@@ -80,22 +86,64 @@ def _wait(check: Any, bound_s: float = 60.0) -> None:
         time.sleep(0.01)
 
 
-def takeover_round(server: Any, parent: Path) -> float:
-    """Seconds from a host's SIGKILL to its first delegation running on the other host."""
-    url = server.database()
-    folder = Path(tempfile.mkdtemp(dir=parent))  # a round's own: late writers miss it
+def _held_plan(folder: Path, lease_s: float | None, shutdown: dict[str, float] | None,
+               **more: Any) -> dict[str, Any]:
+    """Four keyed delegations of `held` (read-only process children); `lease_s` and the
+    ladder None: the defaults."""
     agents = {"held": {"entrypoint": "benchmarks.bench_hosts:held", "isolation": "process",
-                       "read_only": True, "shutdown": FAST, "timeout_s": 120,
-                       "retry": {"max_retries": 1}}}
-    supervisor = {"store": {"lease_s": LEASE_S}, "orphan_grace_s": 0}
+                       "read_only": True, "timeout_s": 120, "retry": {"max_retries": 1},
+                       **({"shutdown": shutdown} if shutdown else {})}}
+    store = {"lease_s": lease_s} if lease_s is not None else {}
     briefs = [{"key": f"k{i}", "brief": {"agent": "held", "scope": f"k{i}",
                                          "inputs": {"dir": str(folder), "name": f"k{i}"}}}
               for i in range(4)]
-    defaults = {"shutdown": FAST}
-    victim = _host(url, {"agents": agents, "defaults": defaults, "supervisor": supervisor,
-                         "briefs": briefs}, folder)
-    taker = _host(url, {"agents": agents, "defaults": defaults, "supervisor": supervisor,
-                        "briefs": [], "hold": True}, folder)
+    return {"agents": agents, "defaults": {"shutdown": shutdown} if shutdown else {},
+            "supervisor": {"store": store, "orphan_grace_s": 0}, "briefs": briefs, **more}
+
+
+def outage_round(server: Any, parent: Path) -> float:
+    """Seconds from the database's return, after 3x `lease_s` away, to the first delegation
+    settled (its host, fenced meanwhile, joins again and runs its own old work)."""
+    import psycopg
+
+    url = server.database()
+    folder = Path(tempfile.mkdtemp(dir=parent))
+    host = _host(url, _held_plan(folder, LEASE_S, FAST, hold=True), folder)
+    try:
+        _first_line(host)
+        _wait(lambda: all((folder / f"k{i}.starts").exists() for i in range(4)))
+        server.stop("fast")
+        (folder / "gate").write_text("")  # the work may end now: nothing can be written
+        time.sleep(3 * LEASE_S)  # the outage itself (the scenario, not a wait for an event)
+        server.start()
+        back = time.monotonic()
+
+        def settled() -> bool:
+            try:
+                with psycopg.connect(url, connect_timeout=2) as con:
+                    row = con.execute("SELECT count(*) FROM delegations"
+                                      " WHERE status IS NOT NULL").fetchone()
+            except psycopg.Error:
+                return False
+            return row is not None and row[0] > 0
+
+        _wait(settled, LEASE_S + 60)
+        return time.monotonic() - back
+    finally:
+        if host.poll() is None:
+            host.kill()
+        host.wait()
+
+
+def takeover_round(server: Any, parent: Path, lease_s: float | None = LEASE_S,
+                   shutdown: dict[str, float] | None = FAST) -> float:
+    """Seconds from a host's SIGKILL to its first delegation running on the other host
+    (`lease_s` and the ladder None: the defaults)."""
+    url = server.database()
+    folder = Path(tempfile.mkdtemp(dir=parent))  # a round's own: late writers miss it
+    plan = _held_plan(folder, lease_s, shutdown)
+    victim = _host(url, plan, folder)
+    taker = _host(url, {**plan, "briefs": [], "hold": True}, folder)
     try:
         _first_line(victim)
         _first_line(taker)
@@ -202,6 +250,18 @@ def main(argv: list[str] | None = None) -> None:
                 LEASE_S + 2, "s", baseline_name="lease_s + 2", target="ratio<=1.0",
                 note=f"lease_s {LEASE_S}, ladder 1 s; rounds "
                      f"{', '.join(f'{t:.2f}' for t in takeovers)}"))
+            at_default = [takeover_round(server, folder, None, None)
+                          for _ in range(max(1, args.rounds // 2))]
+            rows.append(Row(
+                "takeover at the default lease_s (10) and ladder", statistics.median(at_default),
+                10 + 5, "s", baseline_name="lease_s + 5", target="ratio<=1.0",
+                note=f"rounds {', '.join(f'{t:.2f}' for t in at_default)}"))
+            healed = [outage_round(server, folder) for _ in range(max(1, args.rounds // 2))]
+            rows.append(Row(
+                "database back after 3x lease_s: to the first settled", statistics.median(healed),
+                LEASE_S + 10, "s", baseline_name="lease_s + 10", target="ratio<=1.0",
+                note=f"lease_s {LEASE_S}, no host restarted; rounds "
+                     f"{', '.join(f'{t:.2f}' for t in healed)}"))
             one, three = [], []
             for r in range(args.rounds):  # side by side, each first in turn
                 for hosts in ((1, 3) if r % 2 == 0 else (3, 1)):
