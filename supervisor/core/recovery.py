@@ -318,10 +318,7 @@ class Recoverer:
         elif isinstance(step, Retry):
             d.retries_used += 1
         elif isinstance(step, Fallback):
-            d.agent = step.agent
-            d.policy = self._registry.policy(step.agent)
-            d.visited.append(step.agent)
-            d.retries_used = 0
+            d.fall_back(step.agent, self._registry.policy(step.agent))
         else:
             assert isinstance(step, Resume | Start)
         self._sup.rerun(d, replay)

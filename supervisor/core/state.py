@@ -132,6 +132,13 @@ class Delegation:
     tools_run: list[str] = field(default_factory=list)  # side-effect calls, `Name(detail)`
     answer: Answer | None = None  # a person resumed it once it was blocked (`zeus.resume`)
 
+    def fall_back(self, agent: str, policy: AgentPolicy) -> None:
+        """Its next attempt goes to its fallback `agent`, with no retry used there yet
+        (Zeus's thread: after an attempt, or in recovery)."""
+        self.agent, self.policy = agent, policy
+        self.visited.append(agent)
+        self.retries_used = 0
+
 
 @dataclass(frozen=True, slots=True)
 class Answer:

@@ -791,10 +791,7 @@ class Supervisor:
         elif isinstance(step, Fallback):
             self.emit("fallback.dispatched", d, a, **{"from": d.agent, "to": step.agent})
             self.durable.retry_scheduled(d, a, 0.0, step.agent)
-            d.agent = step.agent
-            d.policy = self.registry.policy(step.agent)
-            d.visited.append(step.agent)
-            d.retries_used = 0
+            d.fall_back(step.agent, self.registry.policy(step.agent))
             self.start_attempt(d)
 
     def _fallback_is_told(self, policy: AgentPolicy) -> bool:
