@@ -86,6 +86,23 @@ def test_the_default_confirmation_kills_a_survivor_and_sees_it_gone() -> None:
         survivor.wait()
 
 
+def test_the_default_look_for_a_persons_resume_sees_a_live_child_and_never_stops_it() -> None:
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started = process_start_time(live.pid)
+        assert started is not None
+        child = StoredChild("d-1-a1", "apollo", live.pid, started)
+        assert Minimal().child_gone(child) is False
+        assert live.poll() is None  # looked at, not stopped
+        live.kill()
+        live.wait()
+        assert Minimal().child_gone(child) is True
+        assert Minimal().child_gone(StoredChild("d-1-a1", "apollo", None, None)) is True
+    finally:
+        live.kill()
+        live.wait()
+
+
 def test_a_pid_now_another_process_is_not_signalled_and_counts_gone() -> None:
     me = os.getpid()
     started = process_start_time(me)

@@ -26,7 +26,7 @@ from actors.backends.inputs import InputsVia
 from actors.clock import Clock
 from actors.mail import Mail
 from actors.models import Brief
-from actors.osproc import confirm_gone
+from actors.osproc import child_gone, confirm_gone
 from actors.speaks import Invocation, Pricing
 
 __all__ = ["Backend", "ChildHandle", "ChildSpec", "Found", "Send", "StoredChild", "WaitingChild",
@@ -281,6 +281,15 @@ class Backend(ABC):
         if child.pid is None:
             return True
         return confirm_gone(child.pid, child.pid_start_time, child.pgid, kill=True)
+
+    def child_gone(self, child: StoredChild) -> bool:
+        """Whether the stored attempt's child is confirmed gone, looked at now and never
+        stopped (a person's `zeus resume`, Zeus's thread): False while it may still run.
+        Default: a child with no pid ran in its host's process, gone with it; one with a
+        pid is a process of this machine, judged by its pid, start time and group."""
+        if child.pid is None:
+            return True
+        return child_gone(child.pid, child.pid_start_time, child.pgid)
 
     # -- several hosts on one store (docs/design.md, "The backend seam") ---------------
     def extend_lease(self, until_monotonic: float | None) -> None:

@@ -14,10 +14,9 @@ import os
 from collections.abc import Callable
 
 from actors import Status, Summary
-from actors.osproc import child_gone
 from supervisor.core.answers import answer, blocker_of, taken_back
 from supervisor.core.future import DelegationFuture
-from supervisor.core.reattach import Reattached
+from supervisor.core.reattach import Reattached, stored_child
 from supervisor.core.recovery import current_agent
 from supervisor.core.state import Delegation
 from supervisor.core.supervisor import Supervisor
@@ -101,7 +100,9 @@ def _stored_blocked(sup: Supervisor, delegation_id: str) -> tuple[Delegation, Su
     assert found is not None
     sup.registry.policy(current_agent(found))  # UnknownAgent: it could not run again
     for a in found.attempts:  # one whose child recovery could not confirm stopped
-        if a.open and a.pid is not None and not child_gone(a.pid, a.pid_start_time, a.pgid):
+        backend = sup.backend_of(a.agent) or sup.backend_for(sup.registry.policy(
+            current_agent(found)))  # (its agent left the routing: the current one's)
+        if a.open and a.pid is not None and not backend.child_gone(stored_child(a)):
             raise NotBlocked(f"cannot resume {delegation_id}: the child of its attempt {a.id} "
                              f"(pid {a.pid}) still runs, and nothing may overlap it; stop it "
                              f"(`zeus sweep {store.path}`), then resume")

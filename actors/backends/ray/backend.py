@@ -43,7 +43,7 @@ from actors.backends.pool import WarmPool
 from actors.backends.ray.causes import task_options
 from actors.backends.ray.child import SessionWorker, run_task
 from actors.backends.ray.handle import RayChild, Session, ended_by_ray, returned
-from actors.backends.ray.place import confirmed_gone, connect, gone, new_reporter
+from actors.backends.ray.place import confirmed_gone, connect, gone, new_reporter, seen_gone
 from actors.models import AttemptOutcome
 from actors.protocol import DelegateRequest, Finished, Placed
 
@@ -153,6 +153,7 @@ class RayBackend(Backend):
             ray.shutdown()
 
     confirm_gone = staticmethod(confirmed_gone)  # Ray's word on a stored attempt's worker
+    child_gone = staticmethod(seen_gone)  # the same, now, for a person's resume
 
     def _session(self, spec: ChildSpec, options: dict[str, Any]) -> Session:
         """The warm actor of the brief's session, or a new one (started by Ray, not waited for)."""

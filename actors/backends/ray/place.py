@@ -18,9 +18,10 @@ import ray
 from actors.backends.base import StoredChild
 from actors.backends.ray.causes import grantable, parse_address
 from actors.backends.ray.reporter import Reporter
-from actors.osproc import CONFIRM_WAIT_S, confirm_gone, read_stat
+from actors.osproc import CONFIRM_WAIT_S, child_gone, confirm_gone, read_stat
 
-__all__ = ["RayConnectError", "confirmed_gone", "connect", "gone", "never_granted", "new_reporter"]
+__all__ = ["RayConnectError", "confirmed_gone", "connect", "gone", "never_granted", "new_reporter",
+           "seen_gone"]
 
 _HEAD = "node:__internal_head__"  # a resource only the head node has
 
@@ -143,6 +144,16 @@ def dead_drivers_workers_alive() -> bool | None:
                 and worker.job_id.hex() in dead):
             return True
     return False
+
+
+def seen_gone(child: StoredChild) -> bool:
+    """Whether a Ray attempt's worker is gone, by Ray's word now (never waited for, never
+    signalled: a person's `zeus resume`); its pid on this host when Ray cannot say."""
+    pid = child.pid
+    alive = worker_alive(pid, child.node) if pid is not None else dead_drivers_workers_alive()
+    if alive is not None:
+        return not alive
+    return pid is None or child_gone(pid, child.pid_start_time, child.pgid)
 
 
 def confirmed_gone(child: StoredChild) -> bool:
