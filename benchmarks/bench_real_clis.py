@@ -87,17 +87,6 @@ def _harness() -> Any:
     return clis, model_server, netns
 
 
-def why_not() -> str | None:
-    """Why the real CLIs cannot be measured here, naming the fix; None if they can."""
-    clis, _server, netns = _harness()
-    if missing := clis.missing():
-        return (f"the real agent CLIs ({', '.join(missing)}) are not installed: run "
-                f"`{clis.INSTALL}`")
-    if reason := netns.unavailable():
-        return f"{reason}: run the benchmark as root"
-    return None
-
-
 # -- one CLI, set up ----------------------------------------------------------------------
 class Bench:
     """One CLI against its own model server, HOME and folder; the agent's routing."""
@@ -307,7 +296,7 @@ def main(argv: list[str] | None = None) -> None:
     if netns.in_namespace():
         _inside(args)
         return
-    if reason := why_not():
+    if reason := _clis.why_not("the benchmark"):
         print(f"real agent CLIs: not measured: {reason}")
         return
     # Again, inside a network namespace with only loopback: nothing reaches the network.

@@ -21,6 +21,8 @@ from typing import Any
 
 import psutil
 
+from tests.real_clis import netns
+
 HERE = Path(__file__).resolve().parent
 BIN = HERE / "node_modules" / ".bin"
 CLIS = ("claude", "codex", "gemini", "opencode")
@@ -84,6 +86,17 @@ def program(name: str, root: Path = HERE) -> Path:
 def missing() -> list[str]:
     """The CLIs not installed in node_modules/.bin."""
     return [name for name in CLIS if not program(name).exists()]
+
+
+def why_not(doing: str = "the tests") -> str | None:
+    """Why the real CLIs cannot run here for `doing` ("the tests", "the benchmark"),
+    naming what would fix it; None if they can."""
+    if absent := missing():
+        return (f"the real agent CLIs ({', '.join(absent)}) are not installed: run "
+                f"`{INSTALL}` as root")
+    if reason := netns.unavailable():
+        return f"{reason}: run {doing} as root (the CLIs install with `{INSTALL}`)"
+    return None
 
 
 def cli_setup(name: str, home: Path, url: str, *, root: Path = HERE) -> CliSetup:

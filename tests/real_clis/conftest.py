@@ -31,16 +31,6 @@ PER_TEST = 90  # seconds the child may take per test, as a bound on the whole ru
 RESULTS = pytest.StashKey[dict[str, dict[str, str]]]()
 
 
-def why_not() -> str | None:
-    """Why the real CLIs cannot run here, naming what would fix it; None if they can."""
-    if missing := clis.missing():
-        return (f"the real agent CLIs ({', '.join(missing)}) are not installed: run "
-                f"`{clis.INSTALL}` as root")
-    if reason := netns.unavailable():
-        return f"{reason}: run the tests as root (the CLIs install with `{clis.INSTALL}`)"
-    return None
-
-
 def need(reason: str) -> None:
     """Skip with `reason`, or fail where ZEUS_REQUIRE_REAL_CLIS=1."""
     if os.environ.get(netns.REQUIRE) == "1":
@@ -57,7 +47,7 @@ class InNamespace(pytest.Item):
     """A stand-in for one test of this folder, run in the namespace's pytest."""
 
     def runtest(self) -> None:
-        if reason := why_not():
+        if reason := clis.why_not():
             need(reason)
         result = _results(self.session).get(self.nodeid)
         if result is None:
@@ -128,7 +118,7 @@ def offline() -> Iterator[None]:
         yield  # only the stand-ins run here
         return
     netns.check_isolated()
-    if reason := why_not():
+    if reason := clis.why_not():
         need(reason)
     yield
 
