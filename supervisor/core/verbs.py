@@ -98,11 +98,13 @@ def _stored_blocked(sup: Supervisor, delegation_id: str) -> tuple[Delegation, Su
     store = sup.durable.required("resume")
     found = store.delegation_as_open(delegation_id)
     assert found is not None
-    sup.registry.policy(current_agent(found))  # UnknownAgent: it could not run again
+    policy = sup.registry.policy(current_agent(found))  # UnknownAgent: it could not run again
     for a in found.attempts:  # one whose child recovery could not confirm stopped
-        backend = sup.backend_of(a.agent) or sup.backend_for(sup.registry.policy(
-            current_agent(found)))  # (its agent left the routing: the current one's)
-        if a.open and a.pid is not None and not backend.child_gone(stored_child(a)):
+        if not a.open or a.pid is None:
+            continue
+        # its agent's backend (an agent that left the routing: the current agent's)
+        backend = sup.backend_of(a.agent) or sup.backend_for(policy)
+        if not backend.child_gone(stored_child(a)):
             raise NotBlocked(f"cannot resume {delegation_id}: the child of its attempt {a.id} "
                              f"(pid {a.pid}) still runs, and nothing may overlap it; stop it "
                              f"(`zeus sweep {store.path}`), then resume")

@@ -146,11 +146,19 @@ def dead_drivers_workers_alive() -> bool | None:
     return False
 
 
+def _ray_says_alive(child: StoredChild) -> bool | None:
+    """Ray's worker table on a stored attempt's worker now (without a pid: on any worker
+    of a driver that died); None when Ray cannot say."""
+    if child.pid is not None:
+        return worker_alive(child.pid, child.node)
+    return dead_drivers_workers_alive()
+
+
 def seen_gone(child: StoredChild) -> bool:
     """Whether a Ray attempt's worker is gone, by Ray's word now (never waited for, never
     signalled: a person's `zeus resume`); its pid on this host when Ray cannot say."""
     pid = child.pid
-    alive = worker_alive(pid, child.node) if pid is not None else dead_drivers_workers_alive()
+    alive = _ray_says_alive(child)
     if alive is not None:
         return not alive
     return pid is None or child_gone(pid, child.pid_start_time, child.pgid)
@@ -163,10 +171,9 @@ def confirmed_gone(child: StoredChild) -> bool:
     and its worker table says when it has (`worker_alive`; without a pid recorded,
     whether any worker of a driver that died still runs). When Ray cannot say (a local
     Ray started by the dead Zeus ended with it), its pid is checked on this host."""
-    pid, node = child.pid, child.node
+    pid = child.pid
     give_up = time.monotonic() + CONFIRM_WAIT_S
-    while (alive := worker_alive(pid, node) if pid is not None
-           else dead_drivers_workers_alive()) and time.monotonic() < give_up:
+    while (alive := _ray_says_alive(child)) and time.monotonic() < give_up:
         time.sleep(0.05)
     if alive is not None:
         return not alive
