@@ -153,11 +153,12 @@ def stopped(brief: Brief, ctx: Context) -> Any:
 
 
 def charger(brief: Brief, ctx: Context) -> Any:
-    """Charges a call and a cent every 20 ms until released, counting each charge in
-    `<name>.charged` after it was made (the spend it really made, for the test to compare),
-    also while no Zeus runs; writes `<name>.started` after its first charge."""
+    """Charges a call and a cent every 20 ms (`pause_s`) until released, counting each
+    charge in `<name>.charged` after it was made (the spend it really made, for the test to
+    compare), also while no Zeus runs; writes `<name>.started` after its first charge."""
     inputs = brief.inputs or {}
     folder, name = Path(inputs["dir"]), inputs["name"]
+    pause_s = float(inputs.get("pause_s", 0.02))
     made = 0
     while not (folder / "release").exists():
         ctx.charge(calls=1, cost=0.01)
@@ -165,7 +166,7 @@ def charger(brief: Brief, ctx: Context) -> Any:
         (folder / f"{name}.charged").write_text(str(made))
         if made == 1:
             (folder / f"{name}.started").write_text("")
-        ctx.sleep(0.02)
+        ctx.sleep(pause_s)
     return made
 
 

@@ -199,6 +199,13 @@ def _attempt(store: Any, n: int) -> str:
     return a_id
 
 
+def _charged_progress(store: Any, delegation_id: str) -> int:
+    stored = store.delegation_as_open(delegation_id)
+    assert stored is not None
+    (attempt,) = stored.attempts
+    return int(attempt.charged_progress)
+
+
 def test_a_sessions_totals_are_written_with_its_charges_and_read_after_a_restart(
         store_url: str) -> None:
     store = open_store(store_url)
@@ -223,19 +230,26 @@ def test_a_sessions_totals_are_written_with_its_charges_and_read_after_a_restart
         store.close()
 
 
-def _make_old(store_url: str) -> None:
-    """The store as the first schema had it: no `agent_sessions`, version 1."""
+def _make_old(store_url: str, version: int) -> None:
+    """The store as schema `version` had it: 1 without `agent_sessions`, and 1 and 2
+    without `attempts.charged_progress`."""
+    undo = ["ALTER TABLE attempts DROP COLUMN charged_progress"]
+    if version == 1:
+        undo.append("DROP TABLE agent_sessions")
     if is_postgres(store_url):
         import psycopg
 
         with psycopg.connect(store_url, autocommit=True) as con:
-            con.execute("DROP TABLE agent_sessions")
-            con.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", ("1",))
+            for statement in undo:
+                con.execute(statement)
+            con.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'",
+                        (str(version),))
         return
     con = sqlite3.connect(store_url, isolation_level=None)
     try:
-        con.execute("DROP TABLE agent_sessions")
-        con.execute("PRAGMA user_version = 1")
+        for statement in undo:
+            con.execute(statement)
+        con.execute(f"PRAGMA user_version = {version}")
     finally:
         con.close()
 
@@ -255,8 +269,9 @@ def _version(store_url: str) -> int:
         con.close()
 
 
-def test_a_store_of_the_first_schema_is_migrated_in_place_its_data_kept(
-        store_url: str) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_store_of_an_older_schema_is_migrated_in_place_its_data_kept(
+        store_url: str, version: int) -> None:
     store = open_store(store_url)
     a_id = _attempt(store, 1)
     store.charge("apollo-1", a_id, Usage(calls=2, cost=0.25))
@@ -265,19 +280,21 @@ def test_a_store_of_the_first_schema_is_migrated_in_place_its_data_kept(
                                              outcome=AttemptOutcome.completed))
     store.commit()
     store.close()
-    _make_old(store_url)
-    assert _version(store_url) == 1
+    _make_old(store_url, version)
+    assert _version(store_url) == version
     store = open_store(store_url)
     try:
-        assert _version(store_url) == SCHEMA_VERSION == 2
+        assert _version(store_url) == SCHEMA_VERSION == 3
         assert store.delegation("apollo-1") is not None
         assert store.total_spent() == Usage(calls=2, cost=0.25)
+        assert _charged_progress(store, "apollo-1") == 0  # (the column's default)
         assert store.session_totals("t-1") is None
         a2 = _attempt(store, 2)
         store.charge("apollo-2", a2, Usage(input_tokens=5),
-                     session=("t-1", SessionTotals(5, 0, 0, 0.0)))
+                     session=("t-1", SessionTotals(5, 0, 0, 0.0)), progress=4)
         store.commit()
         assert store.session_totals("t-1") == SessionTotals(5, 0, 0, 0.0)
+        assert _charged_progress(store, "apollo-2") == 4  # the new column is written
     finally:
         store.close()
 

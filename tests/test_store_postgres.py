@@ -310,7 +310,7 @@ def test_a_write_to_an_attempt_reads_its_own_delegation_not_the_table(opened: An
     args = {
         "attempt_identity": (1, 1.0, 1, None, 1, None, None, "apollo-1500-a1", "apollo-1500",
                              a.host_id, 1),
-        "charge": (1, 2, 3, 0.5, "apollo-1500-a1", "apollo-1500", a.host_id, 1),
+        "charge": (1, 2, 3, 0.5, 7, "apollo-1500-a1", "apollo-1500", a.host_id, 1),
         "attempt_ended": ("completed", 12.0, None, "{}", 1, "apollo-1500-a1", "apollo-1500",
                           a.host_id, 1),
     }

@@ -81,10 +81,11 @@ class MemoryDurable:
         del a, tool
 
     def charged(self, delegation_id: str, attempt_id: str, usage: Usage,
-                session: tuple[str, SessionTotals] | None = None) -> None:
+                session: tuple[str, SessionTotals] | None = None, progress: int = 0) -> None:
         """`usage` charged by the attempt; `session`: the agent CLI session it was charged
-        in and what it adds to that session's totals (kept with the charge)."""
-        del delegation_id, attempt_id, usage, session
+        in and what it adds to that session's totals, `progress` the charge's progress
+        count (both kept with the charge)."""
+        del delegation_id, attempt_id, usage, session, progress
 
     def session_totals(self, session_id: str) -> SessionTotals | None:
         """What a CLI session was charged, as the store keeps it: None in memory."""
@@ -231,8 +232,8 @@ class Durable(MemoryDurable):
         self._dirty = True
 
     def charged(self, delegation_id: str, attempt_id: str, usage: Usage,
-                session: tuple[str, SessionTotals] | None = None) -> None:
-        self.store.charge(delegation_id, attempt_id, usage, session=session)
+                session: tuple[str, SessionTotals] | None = None, progress: int = 0) -> None:
+        self.store.charge(delegation_id, attempt_id, usage, session=session, progress=progress)
         self._dirty = True
 
     def session_totals(self, session_id: str) -> SessionTotals | None:

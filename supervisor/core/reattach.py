@@ -117,8 +117,13 @@ def count_left(sup: Supervisor, d: Delegation, stored: OpenDelegation,
         left = found.left.get(a.id)
         if left is None or not a.open or a.id in found:
             continue
+        counted = a.charged_progress
         for message in left.left():
             if isinstance(message, Charge):
-                sup.spend(d, None, priced(message.usage, d.policy.pricing), a.id)
+                if message.progress <= counted:
+                    continue  # it was committed before its host died
+                counted = message.progress
+                sup.spend(d, None, priced(message.usage, d.policy.pricing), a.id,
+                          progress=counted)
             elif isinstance(message, Partial):
                 sup.keep_partial(d, a.id, message.item)

@@ -253,6 +253,9 @@ class ChildReports:
         if owner is None:
             return
         d, a = owner
+        if msg.progress <= a.charged_progress:
+            return  # sent again by a worker its last host had not answered: counted already
+        a.charged_progress = msg.progress
         usage = priced(msg.usage, a.policy.pricing)
         session = None
         if a.agent_session is not None:
@@ -261,7 +264,7 @@ class ChildReports:
                                   usage.output_tokens, usage.cost)
             self._sup.agent_sessions.counted(a.agent_session, added)
             session = (a.agent_session, added)
-        self._sup.spend(d, a, usage, msg.attempt_id, session=session)
+        self._sup.spend(d, a, usage, msg.attempt_id, session=session, progress=msg.progress)
 
     def on_delegate_request(self, msg: DelegateRequest) -> None:
         owner = self._tree.owner(msg.attempt_id)

@@ -85,6 +85,10 @@ class Attempt:
     in_tool: str | None = None  # a long tool call (`with ctx.tool(...)`) in progress
     tool_stored: bool = False  # `in_tool` is a side-effect call the store was told of
     agent_session: str | None = None  # the agent program's own session id, once it said
+    # The progress count of its last charge counted: a charge at or below it was counted
+    # already (a worker sends its charges again to the host that picks it up, since the
+    # last may have died before it committed them).
+    charged_progress: int = 0
     announced: bool = False  # `attempt.started` emitted (deferred until a Ray task is placed)
 
     @property

@@ -481,6 +481,7 @@ class Supervisor:
         if child is None:
             return False
         a.child, a.pid, a.announced = child, child.pid, True
+        a.charged_progress = stored.charged_progress  # what it sends again was counted
         if stored.pid is None and a.pid is not None:
             # its Zeus died before it recorded the worker's pid: recorded now
             self.durable.identity(a, a.pid, child.pid_start_time, None)
@@ -530,17 +531,18 @@ class Supervisor:
 
     def spend(self, d: Delegation, a: Attempt | None, usage: Usage,
               attempt_id: str | None = None, *,
-              session: tuple[str, SessionTotals] | None = None) -> None:
+              session: tuple[str, SessionTotals] | None = None, progress: int = 0) -> None:
         """Count `usage` against `d` (while open), every open ancestor, and the whole tree;
         stop the attempts whose budget it breaks.
 
         `a` is the attempt that charged it, None for the late spend of a fenced one;
         `attempt_id` the charging attempt's id, for the store; `session` the agent CLI
-        session it was charged in and what it adds there (stored with the charge)."""
+        session it was charged in and what it adds there, and `progress` the charge's
+        progress count (both stored with the charge)."""
         ancestors = list(self.tree.ancestors(d))
         chain = [d, *ancestors] if self.tree.get(d.id) is not None else ancestors
         if attempt_id is not None:
-            self.durable.charged(d.id, attempt_id, usage, session)
+            self.durable.charged(d.id, attempt_id, usage, session, progress)
         overruns, tree_overrun = self.spending.charge(chain, usage)
         for node, overrun in overruns:
             assert node.current is not None

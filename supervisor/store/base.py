@@ -92,6 +92,9 @@ class StoredAttempt:
     ended: float | None = None
     error: str | None = None
     record: AttemptRecord | None = None
+    # The progress count of its last charge committed: what its worker sends again after
+    # a restart is counted only above it.
+    charged_progress: int = 0
     # A thread child inside a tool call with side effects when last committed (shared
     # stores only): its name.
     in_tool: str | None = None
@@ -208,9 +211,12 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def charge(self, delegation_id: str, attempt_id: str, usage: Usage, *,
-               session: tuple[str, SessionTotals] | None = None) -> None:
+               session: tuple[str, SessionTotals] | None = None, progress: int = 0) -> None:
         """`usage` charged by the attempt; `session`: the agent CLI session (its id) it was
-        charged in and what it adds to that session's totals, written in the same commit."""
+        charged in and what it adds to that session's totals, written in the same commit.
+        `progress`: the charge's progress count, kept as the attempt's `charged_progress`
+        (a worker sends its charges again to the next host, which counts only those
+        above it)."""
 
     @abc.abstractmethod
     def partial(self, delegation_id: str, attempt_id: str, item: Any) -> None: ...

@@ -25,11 +25,14 @@ TABLES = ("meta", "hosts", "policies", "delegations", "attempts", "partials", "r
 
 # What takes a store of each older version to the next one (schema.py's, in this
 # engine's types), run by `prepare` under the advisory lock.
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: (
-    "CREATE TABLE agent_sessions (id TEXT PRIMARY KEY, input_tokens BIGINT NOT NULL DEFAULT 0,"
-    " cached_input_tokens BIGINT NOT NULL DEFAULT 0, output_tokens BIGINT NOT NULL DEFAULT 0,"
-    " cost DOUBLE PRECISION NOT NULL DEFAULT 0, charged DOUBLE PRECISION NOT NULL)",
-)}
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: ("CREATE TABLE agent_sessions (id TEXT PRIMARY KEY,"
+        " input_tokens BIGINT NOT NULL DEFAULT 0,"
+        " cached_input_tokens BIGINT NOT NULL DEFAULT 0,"
+        " output_tokens BIGINT NOT NULL DEFAULT 0,"
+        " cost DOUBLE PRECISION NOT NULL DEFAULT 0, charged DOUBLE PRECISION NOT NULL)",),
+    2: ("ALTER TABLE attempts ADD COLUMN charged_progress BIGINT NOT NULL DEFAULT 0",),
+}
 
 DDL = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -64,7 +67,8 @@ CREATE TABLE attempts (
     node TEXT, identity_seq BIGINT, calls BIGINT NOT NULL DEFAULT 0,
     input_tokens BIGINT NOT NULL DEFAULT 0, output_tokens BIGINT NOT NULL DEFAULT 0,
     cost DOUBLE PRECISION NOT NULL DEFAULT 0, outcome TEXT, ended DOUBLE PRECISION,
-    error TEXT, record TEXT, end_seq BIGINT, in_tool TEXT
+    error TEXT, record TEXT, end_seq BIGINT, in_tool TEXT,
+    charged_progress BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX attempts_delegation ON attempts (delegation_id, number);
 CREATE TABLE partials (
@@ -113,7 +117,8 @@ _SQL: dict[str, str] = {
                         " deadline = COALESCE(%s, deadline) WHERE id = %s" + _ATTEMPT_OWNED,
     "attempt_tool": "UPDATE attempts SET in_tool = %s WHERE id = %s" + _ATTEMPT_OWNED,
     "charge": "UPDATE attempts SET calls = calls + %s, input_tokens = input_tokens + %s,"
-              " output_tokens = output_tokens + %s, cost = cost + %s WHERE id = %s"
+              " output_tokens = output_tokens + %s, cost = cost + %s,"
+              " charged_progress = GREATEST(charged_progress, %s) WHERE id = %s"
               + _ATTEMPT_OWNED,
     # What a turn's charges add to an agent CLI session: a fact, as a charge is, so
     # written whatever the epoch (in the commit of its charge).
@@ -147,7 +152,7 @@ _TYPES: dict[str, tuple[str, ...]] = {  # each statement's parameters, in order
     "attempt_started": (_T8, _T8, _I4, _T8, _F8, _F8, _I8, _T8, _T8, _I4),
     "attempt_identity": (_I4, _F8, _I4, _T8, _I8, _F8, _F8, _T8, _T8, _T8, _I4),
     "attempt_tool": (_T8, _T8, _T8, _T8, _I4),
-    "charge": (_I8, _I8, _I8, _F8, _T8, _T8, _T8, _I4),
+    "charge": (_I8, _I8, _I8, _F8, _I8, _T8, _T8, _T8, _I4),
     "session": (_T8, _I8, _I8, _I8, _F8, _F8),
     "partial": (_T8, _T8, _I8, _T8, _T8, _T8, _I4),
     "attempt_ended": (_T8, _F8, _T8, _T8, _I8, _T8, _T8, _T8, _I4),

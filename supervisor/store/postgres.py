@@ -347,9 +347,9 @@ class PostgresStore(SharedStore):
         self._buffer["attempt_tool"].append((tool, attempt_id, *self._of(attempt_id)))
 
     def charge(self, delegation_id: str, attempt_id: str, usage: Usage, *,
-               session: tuple[str, SessionTotals] | None = None) -> None:
+               session: tuple[str, SessionTotals] | None = None, progress: int = 0) -> None:
         self._held.attempt(attempt_id, delegation_id, running=False)
-        self._charges.add(attempt_id, usage)
+        self._charges.add(attempt_id, usage, progress)
         if session is not None:
             self._sessions.add(*session)
 

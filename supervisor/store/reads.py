@@ -27,7 +27,7 @@ DELEGATION_COLUMNS = ("d.id, d.key, d.parent_id, d.ordinal, d.agent, d.brief, d.
 FROM_DELEGATIONS = "FROM delegations d"
 ATTEMPT_COLUMNS = ("id, delegation_id, number, agent, started, deadline, pid, pid_start_time,"
                    " pgid, node, calls, input_tokens, output_tokens, cost, outcome, ended,"
-                   " error, record")
+                   " error, record, charged_progress")
 
 
 class Policies:
@@ -64,7 +64,8 @@ def attempt(row: tuple[Any, ...]) -> StoredAttempt:
                                     output_tokens=row[12], cost=row[13]),  # ours: valid
         outcome=row[14], ended=row[15], error=row[16],
         record=AttemptRecord.model_validate_json(row[17]) if row[17] is not None else None,
-        in_tool=row[18] if len(row) > 18 else None,  # a shared store's column
+        charged_progress=row[18],
+        in_tool=row[19] if len(row) > 19 else None,  # a shared store's column
     )
 
 

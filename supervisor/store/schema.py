@@ -37,8 +37,10 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 APPLICATION = "zeus-store"
 APPLICATION_ID = 0x5A455553  # "ZEUS", in the file header (bytes 68..71)
 # 1: the first store. 2: `agent_sessions`, what each agent CLI session was charged (a
-# follow-up in it is charged only what its run adds, after a restart too).
-SCHEMA_VERSION = 2
+# follow-up in it is charged only what its run adds, after a restart too). 3:
+# `attempts.charged_progress`, the progress count of an attempt's last charge committed
+# (what a worker sends again to the next host is counted only above it).
+SCHEMA_VERSION = 3
 
 # Columns shared by both stores' `agent_sessions` (the types are each engine's).
 SESSION_CHARGE = (
@@ -59,7 +61,10 @@ _SESSIONS_DDL = """CREATE TABLE agent_sessions (
 ) WITHOUT ROWID"""
 
 # What takes a store of each older version to the next one (one statement each).
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: (_SESSIONS_DDL,)}
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (_SESSIONS_DDL,),
+    2: ("ALTER TABLE attempts ADD COLUMN charged_progress INTEGER NOT NULL DEFAULT 0",),
+}
 
 DDL = f"""
 PRAGMA application_id = {APPLICATION_ID};
@@ -85,7 +90,8 @@ CREATE TABLE attempts (
     pid INTEGER, pid_start_time REAL, pgid INTEGER, node TEXT, identity_seq INTEGER,
     calls INTEGER NOT NULL DEFAULT 0, input_tokens INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0, cost REAL NOT NULL DEFAULT 0,
-    outcome TEXT, ended REAL, error TEXT, record TEXT, end_seq INTEGER
+    outcome TEXT, ended REAL, error TEXT, record TEXT, end_seq INTEGER,
+    charged_progress INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE partials (
     delegation_id TEXT NOT NULL, attempt_id TEXT NOT NULL, seq INTEGER NOT NULL,

@@ -77,7 +77,8 @@ _SQL: dict[str, str] = {
                         " identity_seq = ?, started = COALESCE(?, started),"
                         " deadline = COALESCE(?, deadline) WHERE id = ?",
     "charge": "UPDATE attempts SET calls = calls + ?, input_tokens = input_tokens + ?,"
-              " output_tokens = output_tokens + ?, cost = cost + ? WHERE id = ?",
+              " output_tokens = output_tokens + ?, cost = cost + ?,"
+              " charged_progress = MAX(charged_progress, ?) WHERE id = ?",
     "partial": "INSERT INTO partials (delegation_id, attempt_id, seq, item) VALUES (?, ?, ?, ?)",
     "attempt_ended": "UPDATE attempts SET outcome = ?, ended = ?, error = ?, record = ?,"
                      " end_seq = ? WHERE id = ?",
@@ -203,8 +204,8 @@ class SqliteStore(Store):
             (pid, pid_start_time, pgid, node, self._next(), started, deadline, attempt_id))
 
     def charge(self, delegation_id: str, attempt_id: str, usage: Usage, *,
-               session: tuple[str, SessionTotals] | None = None) -> None:
-        self._charges.add(attempt_id, usage)
+               session: tuple[str, SessionTotals] | None = None, progress: int = 0) -> None:
+        self._charges.add(attempt_id, usage, progress)
         if session is not None:
             self._sessions.add(*session)
 

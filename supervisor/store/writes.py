@@ -49,19 +49,20 @@ class PolicyIds:
 
 
 class Charges(dict[str, list[float]]):
-    """A turn's charges by attempt id: [calls, input tokens, output tokens, cost], summed
-    (one update per attempt at the commit)."""
+    """A turn's charges by attempt id: [calls, input tokens, output tokens, cost], summed,
+    and the progress count of the last (one update per attempt at the commit)."""
 
-    def add(self, attempt_id: str, usage: Usage) -> None:
+    def add(self, attempt_id: str, usage: Usage, progress: int = 0) -> None:
         total = self.get(attempt_id)
         if total is None:
             self[attempt_id] = [usage.calls, usage.input_tokens, usage.output_tokens,
-                                usage.cost]
+                                usage.cost, progress]
         else:
             total[0] += usage.calls
             total[1] += usage.input_tokens
             total[2] += usage.output_tokens
             total[3] += usage.cost
+            total[4] = max(total[4], progress)
 
 
 class SessionCharges(dict[str, SessionTotals]):

@@ -54,7 +54,7 @@ from actors.backends.process.worker_wait import exit_now
 from actors.clock import SystemClock
 from actors.models import AttemptOutcome
 from actors.osproc import become_subreaper, kill_descendants
-from actors.protocol import DelegateRequest, Finished, Heartbeat
+from actors.protocol import Charge, DelegateRequest, Finished, Heartbeat
 from actors.run import run_work
 
 __all__ = ["main"]
@@ -234,7 +234,7 @@ class _Child:
             except _wire.CrossingError as exc:
                 att.crossing_error = att.crossing_error or str(exc)
                 raise
-            self._post(att, data)
+            self._post(att, data, charge=isinstance(message, Charge))
 
         return send
 
@@ -261,12 +261,13 @@ class _Child:
         if error is not None:
             request.reply(error)
 
-    def _post(self, att: RunningAttempt, data: bytes, beat: bool = False) -> bool:
+    def _post(self, att: RunningAttempt, data: bytes, beat: bool = False,
+              charge: bool = False) -> bool:
         """Send for `att`; dropped (False) once it has ended, e.g. from a thread it left behind."""
         with self._send_lock:
             if self._current is not att:
                 return False
-            self._link.send(data, beat)
+            self._link.send(data, beat, charge)
             return True
 
     # -- what its link asks (`worker_link.Holder`; any thread) -----------------------

@@ -16,6 +16,12 @@ rest for the worker (`on_control`). The same again if that supervisor dies. With
 Whether it waits or not, it stops when its host's lease runs out (`stop_for_lease`,
 `actors.backends.process.worker_lease`).
 
+Its charges are kept until the next job comes, while the last job carried `orphan`
+(docs/design.md, "Spend is a fact, not a decision"): a supervisor that dies may have
+read them and not committed them. A supervisor that attaches is sent them again before
+what was held, and the held file keeps them too; a host counts only those above what its
+store committed of the attempt (`charged_progress`), so none is counted twice.
+
 `lock` is the worker's send lock: every frame goes under it, and the link changes
 under it, so no report is lost or overtakes another when the link changes. The
 worker's state lock may be taken with it held, never the other way round. While a
@@ -95,6 +101,10 @@ class Link:
         # The last attempt's `Finished`, sent on a link that may have died before its
         # supervisor read it; None once a job came after it (it was read: jobs follow it).
         self._last: tuple[str, bytes] | None = None
+        # The charges sent since the last job came (their frames), kept while the job
+        # carries `orphan`: sent again to whoever attaches (see the module). Appended
+        # under the lock; the main thread starts a new list for each job.
+        self._charges: list[bytes] = []
 
     # -- the main thread -------------------------------------------------------------
     def next_jobs(self) -> list[bytes]:
@@ -108,13 +118,13 @@ class Link:
                 except OSError:
                     messages = None
                 if messages is not None:
-                    self._last = None
+                    self._last, self._charges = None, []
                     return messages
                 number = 0
             else:
                 item = queued.get()
                 if not isinstance(item, int):
-                    self._last = None
+                    self._last, self._charges = None, []
                     return [item]
                 number = item
             with self.lock:
@@ -123,16 +133,20 @@ class Link:
                 stop_now()
 
     # -- any thread, with `lock` held ------------------------------------------------
-    def send(self, data: bytes, beat: bool = False) -> None:
-        """Send a report (`beat`: a liveness beat, which the next one may replace while held)."""
+    def send(self, data: bytes, beat: bool = False, charge: bool = False) -> None:
+        """Send a report (`beat`: a liveness beat, which the next one may replace while held;
+        `charge`: a charge, kept once sent)."""
         held = self._held
         if held is None:
             try:
                 _wire.write_frame(self._out_fd, data)
             except OSError:  # the supervisor is gone: held, or (nothing waits) the worker ends
-                self._lose(self._number, data, beat)
+                self._lose(self._number, data, beat, charge)
+                return
+            if charge and self.orphan is not None:
+                self._charges.append(data)
             return
-        held.keep(data, beat)
+        held.keep(data, beat, charge)
 
     def send_request(self, data: bytes) -> None:
         """Send a delegation request: never held (a supervisor that attaches is sent the
@@ -162,7 +176,8 @@ class Link:
             stop_now()
 
     # -- losing a supervisor, and waiting for the next -------------------------------
-    def _lose(self, number: int, data: bytes | None = None, beat: bool = False) -> bool:
+    def _lose(self, number: int, data: bytes | None = None, beat: bool = False,
+              charge: bool = False) -> bool:
         """The supervisor of link `number` is gone: whether the worker waits to be picked
         up (from now on, or already; or that link was replaced). `data`: what could not
         be sent, held. False: nothing to wait for (no `orphan`; or idle, with no session
@@ -182,7 +197,7 @@ class Link:
             held.finished = last[0]
             self._last = None
         if data is not None:
-            held.keep(data, beat)
+            held.keep(data, beat, charge)
         if self._queued is None:
             self._queued = queue.SimpleQueue()
         deadline = time.monotonic() + orphan[0]
@@ -226,15 +241,16 @@ class Link:
         )
 
     def _attach(self, attached: Attached) -> int | None:
-        """Send what was held, the attempt's unanswered requests, then `CAUGHT_UP_FRAME`,
-        and go live on the socket; None if it could not all be sent (it is held still)."""
+        """Send the charges sent before, what was held, the attempt's unanswered requests,
+        then `CAUGHT_UP_FRAME`, and go live on the socket; None if it could not all be sent
+        (it is held still)."""
         fd = attached.sock.fileno()
         set_timeouts(attached.sock, CATCH_UP_SEND_S)
         with self.lock:
             held = self._held
             assert held is not None
             try:
-                for data in held.frames:
+                for data in (*self._charges, *held.frames):
                     _wire.write_frame(fd, data)
                 for data in self._worker.unanswered():
                     _wire.write_frame(fd, data)
@@ -243,6 +259,7 @@ class Link:
             except OSError:
                 return None
             self._held, self._out_fd = None, fd
+            self._charges.extend(held.charges)  # sent now, and not yet committed either
             self._number += 1
             return self._number
 
@@ -298,7 +315,7 @@ class Link:
             if held is None or orphan is None:
                 return
             attempt_id = attempt_id or held.finished
-            data = list(held.frames)
+            data = [*self._charges, *held.frames]
         finally:
             self.lock.release()
         if attempt_id is not None:

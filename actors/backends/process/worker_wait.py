@@ -104,21 +104,25 @@ class Held:
     """The frames a worker would have sent while no supervisor is attached, in order.
 
     Consecutive liveness beats are kept as the last one. `finished` is the id of the
-    attempt whose `Finished` is among them. Guarded by the worker's send lock.
+    attempt whose `Finished` is among them; `charges`, the charges among them (kept by the
+    link once sent). Guarded by the worker's send lock.
     """
 
-    __slots__ = ("beat_last", "finished", "frames")
+    __slots__ = ("beat_last", "charges", "finished", "frames")
 
     def __init__(self) -> None:
         self.frames: list[bytes] = []
+        self.charges: list[bytes] = []
         self.beat_last = False
         self.finished: str | None = None
 
-    def keep(self, data: bytes, beat: bool = False) -> None:
+    def keep(self, data: bytes, beat: bool = False, charge: bool = False) -> None:
         if beat and self.beat_last:
             self.frames[-1] = data
         else:
             self.frames.append(data)
+        if charge:
+            self.charges.append(data)
         self.beat_last = beat
 
 
