@@ -232,7 +232,7 @@ def test_a_sessions_totals_are_written_with_its_charges_and_read_after_a_restart
 
 def _make_old(store_url: str, version: int) -> None:
     """The store as schema `version` had it: 1 without `agent_sessions`, and 1 and 2
-    without `attempts.charged_progress`."""
+    without `attempts.charged_progress` (nor, on PostgreSQL, `zeus_fenced`)."""
     undo = ["ALTER TABLE attempts DROP COLUMN charged_progress"]
     if version == 1:
         undo.append("DROP TABLE agent_sessions")
@@ -240,7 +240,7 @@ def _make_old(store_url: str, version: int) -> None:
         import psycopg
 
         with psycopg.connect(store_url, autocommit=True) as con:
-            for statement in undo:
+            for statement in (*undo, "DROP FUNCTION zeus_fenced(TEXT, BIGINT)"):
                 con.execute(statement)
             con.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'",
                         (str(version),))

@@ -22,7 +22,7 @@ from supervisor.routing import AgentPolicy
 
 psycopg = pytest.importorskip("psycopg", reason="pip install 'zeus-supervisor[postgres]'")
 
-from supervisor.store.pg_schema import EXECUTE  # noqa: E402 - psycopg first
+from supervisor.store.pg_schema import STATEMENTS  # noqa: E402 - psycopg first
 from supervisor.store.postgres import PostgresStore  # noqa: E402
 from supervisor.store.schema import SCHEMA_VERSION  # noqa: E402
 
@@ -163,6 +163,7 @@ def test_a_host_whose_lease_ended_is_fenced_and_its_commit_writes_nothing(
     with pytest.raises(StoreFenced) as fenced:
         a.commit()
     assert fenced.value.host_id == a.host_id and a.host_id in str(fenced.value)
+    assert "its lease ended or was taken over" in str(fenced.value)  # zeus_fenced's why
     assert a.fenced and not a.writable
     assert sql(pg_url, "SELECT id FROM delegations") == [("apollo-1",)]
     assert sql(pg_url, "SELECT calls FROM attempts") == [(0,)]
@@ -170,18 +171,26 @@ def test_a_host_whose_lease_ended_is_fenced_and_its_commit_writes_nothing(
         a.commit()
 
 
-def test_a_commit_stores_quotes_backslashes_and_nul_as_given(opened: Any, pg_url: str) -> None:
-    """A commit's values travel as literals in one query (pg_schema.bound): quotes and
-    backslashes arrive unchanged, a float's infinity too, and a NUL (no PostgreSQL text can
-    hold one) arrives as U+FFFD instead of refusing every later commit."""
+@pytest.mark.parametrize("conforming", ["on", "off"])
+def test_a_commit_stores_quotes_backslashes_and_nul_as_given(
+        opened: Any, pg_url: str, conforming: str) -> None:
+    """A commit's values are bound by psycopg, never inlined: quotes and backslashes
+    arrive unchanged whatever the server's `standard_conforming_strings` (a pooler may
+    not pass a session's own setting on), a float's infinity too, and a NUL (no PostgreSQL
+    text can hold one) arrives as U+FFFD instead of refusing every later commit."""
+    sql(pg_url, "DO $$ BEGIN EXECUTE format('ALTER DATABASE %%I SET"
+        f" standard_conforming_strings = {conforming}', current_database()); END $$")
     a = opened()
+    assert sql(pg_url, "SHOW standard_conforming_strings") == [(conforming,)]
+    record(a, "apollo-2", key="\\'); DELETE FROM delegations; --")
     record(a, "apollo-1", key="it's \\ a 'key' é 😀")
     a_id = start(a, "apollo-1")
     a.retry_scheduled("apollo-1", after_attempt=a_id, due=float("inf"), agent="apollo")
     a.attempt_ended(a_id, outcome="error", ended=12.0, error="bad\x00byte 'q' \\n",
                     record=AttemptRecord(id=a_id, agent="apollo", outcome="error"))
     a.commit()
-    assert sql(pg_url, "SELECT key FROM delegations") == [("it's \\ a 'key' é 😀",)]
+    assert sql(pg_url, "SELECT key FROM delegations ORDER BY id") == [
+        ("it's \\ a 'key' é 😀",), ("\\'); DELETE FROM delegations; --",)]
     assert sql(pg_url, "SELECT error FROM attempts") == [("bad\ufffdbyte 'q' \\n",)]
     assert sql(pg_url, "SELECT due FROM retries") == [(float("inf"),)]
 
@@ -315,10 +324,17 @@ def test_a_write_to_an_attempt_reads_its_own_delegation_not_the_table(opened: An
                           a.host_id, 1),
     }
     for kind, row in args.items():
-        text = psycopg.ClientCursor(con).mogrify(EXECUTE[kind], row)
+        # The plan a prepared statement keeps whatever its values (a generic plan), as the
+        # store's commits prepare each write once a session.
+        parts = STATEMENTS[kind].split("%s")
+        numbered = "".join(f"{part}${n}" for n, part in enumerate(parts[:-1], 1)) + parts[-1]
+        values = psycopg.ClientCursor(con).mogrify(", ".join(["%s"] * len(row)), row)
         with con.transaction(force_rollback=True):
+            con.execute(f"PREPARE zeus_plan AS {numbered}".encode())
+            con.execute("SET LOCAL plan_cache_mode = force_generic_plan")
             plan = "\n".join(r[0] for r in con.execute(
-                ("EXPLAIN (ANALYZE, BUFFERS) " + text).encode()).fetchall())
+                f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE zeus_plan ({values})".encode()).fetchall())
+            con.execute("DEALLOCATE zeus_plan")
         assert "Seq Scan" not in plan, (kind, plan)
         executed = plan.split("Planning")[0]  # the run's buffers, not the planner's
         pages = max(int(n) for n in re.findall(r"shared hit=(\d+)", executed))

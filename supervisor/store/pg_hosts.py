@@ -141,8 +141,7 @@ def connect(url: str, host_id: str, lease_s: float, *, autocommit: bool = True) 
     return psycopg.connect(
         url, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT_S,
         application_name=f"zeus-{host_id}",
-        options=f"-c idle_in_transaction_session_timeout={idle_ms}"
-                " -c standard_conforming_strings=on",  # a commit's literals (pg_schema.bound)
+        options=f"-c idle_in_transaction_session_timeout={idle_ms}",
         keepalives=1, keepalives_idle=max(1, int(lease_s / 3)), keepalives_interval=1,
         keepalives_count=3,
     )

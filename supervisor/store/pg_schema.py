@@ -1,12 +1,12 @@
 """The PostgreSQL store's schema and statements: the tables (created under an advisory
-lock), each write's statement conditioned on this host's epoch, the session's prepared
-writes, and the check of a database that is not a Zeus store. No psycopg here: the
-statements are text, run by `PostgresStore` (postgres) on its connection."""
+lock), each write's statement conditioned on this host's epoch (`STATEMENTS`, their
+values bound by psycopg), and the check of a database that is not a Zeus store. No
+psycopg here: the statements are text, run by `PostgresStore` (postgres) on its
+connection."""
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -15,8 +15,8 @@ from supervisor.errors import StoreError
 from supervisor.store import reads
 from supervisor.store.schema import APPLICATION, SCHEMA_VERSION, SESSION_CHARGE
 
-__all__ = ["ATTEMPT_COLUMNS", "DDL", "EXECUTE", "FENCED", "KINDS", "LEASED", "PREPARE", "TABLES",
-           "Qmark", "bound", "is_postgres_url", "prepare", "shown"]
+__all__ = ["ATTEMPT_COLUMNS", "DDL", "FENCED", "KINDS", "LEASED", "STATEMENTS", "TABLES",
+           "Qmark", "is_postgres_url", "prepare", "shown"]
 
 ATTEMPT_COLUMNS = reads.ATTEMPT_COLUMNS + ", in_tool"  # what a taker reads of an attempt
 LOCK_KEY = 0x5A455553  # "ZEUS": the advisory lock that creating the schema holds
@@ -31,7 +31,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         " cached_input_tokens BIGINT NOT NULL DEFAULT 0,"
         " output_tokens BIGINT NOT NULL DEFAULT 0,"
         " cost DOUBLE PRECISION NOT NULL DEFAULT 0, charged DOUBLE PRECISION NOT NULL)",),
-    2: ("ALTER TABLE attempts ADD COLUMN charged_progress BIGINT NOT NULL DEFAULT 0",),
+    2: ("ALTER TABLE attempts ADD COLUMN charged_progress BIGINT NOT NULL DEFAULT 0",
+        # A conditioned write that found nothing it holds calls this: its transaction
+        # aborts with SQLSTATE `FENCED`, the message saying why.
+        "CREATE FUNCTION zeus_fenced(why TEXT, found BIGINT) RETURNS INTEGER"
+        " LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION USING ERRCODE = 'ZF001',"
+        " MESSAGE = why, DETAIL = found || ' rows matched'; END $$"),
 }
 
 DDL = """
@@ -81,10 +86,8 @@ CREATE TABLE retries (
     agent TEXT NOT NULL, seq BIGINT NOT NULL
 );
 CREATE INDEX retries_delegation ON retries (delegation_id, seq);
-""" + ";\n".join(MIGRATIONS[1]) + ";\n"
-# A conditioned write that found nothing it holds fails a cast of this mark (SQLSTATE
-# 22P02, its message naming the mark and why): the transaction aborts, nothing lands.
-FENCED = "zeus-fenced:"
+""" + ";\n".join((*MIGRATIONS[1], MIGRATIONS[2][1])) + ";\n"
+FENCED = "ZF001"  # the SQLSTATE of a conditioned write that found nothing it holds
 
 # This host still holds its lease: its row is locked for the commit (and stamped with the
 # commit's number), so a taker, which updates it, waits for the commit to end.
@@ -137,11 +140,13 @@ _UNCONDITIONED = ("policy", "recorded", "session")  # this host's own new row; a
 
 
 def _checked(statement: str, what: str) -> str:
-    """`statement` made to abort its transaction unless it wrote one row (a cast of
-    `FENCED`, why and the count fails): the whole commit goes to the server at once and is
-    refused there. Plain SQL: a PL/pgSQL check cost 30 us a statement more here."""
+    """`statement` made to abort its transaction unless it wrote one row (`zeus_fenced`
+    raises `FENCED`, saying `what`): the whole commit goes to the server at once and is
+    refused there. The function runs only when the check fails, so a write that holds
+    costs plain SQL."""
+    assert "'" not in what  # (our own words, inlined as a literal)
     return (f"WITH w AS ({statement} RETURNING 1) SELECT CASE WHEN count(*) = 1 THEN 1"
-            f" ELSE ('{FENCED}{what}:' || count(*))::int END FROM w")
+            f" ELSE zeus_fenced('{what}', count(*)) END FROM w")
 
 
 _T8, _I4, _I8, _F8 = "text", "int", "bigint", "float8"
@@ -161,47 +166,23 @@ _TYPES: dict[str, tuple[str, ...]] = {  # each statement's parameters, in order
 }
 
 
-def _numbered(sql: str) -> str:
-    """`%s` placeholders as `$1`, `$2`, ... (a prepared statement's)."""
+def _typed(sql: str, types: Sequence[str]) -> str:
+    """`sql` with each `%s` placeholder cast to its parameter's type (in an `INSERT ...
+    SELECT` a NULL would otherwise be text)."""
     parts = sql.split("%s")
-    return "".join(f"{part}${n}" for n, part in enumerate(parts[:-1], 1)) + parts[-1]
+    assert len(parts) == len(types) + 1, sql
+    typed = (f"{part}%s::{kind}" for part, kind in zip(parts, types, strict=False))
+    return "".join(typed) + parts[-1]
 
 
-_SENT = {kind: sql if kind in _UNCONDITIONED else
-         _checked(sql, f"a {kind} write for a delegation it no longer holds")
-         for kind, sql in _SQL.items()}
-_SENT["hold"] = _checked(_HOLD.removesuffix(" RETURNING 1"), "its lease ended or was taken over")
-# Each session prepares every write once (`zeus_<kind>`); a commit then sends one query of
-# `EXECUTE`s, whose plans the server keeps: one round trip, no planning per commit.
-PREPARE = ";\n".join(f"PREPARE zeus_{kind} ({', '.join(_TYPES[kind])}) AS {_numbered(sql)}"
-                       for kind, sql in _SENT.items())
-EXECUTE = {kind: f"EXECUTE zeus_{kind} ({', '.join(['%s'] * len(_TYPES[kind]))})"
-            for kind in _SENT}
-
-
-def _literal(value: object) -> str:
-    """`value` as an SQL literal for an `EXECUTE`'s typed parameter: the prepared
-    statement casts it (sessions use standard-conforming strings, where a backslash is
-    plain). No PostgreSQL text can hold NUL: one is stored as U+FFFD, so that a commit
-    is never refused for good over it."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, str):
-        if "\x00" in value:
-            value = value.replace("\x00", "\ufffd")
-        return "'" + value.replace("'", "''") + "'"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value) if math.isfinite(value) else f"'{value!r}'"  # 'nan', 'inf'
-    raise TypeError(f"no SQL literal for {type(value).__name__}")
-
-
-def bound(statement: str, row: Sequence[object]) -> str:
-    """An `EXECUTE` with its row's values in place (a commit sends many as one query)."""
-    return statement % tuple(map(_literal, row))
+# Each kind of write as a commit sends it (its values bound by psycopg, each statement
+# prepared once a session): conditioned on this host's hold, or not (`_UNCONDITIONED`).
+STATEMENTS = {kind: _typed(sql if kind in _UNCONDITIONED else
+                           _checked(sql, f"a {kind} write for a delegation it no longer holds"),
+                           _TYPES[kind])
+              for kind, sql in _SQL.items()}
+STATEMENTS["hold"] = _typed(_checked(_HOLD.removesuffix(" RETURNING 1"),
+                                     "its lease ended or was taken over"), _TYPES["hold"])
 
 
 def is_postgres_url(store: object) -> bool:

@@ -57,13 +57,11 @@ from supervisor.store.pg_hosts import (
 )
 from supervisor.store.pg_schema import (
     ATTEMPT_COLUMNS,
-    EXECUTE,
     FENCED,
     KINDS,
     LEASED,
-    PREPARE,
+    STATEMENTS,
     Qmark,
-    bound,
     is_postgres_url,
     prepare,
     shown,
@@ -75,8 +73,11 @@ from supervisor.store.writes import Charges, PolicyIds, SessionCharges, item_jso
 
 try:
     import psycopg
+    from psycopg.types.numeric import Int8Dumper
+    from psycopg.types.string import StrDumper
 except ImportError:  # pragma: no cover - the extra is missing
     psycopg = None  # type: ignore[assignment]
+    Int8Dumper = StrDumper = object  # type: ignore[assignment,misc]
 
 __all__ = ["Host", "LeaseKeeper", "PostgresStore", "hosts", "is_postgres_url", "read_only"]
 
@@ -85,6 +86,23 @@ _DAY_S = 86_400.0
 _BACKOFF_S = (0.05, 0.2, 0.5, 1.0, 2.0)  # waits between reconnects; the last repeats
 _NOTIFY = f"SELECT pg_notify('{SETTLED}', %s)"
 _PAYLOAD_CHARS = 7000  # a notification's payload holds under 8,000 bytes
+
+
+class _Text(StrDumper):
+    """A str as PostgreSQL text, which cannot hold NUL: one is stored as U+FFFD, so that a
+    commit is never refused for good over it (a key with one is refused at dispatch)."""
+
+    def dump(self, obj: str) -> Any:
+        return super().dump(obj.replace("\x00", "\ufffd") if "\x00" in obj else obj)
+
+
+def _adapted(con: Any) -> Any:
+    """`con` binding a commit's values as its statements declare them: every int as a
+    bigint (one prepared plan for each statement, whatever the numbers), every str as
+    text."""
+    con.adapters.register_dumper(int, Int8Dumper)
+    con.adapters.register_dumper(str, _Text)
+    return con
 
 
 def _payloads(ids: Iterable[str]) -> Iterator[str]:
@@ -207,7 +225,7 @@ class PostgresStore(SharedStore):
         host_id = uuid.uuid4().hex
         where = shown(url)
         try:
-            con = connect(url, host_id, lease_s)
+            con = _adapted(connect(url, host_id, lease_s))
         except StoreError:
             raise
         except psycopg.Error as exc:
@@ -216,7 +234,6 @@ class PostgresStore(SharedStore):
         try:
             prepare(con, url)
             joined = register(con, host_id, lease_s, bound_s)
-            con.execute(PREPARE.encode())
             store = cls(url, con, host_id=host_id, n=joined.n, lease_s=lease_s,
                         bound_s=bound_s, keep_days=keep_days, now=now,
                         owner=_owner(joined))
@@ -258,8 +275,7 @@ class PostgresStore(SharedStore):
         if time.monotonic() < self._retry_at:
             raise StoreError(self._away or away(self.url, "reconnecting"))
         try:
-            self._con = connect(self.url, self.host_id, self.lease_s)
-            self._con.execute(PREPARE.encode())
+            self._con = _adapted(connect(self.url, self.host_id, self.lease_s))
         except psycopg.Error as exc:
             self._con = None
             self._retry_at = time.monotonic() + min(self.lease_s / 4, _BACKOFF_S[
@@ -447,23 +463,23 @@ class PostgresStore(SharedStore):
             self._unsure = None
         self._number += 1
         sizes = {kind: len(buffer[kind]) for kind in kinds}
-        # One round trip: the statements, their values bound here, sent as one query,
-        # which the server runs as one transaction (an error anywhere rolls back all).
-        parts = [bound(EXECUTE["hold"], (self._number, self.host_id))]
-        for kind in kinds:
-            statement = EXECUTE[kind]
-            parts.extend(bound(statement, row) for row in buffer[kind])
-        if "settled" in sizes:  # word to the hosts that watch them, once this lands
-            parts.extend(bound(_NOTIFY, (ids,)) for ids in _payloads(
-                row[4] for row in buffer["settled"]))
         self._unsure = (self._number, sizes)  # until the server answers
         try:
-            con.execute(";\n".join(parts).encode())
+            # One round trip and one transaction: the statements go in a pipeline, their
+            # values bound by psycopg, and the server runs all up to its one sync as one
+            # transaction (an error anywhere rolls back all, and skips the rest).
+            with con.pipeline():
+                cur = con.cursor()
+                cur.execute(STATEMENTS["hold"], (self._number, self.host_id), prepare=True)
+                for kind in kinds:
+                    cur.executemany(STATEMENTS[kind], buffer[kind])
+                if "settled" in sizes:  # word to the hosts that watch them, once this lands
+                    cur.executemany(_NOTIFY, [(ids,) for ids in _payloads(
+                        row[4] for row in buffer["settled"])])
         except psycopg.Error as exc:
-            message = exc.diag.message_primary or ""
-            if exc.sqlstate == "22P02" and FENCED in message:
+            if exc.sqlstate == FENCED:
                 self._unsure = None
-                return message.split(FENCED, 1)[1].rpartition(":")[0]
+                return exc.diag.message_primary or "a write it no longer holds"
             if not (isinstance(exc, psycopg.OperationalError) or con.broken):
                 self._unsure = None  # refused by the server: nothing was written
             raise
