@@ -464,10 +464,8 @@ def test_charges_made_while_no_host_ran_count_after_the_grace_ran_out(
 
 
 @BOTH
-@pytest.mark.parametrize("run", range(2))
 def test_the_charges_in_flight_when_its_host_was_killed_count_once_after_the_restart(
-        tmp_path: Path, store: str, run: int) -> None:
-    del run  # (a charge is in flight whenever the host dies: each run is another kill)
+        tmp_path: Path, store: str) -> None:
     plan = plan_of(tmp_path, {"charger": agent("tests._durable_agents:charger",
                                                isolation="process")},
                    [brief("charger", tmp_path, "c", pause_s=0.0005)])

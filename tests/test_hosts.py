@@ -170,6 +170,101 @@ def test_a_host_frozen_past_its_lease_is_fenced_its_children_stopped_before_the_
         taker.kill()
 
 
+def _frozen_spending(pg_url: str, tmp_path: Path, *, cap: float, pause_s: float,
+                     taker: bool = False, **plan: Any) -> tuple[Host, Host | None]:
+    """A host running one spender (a process child charging a cent each `pause_s` under a
+    budget of `cap`), SIGSTOPped once a first charge is committed, its child not; and,
+    with `taker`, a second host on the store from the start."""
+    agents = {"spender": agent("tests._durable_agents:charger", isolation="process",
+                               shutdown=FAST_LADDER, budget={"max_cost": cap})}
+    frozen = Host(tmp_path, pg_url, {**_plan([brief("spender", tmp_path, "s",
+                                                    pause_s=pause_s)], **plan),
+                                     "agents": agents})
+    frozen.read_line()
+    other = Host(tmp_path, pg_url, {**_plan([], hold=True), "agents": agents}) if taker else None
+    if other is not None:
+        other.read_line()
+    wait_for(tmp_path / "s.started", frozen)
+    _wait_until(lambda: _rows(pg_url, "SELECT calls FROM attempts")[0][0] >= 1,
+                "a first charge committed", frozen)
+    frozen.proc.send_signal(signal.SIGSTOP)
+    return frozen, other
+
+
+def test_what_a_frozen_hosts_child_charged_counts_once_the_host_wakes_and_holds_its_budget(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Spend is a fact (docs/design.md): a host frozen past its lease, its child not, loses
+    the delegation; what it had counted and not committed, and what its child charged
+    meanwhile (read from the pipe as it wakes), are written late, each once. Its next
+    incarnation takes the delegation over and finds it over its budget: settled so, with
+    no second run that would spend the cap again."""
+    log = tmp_path / "frozen.jsonl"
+    frozen, _ = _frozen_spending(pg_url, tmp_path, cap=0.3, pause_s=0.02, log=str(log))
+    try:
+        # Its child charges on, until its own budget stops it (the cap it was given).
+        _wait_until(lambda: _rows(pg_url, "SELECT bool_and(lease_until < now()) FROM hosts")
+                    == [(True,)], "the frozen host's lease running out")
+        made = int((tmp_path / "s.charged").read_text())
+        (committed,) = _rows(pg_url, "SELECT calls FROM attempts")[0]
+        assert committed < made  # the scenario: most of its spend is in no commit yet
+        frozen.proc.send_signal(signal.SIGCONT)
+        _wait_until(lambda: settled(pg_url, "s"), "the delegation settling", frozen)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(frozen.proc.pid, signal.SIGCONT)
+    said = frozen.read_line()  # its handle, resolved from the store
+    frozen.kill()
+    summary = _summary(pg_url, "s")
+    assert summary["status"] == "budget_exceeded", summary
+    assert [a["outcome"] for a in summary["attempts"]] == ["lost"]  # never run again
+    assert said["summary"]["status"] == "budget_exceeded"
+    ((calls, cost),) = _rows(pg_url, "SELECT sum(calls)::bigint, sum(cost) FROM attempts")
+    # Every charge counted, once (the one its budget refused raises before the agent
+    # counts it in its file, but was sent: money spent is always reported).
+    assert made <= calls <= made + 1
+    assert summary["usage"]["calls"] == calls
+    assert cost == pytest.approx(calls * 0.01)
+    events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
+    assert "host.lease_lost" in events and "host.rejoined" in events
+
+
+def test_what_a_frozen_hosts_child_charged_after_the_takeover_counts_at_the_taker(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """The taker of a frozen host's delegation counts what that host writes late once it
+    wakes (docs/design.md, "Spend is a fact, not a decision"): its summary's spend is the
+    store's, and the budget stops its own run by the spend of both."""
+    frozen, taker = _frozen_spending(pg_url, tmp_path, cap=1.0, pause_s=0.05, taker=True)
+    assert taker is not None
+    try:
+        _wait_until(lambda: _rows(pg_url, "SELECT count(*) FROM attempts") == [(2,)],
+                    "the taker running the delegation again", taker)
+        # What the store had of the lost run when it was taken over: had its host never
+        # come back, the rest of its spend would be what no host can know.
+        (committed,) = _rows(pg_url, "SELECT calls FROM attempts WHERE number = 1")[0]
+        frozen.proc.send_signal(signal.SIGCONT)  # it writes what its child charged late
+        _wait_until(lambda: settled(pg_url, "s"), "the delegation settling", taker)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(frozen.proc.pid, signal.SIGCONT)
+        frozen.kill()
+        taker.kill()
+    summary = _summary(pg_url, "s")
+    assert summary["status"] == "budget_exceeded", summary
+    assert [a["outcome"] for a in summary["attempts"]] == ["lost", "budget_exceeded"]
+    ((calls, cost),) = _rows(pg_url, "SELECT sum(calls)::bigint, sum(cost) FROM attempts")
+    lost_calls = _rows(pg_url, "SELECT calls FROM attempts ORDER BY number")[0][0]
+    assert lost_calls > 5  # the frozen host's child charged on, and it was written
+    # That unknown spend is bounded (docs/guide.md): its child stopped within a lease of
+    # its host's last renewal and the ladder's bound, at 20 charges a second at most.
+    assert lost_calls - committed <= 20 * (LEASE_S + BOUND_S)
+    assert summary["usage"]["calls"] == calls  # the taker counted it: its spend is the store's
+    # Stopped by the spend of both: over the cap by at most what the taker's run spends
+    # between two looks at the store (half a lease, at 20 charges a second) and a margin.
+    assert 1.0 <= cost <= 1.0 + 0.01 * 20 * (LEASE_S / 2 + 1.5)
+
+
 def test_one_key_dispatched_on_two_hosts_at_once_is_one_delegation(
     pg_url: str, tmp_path: Path
 ) -> None:

@@ -171,6 +171,36 @@ def test_a_host_whose_lease_ended_is_fenced_and_its_commit_writes_nothing(
         a.commit()
 
 
+def test_a_fenced_hosts_charges_are_written_late_each_once_whoever_owns_the_delegation(
+    opened: Any, pg_url: str
+) -> None:
+    """Spend is a fact (docs/design.md): the charges of a fenced commit, and those its
+    lost attempts' children send on, are written by `write_late`, which no fence refuses;
+    one at or below what the attempt has counted (`charged_progress`) is not counted
+    again, and one not numbered (progress 0) always is."""
+    a = opened()
+    record(a, "apollo-1")
+    a_id = start(a, "apollo-1")
+    a.charge("apollo-1", a_id, Usage(calls=1, cost=0.5), progress=1)
+    a.commit()
+    expire(pg_url, a)
+    assert a.lease_keeper().renew() is None
+    a.charge("apollo-1", a_id, Usage(calls=2, cost=1.0), progress=3)
+    with pytest.raises(StoreFenced):
+        a.commit()
+    assert a.late_pending  # the fenced commit's charge, kept
+    a.charge_late(a_id, Usage(calls=1, cost=0.5), 3)  # sent again: counted in the above
+    a.charge_late(a_id, Usage(calls=4, cost=2.0), 4)
+    a.charge_late(a_id, Usage(calls=8), 0)
+    a.write_late()
+    assert not a.late_pending
+    assert sql(pg_url, "SELECT calls, cost, charged_progress FROM attempts") == [(15, 3.5, 4)]
+    a.charge_late(a_id, Usage(calls=16), 4)  # at its progress again: written once only
+    a.write_late()
+    assert sql(pg_url, "SELECT calls FROM attempts") == [(15,)]
+    assert a.usage_of([a_id, "nobody"]) == {a_id: Usage(calls=15, cost=3.5)}
+
+
 @pytest.mark.parametrize("conforming", ["on", "off"])
 def test_a_commit_stores_quotes_backslashes_and_nul_as_given(
         opened: Any, pg_url: str, conforming: str) -> None:

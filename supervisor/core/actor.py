@@ -30,6 +30,7 @@ from supervisor.core.messages import (
     GraceOver,
     Hold,
     LeaseLost,
+    LookElsewhere,
     OwnerMessage,
     Ping,
     Recover,
@@ -113,6 +114,7 @@ class ZeusActor(pykka.ThreadingActor):
             StoredLookup: self._on_stored_lookup,
             StoredSummary: self._on_stored_summary,
             RetryStore: self._on_retry_store,
+            LookElsewhere: lambda _m: sup.look_elsewhere(),
         }
 
     def tell(self, message: object) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from actors import AttemptRecord, Summary, Usage
@@ -86,6 +86,21 @@ class MemoryDurable:
         in and what it adds to that session's totals, `progress` the charge's progress
         count (both kept with the charge)."""
         del delegation_id, attempt_id, usage, session, progress
+
+    def charged_late(self, attempt_id: str, usage: Usage, progress: int) -> None:
+        """A charge of an attempt this host lost with its lease, written whoever owns its
+        delegation now (docs/design.md, "Spend is a fact, not a decision")."""
+        del attempt_id, usage, progress
+
+    def usage_of(self, attempt_ids: Iterable[str]) -> dict[str, Usage]:
+        """What the store holds as charged by each attempt (none in memory)."""
+        del attempt_ids
+        return {}
+
+    @property
+    def lease_s(self) -> float | None:
+        """The host's lease on a shared store (None: the host holds none)."""
+        return None
 
     def session_totals(self, session_id: str) -> SessionTotals | None:
         """What a CLI session was charged, as the store keeps it: None in memory."""
@@ -158,6 +173,7 @@ class Durable(MemoryDurable):
         self.fenced = False  # the host's lease on a shared store is lost: nothing is written
         self._settling: list[Delegation] = []  # settled since the last commit
         self._shared = isinstance(store, SharedStore)
+        self._late = False  # late charges wait to be written (a shared store's)
 
     def wall(self, when: float) -> float:
         """Clock time `when` as wall-clock time (epoch seconds), as the store keeps time."""
@@ -235,6 +251,34 @@ class Durable(MemoryDurable):
                 session: tuple[str, SessionTotals] | None = None, progress: int = 0) -> None:
         self.store.charge(delegation_id, attempt_id, usage, session=session, progress=progress)
         self._dirty = True
+
+    def charged_late(self, attempt_id: str, usage: Usage, progress: int) -> None:
+        store = self.store
+        if isinstance(store, SharedStore):  # (only a shared store fences a host)
+            store.charge_late(attempt_id, usage, progress)
+            self._late = True
+
+    def _write_late(self) -> None:
+        """The late charges, written at the turn's end (a fenced host's too); kept for a
+        later turn while the database cannot be reached."""
+        store = self.store
+        assert isinstance(store, SharedStore)
+        try:
+            store.write_late()
+        except StoreError:
+            return
+        self._late = False
+
+    def usage_of(self, attempt_ids: Iterable[str]) -> dict[str, Usage]:
+        store = self.store
+        if not isinstance(store, SharedStore):
+            return {}  # one host: no other writes to its attempts
+        return store.usage_of(attempt_ids)
+
+    @property
+    def lease_s(self) -> float | None:
+        store = self.store
+        return store.lease_s if isinstance(store, SharedStore) else None
 
     def session_totals(self, session_id: str) -> SessionTotals | None:
         return self.store.session_totals(session_id)
@@ -336,6 +380,8 @@ class Durable(MemoryDurable):
         """The mailbox's turn ended with `waiting` messages queued: one commit for what
         the turn wrote, unless more messages wait and the settlements held back for the
         commit are few and recent (then the next turns' writes join it)."""
+        if self._late:
+            self._write_late()
         if not self._dirty:
             return
         if waiting and len(self._resolve) < HOLD_AT_MOST and self._held < HOLD_AT_MOST:
@@ -350,6 +396,10 @@ class Durable(MemoryDurable):
         self.fenced = True
         self._dirty = False
         self._held = 0
+        store = self.store
+        if isinstance(store, SharedStore):
+            store.keep_late()
+            self._late = store.late_pending
         self._resolve.clear()
         self._uncommitted.clear()
         settling, self._settling = self._settling, []
@@ -357,9 +407,11 @@ class Durable(MemoryDurable):
 
     def unfence(self) -> None:
         """The host joined its shared store again as a new incarnation (Zeus's thread):
-        its writes reach the store again, from nothing buffered."""
+        its writes reach the store again, from nothing buffered but its late charges."""
         self.fenced = False
         self._dirty = False
+        store = self.store
+        self._late = isinstance(store, SharedStore) and store.late_pending
 
     @property
     def writable(self) -> bool:

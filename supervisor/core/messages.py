@@ -28,6 +28,7 @@ __all__ = [
     "GraceOver",
     "Hold",
     "LeaseLost",
+    "LookElsewhere",
     "OwnerMessage",
     "Ping",
     "Recover",
@@ -193,6 +194,12 @@ class StoredSummary:
     """The stored summary of a settled delegation the host holds no handle on (or None)."""
 
     delegation_id: str
+
+
+@dataclass(slots=True)
+class LookElsewhere:
+    """Count what the store holds as charged late by the attempts other hosts lost, of the
+    delegations taken over here (`Supervisor.look_elsewhere`)."""
 
 
 @dataclass(slots=True)

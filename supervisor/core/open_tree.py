@@ -22,6 +22,9 @@ class OpenTree:
         self.running_roots = 0  # the host's delegations holding a slot (max_concurrent)
         # attempt id -> its delegation: threads that did not stop, still running
         self.fenced: dict[str, Delegation] = {}
+        # attempt id -> its owner: attempts let go when the host's lease was lost, whose
+        # charges still count (written late) until their child's end comes
+        self.lease_lost: dict[str, tuple[Delegation, Attempt]] = {}
         self.settled_count = 0
 
     def get(self, delegation_id: str) -> Delegation | None:

@@ -133,6 +133,7 @@ class Recoverer:
         self._durable.commit_now()
         for left in found.left.values():  # adopted and committed: what it left is done with
             left.release()
+        self._sup.look_elsewhere_soon()
         return recovery
 
     def rebuild(self, stored: OpenDelegation) -> Rebuilt:
@@ -241,6 +242,10 @@ class Recoverer:
             r.d.attempts.append(record)
             r.d.last_error = record.error
             self._durable.attempt_ended(record)
+            if a.id not in found.left and self._durable.lease_s is not None:
+                # its host may have lost it alive, its child charging on: written late
+                r.d.elsewhere = r.d.elsewhere or {}
+                r.d.elsewhere[a.id] = a.usage
             self._events.emit("attempt.lost", delegation_id=r.d.id, attempt_id=a.id,
                               parent_id=r.d.parent_id, agent=a.agent, pid=a.pid, reason=error,
                               duration_s=record.duration_s)

@@ -97,6 +97,11 @@ class ChildReports:
                 # Late spend is real money: it counts against the tree all the same.
                 self._sup.spend(payer, None, priced(message.usage, payer.policy.pricing),
                                 attempt_id)
+            elif (lost := self._tree.lease_lost.get(attempt_id)) is not None and (
+                    self._charged_late(lost[1], message)):
+                payer = lost[0]
+        elif isinstance(message, Finished):
+            self._tree.lease_lost.pop(attempt_id, None)  # its child ended: nothing more comes
         if isinstance(message, Finished) and attempt_id in fenced:
             delegation_id = fenced.pop(attempt_id).id
             self._events.emit("attempt.fenced", delegation_id=delegation_id,
@@ -109,6 +114,16 @@ class ChildReports:
         if isinstance(message, DelegateRequest):
             message.reply(DelegationRefused(
                 f"attempt {attempt_id} is no longer running; its delegation was refused"))
+
+    def _charged_late(self, a: Attempt, msg: Charge) -> bool:
+        """A charge of `a`, which this host let go when its lease was lost: written late,
+        for whoever owns its delegation now, once (docs/design.md, "Spend is a fact, not a
+        decision"); False when it was counted already."""
+        if msg.progress and msg.progress <= a.charged_progress:
+            return False
+        a.charged_progress = max(a.charged_progress, msg.progress)
+        self._sup.durable.charged_late(a.id, priced(msg.usage, a.policy.pricing), msg.progress)
+        return True
 
     def on_finished(self, msg: Finished) -> None:
         owner = self._tree.owner(msg.attempt_id)

@@ -135,6 +135,10 @@ class Delegation:
     continues: str | None = None  # the CLI session its next attempt resumes (a retry's)
     tools_run: list[str] = field(default_factory=list)  # side-effect calls, `Name(detail)`
     answer: Answer | None = None  # a person resumed it once it was blocked (`zeus.resume`)
+    # Its attempts that a host lost with its lease (taken over, their children stopped by
+    # it), by id, with what the store held as charged by each: a lost host writes what its
+    # children charged on late, which counts here (`Supervisor.look_elsewhere`).
+    elsewhere: dict[str, Usage] | None = None
 
     def fall_back(self, agent: str, policy: AgentPolicy) -> None:
         """Its next attempt goes to its fallback `agent`, with no retry used there yet

@@ -15,12 +15,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from actors import AttemptOutcome, Brief, Status, Summary, Usage
 from actors.backends import Backend, ChildHandle, ChildSpec
-from actors.clock import Clock, SystemClock
+from actors.clock import Clock, SystemClock, Timer
 from actors.protocol import Finished
 from actors.speaks import SessionTotals
 from actors.speaks.invocation import refused_budget
@@ -35,6 +35,7 @@ from supervisor.core.messages import (
     Dispatch,
     ForceSettle,
     GraceOver,
+    LookElsewhere,
     OwnerMessage,
     ReviewDone,
     StopAll,
@@ -57,7 +58,7 @@ from supervisor.core.state import (
     how_killed,
 )
 from supervisor.core.timers import Timers
-from supervisor.errors import SupervisorError
+from supervisor.errors import StoreError, SupervisorError
 from supervisor.journal.events import EventLog
 from supervisor.routing import OWNER, AgentPolicy
 from supervisor.rules.after_attempt import after_attempt
@@ -138,6 +139,7 @@ class Supervisor:
         # A reattached orchestrator's stored sub-delegations, by its delegation id.
         self._resumed_calls: dict[str, ResumedCalls] = {}
         self._policies: dict[int, tuple[AgentPolicy, dict[str, Any]]] = {}
+        self._look: Timer | None = None  # the next `look_elsewhere`, while one is due
         # What takes back a store's open delegations (at start, or handed to it later).
         self.recovery = Recoverer(self)
         # Without a store: the blocked root delegations kept for `zeus.resume`.
@@ -556,6 +558,42 @@ class Supervisor:
             self.request_stop(*owner, AttemptOutcome.budget_exceeded,
                               detail=f"tree budget: {tree_overrun}")
 
+    def look_elsewhere(self, only: Sequence[Delegation] | None = None) -> None:
+        """Count what the store holds as charged by the attempts of open delegations that
+        another host lost (`Delegation.elsewhere`): a host that lost them alive writes what
+        their children charged on late, and it counts here once, against the delegation,
+        its ancestors and the tree, its budget stopping the attempt that runs
+        (docs/design.md, "Spend is a fact, not a decision"). `only`: those delegations
+        (one about to settle), else every one, looked at again every half lease while
+        any is open (Zeus's thread)."""
+        if only is None:
+            self._look = None
+        waiting = [d for d in (only if only is not None else self.tree.delegations.values())
+                   if d.elsewhere]
+        if waiting:
+            try:
+                stored = self.durable.usage_of([a for d in waiting for a in d.elsewhere or ()])
+            except StoreError:
+                stored = {}  # the database is away: looked at again
+            for d in waiting:
+                known = d.elsewhere or {}
+                for attempt_id, before in list(known.items()):
+                    now = stored.get(attempt_id)
+                    added = _added(now, before) if now is not None else None
+                    if now is not None and added is not None:
+                        known[attempt_id] = now
+                        self.spend(d, None, added)
+        if only is None:
+            self.look_elsewhere_soon()
+
+    def look_elsewhere_soon(self) -> None:
+        """`look_elsewhere` in half a lease, while an open delegation has attempts another
+        host lost and none is due yet."""
+        lease_s = self.durable.lease_s
+        if self._look is None and lease_s is not None and any(
+                d.elsewhere for d in self.tree.delegations.values()):
+            self._look = self.timers.after(lease_s / 2, LookElsewhere())
+
     # -- stopping an attempt ---------------------------------------------------------
 
     def request_stop(
@@ -952,6 +990,8 @@ class Supervisor:
             return
         if d.backoff_timer is not None:
             d.backoff_timer.cancel()
+        if d.elsewhere:
+            self.look_elsewhere((d,))  # what a lost host wrote late counts in its summary
         self.tree.remove(d)
         if value is None:
             value = d.lost_output
@@ -1027,6 +1067,7 @@ class Supervisor:
                 self.timers.disarm(a)
                 if a.child is not None:
                     self._kill_or_fence(d, a)
+                    self.tree.lease_lost[a.id] = (d, a)  # what it charged yet counts
                 self.tree.live.pop(a.id, None)
                 d.current = None
         self.tree.delegations.clear()
@@ -1043,6 +1084,18 @@ class _Missing(Backend):
 
 
 _MISSING = _Missing()
+
+
+def _added(now: Usage, before: Usage) -> Usage | None:
+    """What `now` adds to `before` (an attempt's stored usage, which only grows); None
+    when nothing."""
+    if now == before:
+        return None
+    return Usage.model_construct(
+        calls=max(0, now.calls - before.calls),
+        input_tokens=max(0, now.input_tokens - before.input_tokens),
+        output_tokens=max(0, now.output_tokens - before.output_tokens),
+        cost=max(0.0, now.cost - before.cost))
 
 
 def _own_session(d: Delegation) -> str | None:

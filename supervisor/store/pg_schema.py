@@ -15,7 +15,8 @@ from supervisor.errors import StoreError
 from supervisor.store import reads
 from supervisor.store.schema import APPLICATION, SCHEMA_VERSION, SESSION_CHARGE
 
-__all__ = ["ATTEMPT_COLUMNS", "DDL", "FENCED", "KINDS", "LEASED", "STATEMENTS", "TABLES",
+__all__ = ["ATTEMPT_COLUMNS", "DDL", "FENCED", "KINDS", "LATE_CHARGE", "LEASED", "STATEMENTS",
+           "TABLES",
            "Qmark", "is_postgres_url", "prepare", "shown"]
 
 ATTEMPT_COLUMNS = reads.ATTEMPT_COLUMNS + ", in_tool"  # what a taker reads of an attempt
@@ -183,6 +184,15 @@ STATEMENTS = {kind: _typed(sql if kind in _UNCONDITIONED else
               for kind, sql in _SQL.items()}
 STATEMENTS["hold"] = _typed(_checked(_HOLD.removesuffix(" RETURNING 1"),
                                      "its lease ended or was taken over"), _TYPES["hold"])
+# A charge written late, by a host that lost the attempt with its lease: a fact, so
+# conditioned on no host or epoch, but only on being new to the attempt (its progress
+# count above the attempt's `charged_progress`; 0: a charge not numbered, always new).
+LATE_CHARGE = _typed(
+    "UPDATE attempts SET calls = calls + %s, input_tokens = input_tokens + %s,"
+    " output_tokens = output_tokens + %s, cost = cost + %s,"
+    " charged_progress = GREATEST(charged_progress, %s)"
+    " WHERE id = %s AND (%s = 0 OR charged_progress < %s)",
+    (_I8, _I8, _I8, _F8, _I8, _T8, _I8, _I8))
 
 
 def is_postgres_url(store: object) -> bool:

@@ -14,8 +14,9 @@ place of one owner: every open registers a host incarnation with a lease
 host that owns it and an epoch, and every commit first locks this host's row
 (still leased, not taken) and conditions each row it writes on owning the
 delegation under its epoch. A commit that finds itself fenced writes nothing and
-raises `StoreFenced`. Times of delegations and attempts are wall-clock epoch
-seconds, as the SQLite store keeps them.
+raises `StoreFenced`; the charges it held are kept, and written late (`write_late`),
+as a fenced host's children's are: spend is a fact, which no fence refuses. Times of
+delegations and attempts are wall-clock epoch seconds, as the SQLite store keeps them.
 
 `ZEUS_STORE_CRASH_AFTER=KIND[:N]` ends the process after a commit, as with the SQLite
 store (supervisor/store/sqlite.py says how), for the crash tests.
@@ -32,7 +33,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -59,6 +60,7 @@ from supervisor.store.pg_schema import (
     ATTEMPT_COLUMNS,
     FENCED,
     KINDS,
+    LATE_CHARGE,
     LEASED,
     STATEMENTS,
     Qmark,
@@ -103,6 +105,12 @@ def _adapted(con: Any) -> Any:
     con.adapters.register_dumper(int, Int8Dumper)
     con.adapters.register_dumper(str, _Text)
     return con
+
+
+def _late_row(attempt_id: str, usage: Sequence[float], progress: int) -> tuple[Any, ...]:
+    """A `LATE_CHARGE` row: `usage` (calls, input and output tokens, cost) charged by
+    `attempt_id`, up to its charge numbered `progress`."""
+    return (*usage, progress, attempt_id, progress, progress)
 
 
 def _payloads(ids: Iterable[str]) -> Iterator[str]:
@@ -196,6 +204,11 @@ class PostgresStore(SharedStore):
         self._buffer: dict[str, list[tuple[Any, ...]]] = {kind: [] for kind in KINDS}
         self._charges = Charges()  # attempt id -> usage summed this turn
         self._sessions = SessionCharges()  # agent CLI session id -> its charges this turn
+        # Charges of attempts this host lost with its lease, and of its fenced commits:
+        # `LATE_CHARGE` rows, written by `write_late` whoever owns their delegations now,
+        # and kept when this host becomes a new incarnation.
+        self._late: list[tuple[Any, ...]] = []
+        self._late_sessions = SessionCharges()
         self._policies = PolicyIds()
         self._held = Held()
         self._writable = True
@@ -395,8 +408,11 @@ class PostgresStore(SharedStore):
              self.host_id, self._epoch(delegation_id)))
 
     def _fence(self, what: str) -> StoreFenced:
+        """Fenced: nothing more is decided here; what its commits charged, unwritten, is
+        kept as late charges (spend is a fact: no fence refuses it)."""
         self._fenced = True
         self._writable = False
+        self.keep_late()
         return StoreFenced(f"{self.path}: host {self.host_id} is fenced ({what}): nothing "
                            "of this commit was written; it must stop its children and "
                            "write nothing more", host_id=self.host_id)
@@ -486,6 +502,56 @@ class PostgresStore(SharedStore):
         self._unsure = None
         return None
 
+    # -- spend is a fact ---------------------------------------------------------------------
+    def keep_late(self) -> None:
+        """The charges and session totals buffered for commits that will never land (this
+        host is fenced), kept as late charges."""
+        charges, self._buffer["charge"] = self._buffer["charge"], []
+        self._late.extend(_late_row(row[5], row[:4], row[4]) for row in charges)
+        self._late.extend(_late_row(attempt_id, usage[:4], int(usage[4]))
+                          for attempt_id, usage in self._charges.items())
+        self._charges.clear()
+        sessions, self._buffer["session"] = self._buffer["session"], []
+        for session_id, *summed, _ in sessions:
+            self._late_sessions.add(session_id, SessionTotals(*summed))
+        for session_id, totals in self._sessions.items():
+            self._late_sessions.add(session_id, totals)
+        self._sessions.clear()
+
+    def charge_late(self, attempt_id: str, usage: Usage, progress: int) -> None:
+        self._late.append(_late_row(attempt_id, (usage.calls, usage.input_tokens,
+                                                 usage.output_tokens, usage.cost), progress))
+
+    @property
+    def late_pending(self) -> bool:
+        return bool(self._late or self._late_sessions)
+
+    def write_late(self) -> None:
+        rows, sessions = self._late, self._late_sessions.rows(self._now())
+        if not rows and not sessions:
+            return
+        try:
+            con = self._connection()
+            with con.pipeline():  # one transaction, as a commit is (no hold: no fence)
+                cur = con.cursor()
+                cur.executemany(LATE_CHARGE, rows)
+                cur.executemany(STATEMENTS["session"], sessions)
+        except psycopg.Error as exc:
+            raise self._lost(exc) from None
+        del self._late[:len(rows)]
+        self._late_sessions.clear()
+
+    def usage_of(self, attempt_ids: Iterable[str]) -> dict[str, Usage]:
+        wanted = list(attempt_ids)
+        if not wanted:
+            return {}
+        rows = self._read(lambda con: con.execute(
+            "SELECT id, calls, input_tokens, output_tokens, cost FROM attempts"
+            " WHERE id = ANY(?)", (wanted,)).fetchall())
+        return {row[0]: Usage.model_construct(calls=row[1], input_tokens=row[2],
+                                              output_tokens=row[3], cost=row[4])
+                for row in rows}
+
     # -- takeover ---------------------------------------------------------------------------
     def lease(self) -> LeaseKeeper:
         return self.lease_keeper()
@@ -508,7 +574,9 @@ class PostgresStore(SharedStore):
     def become(self, joined: Joined) -> None:
         """Be the new incarnation `joined` that this fenced host's lease keeper registered
         (Zeus's thread): nothing held, nothing buffered (every write of the old one was for
-        delegations it no longer holds), writable again, on a connection named after it."""
+        delegations it no longer holds) but its charges, kept as late ones, writable again,
+        on a connection named after it."""
+        self.keep_late()
         self.host_id = joined.host_id
         self._owner = _owner(joined)
         self._seq = joined.n << 32

@@ -10,7 +10,7 @@ import abc
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from actors import Brief, Summary
+from actors import Brief, Summary, Usage
 from supervisor.store.base import OpenDelegation, Store
 
 __all__ = ["ID_BLOCK", "HostLease", "Joined", "Renewal", "SettledFeed", "SharedStore"]
@@ -135,7 +135,34 @@ class SharedStore(Store):
     @abc.abstractmethod
     def become(self, joined: Joined) -> None:
         """Be the new incarnation `joined` of this fenced host (its lease keeper registered
-        it): nothing held or buffered, writable again."""
+        it): nothing held or buffered but its late charges, writable again."""
+
+    # -- spend is a fact (docs/design.md, "Spend is a fact, not a decision") ----------------
+    @abc.abstractmethod
+    def keep_late(self) -> None:
+        """This host is fenced: the charges buffered for commits that will never land are
+        kept as late charges."""
+
+    @abc.abstractmethod
+    def charge_late(self, attempt_id: str, usage: Usage, progress: int) -> None:
+        """A charge of an attempt this host lost with its lease (its child charged on): kept
+        for `write_late`, which writes it whoever owns the delegation now, once."""
+
+    @property
+    @abc.abstractmethod
+    def late_pending(self) -> bool:
+        """Whether late charges wait for `write_late` (a fenced commit's charges too)."""
+
+    @abc.abstractmethod
+    def write_late(self) -> None:
+        """Write the late charges, in a transaction of their own that no fence refuses
+        (each counted once: only above its attempt's `charged_progress`); `StoreError`,
+        keeping them, while the database cannot be reached."""
+
+    @abc.abstractmethod
+    def usage_of(self, attempt_ids: Iterable[str]) -> dict[str, Usage]:
+        """What the store holds as charged by each of `attempt_ids` (a host that took them
+        over counts what another host wrote late)."""
 
     @abc.abstractmethod
     def reclaim_key(self, key: str, delegation_id: str, was: str) -> bool:
