@@ -9,6 +9,7 @@ host the test kills. Each counts its runs in files under `brief.inputs["dir"]`:
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -182,3 +183,18 @@ def blocks_once(brief: Brief, ctx: Context) -> Any:
         mark.write_text("")
         return Report(blocked=f"{name} needs a person to look at it")
     return f"{name} done"
+
+
+def answered(brief: Brief, ctx: Context) -> Any:
+    """Blocked until a person answers (`zeus resume ... --note`); each run told an answer
+    appends what it was told to `<name>.told` (a JSON line: the blocker, the note), then
+    waits for `release`."""
+    inputs = brief.inputs or {}
+    folder, name = Path(inputs["dir"]), inputs["name"]
+    if ctx.note is None:
+        return Report(blocked="the migration needs a DBA's approval")
+    with open(folder / f"{name}.told", "a", encoding="utf-8") as told:
+        told.write(json.dumps([ctx.previous_blocker, ctx.note]) + "\n")
+    while not (folder / "release").exists():
+        ctx.sleep(0.02)
+    return Report(output=f"migrated: {ctx.note}")

@@ -171,3 +171,48 @@ def test_the_prompt_the_guide_shows_is_the_one_a_resumed_cli_gets() -> None:
     prompt = prompt_text(BRIEF, agent="hermes", blocker="needs permission for Bash(rm -rf build)",
                          note=note, in_session=True)
     assert f"You reported that you were blocked{shown}" in prompt.split("\n\n")
+
+
+@pytest.mark.process
+@pytest.mark.realtime
+def test_the_answer_survives_a_host_killed_while_its_answered_run_ran(tmp_path: Path) -> None:
+    """The store keeps the person's answer with the delegation it reopens: `zeus resume
+    --note` SIGKILLed while the answered run runs, the next Zeus on the store runs the
+    delegation again and tells that run the blocker and the note again."""
+    import os
+    import signal
+    import time
+
+    import yaml
+
+    from tests._zygote import forked
+
+    store, routing_file = tmp_path / "zeus.db", tmp_path / "routing.yml"
+    routing = {"version": 1, "agents": {"migrate": {
+        "entrypoint": "tests._durable_agents:answered", "read_only": True}}}
+    routing_file.write_text(yaml.safe_dump(routing))
+    brief = Brief(agent="migrate", scope="Add the index",
+                  inputs={"dir": str(tmp_path), "name": "m"})
+    with Zeus.start(Routing.from_dict(routing), store=store) as zeus:
+        blocked = zeus.dispatch(brief, key="k").result()
+    assert blocked.status is Status.blocked
+    root = Path(__file__).resolve().parent.parent
+    cli = forked("supervisor.cli", ["resume", str(store), blocked.id, "--note", NOTE,
+                                    "--routing", str(routing_file)], cwd=root,
+                 env={**os.environ, "PYTHONPATH": str(root)})
+    told = tmp_path / "m.told"
+    give_up = time.monotonic() + 60
+    while not told.exists():  # the answered run runs: the host dies under it
+        assert cli.poll() is None, cli.communicate()
+        assert time.monotonic() < give_up, "the answered run never ran"
+        time.sleep(0.02)
+    os.kill(cli.pid, signal.SIGKILL)
+    cli.communicate()  # (its pipes closed)
+    (tmp_path / "release").write_text("")
+    with Zeus.start(Routing.from_dict(routing), store=store) as zeus:
+        assert zeus.recovered.rerun == (blocked.id,)
+        done = zeus.handle(blocked.id).result()
+    assert done.status is Status.completed and done.output == f"migrated: {NOTE}"
+    lines = told.read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [[BLOCKER, NOTE]] * 2  # told both times
+    assert [a.outcome.value for a in done.attempts] == ["completed", "lost", "completed"]

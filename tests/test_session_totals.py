@@ -232,8 +232,10 @@ def test_a_sessions_totals_are_written_with_its_charges_and_read_after_a_restart
 
 def _make_old(store_url: str, version: int) -> None:
     """The store as schema `version` had it: 1 without `agent_sessions`, and 1 and 2
-    without `attempts.charged_progress` (nor, on PostgreSQL, `zeus_fenced`)."""
-    undo = ["ALTER TABLE attempts DROP COLUMN charged_progress"]
+    without `attempts.charged_progress` and `delegations.answer` (nor, on PostgreSQL,
+    `zeus_fenced`)."""
+    undo = ["ALTER TABLE attempts DROP COLUMN charged_progress",
+            "ALTER TABLE delegations DROP COLUMN answer"]
     if version == 1:
         undo.append("DROP TABLE agent_sessions")
     if is_postgres(store_url):

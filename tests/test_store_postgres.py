@@ -328,6 +328,23 @@ def test_a_settled_delegation_is_claimed_before_another_host_settles_it_again(
         ("completed", b.host_id, 2)]
 
 
+def test_a_blocked_delegation_reopened_by_another_host_keeps_the_persons_answer(
+    opened: Any, pg_url: str
+) -> None:
+    """`zeus.resume` from any host: the delegation is claimed, opened again, and keeps the
+    person's answer (read back by a restart's recovery)."""
+    a, b = opened(), opened()
+    record(a, "apollo-1")
+    a.settled("apollo-1", status=Status.blocked, at=13.0, summary=Summary(
+        id="apollo-1", agent="apollo", scope=BRIEF.scope, status=Status.blocked))
+    a.commit()
+    answer = {"blocker": "needs the DBA's 'yes'", "note": "approved \\ by the DBA"}
+    b.reopen("apollo-1", answer)
+    stored = b.delegation("apollo-1")
+    assert stored is not None and stored.open and stored.answer == answer
+    assert sql(pg_url, "SELECT owner, epoch FROM delegations") == [(b.host_id, 2)]
+
+
 def test_a_write_to_an_attempt_reads_its_own_delegation_not_the_table(opened: Any) -> None:
     """Each conditioned write to an attempt (its pid, a charge, its end) checks one
     delegation row by its key: its cost does not grow with the store. (A check joined to

@@ -26,7 +26,7 @@ from actors.backends.base import Backend
 from supervisor.core.future import DelegationFuture
 from supervisor.core.reattach import Reattached, count_left, named, reattach_found, stored_child
 from supervisor.core.spec import backend_name
-from supervisor.core.state import Attempt, Delegation
+from supervisor.core.state import Answer, Attempt, Delegation
 from supervisor.errors import SupervisorError
 from supervisor.routing import AgentPolicy
 from supervisor.rules.recovery import (
@@ -160,6 +160,9 @@ class Recoverer:
         d.retries_used = retries_made([(a.agent, a.outcome) for a in attempts], agent)
         d.partials = list(stored.partials)
         d.usage = stored.spent
+        if sd.answer is not None:  # a person answered it: its next attempt is told, again
+            d.answer = Answer(sd.answer.get("blocker"), sd.answer.get("note"),
+                              after=len(attempts))
         if d.attempts and d.attempts[-1].error:
             d.last_error = d.attempts[-1].error
         self._sup.take_back(d)

@@ -61,9 +61,10 @@ def resume(sup: Supervisor, delegation_id: str, *, who: str, why: str, note: str
     store's delegation; without, one this Zeus keeps (`BlockedKept`)."""
     if sup.durable.store is None:
         d, summary = _kept_blocked(sup, delegation_id)
+        blocker = blocker_of(summary.error, d.attempts)
     else:
-        d, summary = _stored_blocked(sup, delegation_id)
-    answer(d, blocker_of(summary.error, d.attempts), note)
+        d, blocker = _stored_blocked(sup, delegation_id, note)
+    answer(d, blocker, note)
     sup.events.emit("delegation.resumed", delegation_id=d.id, parent_id=None, agent=d.agent,
                     who=who, why=why, attempt=d.attempt_count + 1)
     handle = keep_handle(d.id, d.settled)
@@ -88,8 +89,10 @@ def _kept_blocked(sup: Supervisor, delegation_id: str) -> tuple[Delegation, Summ
     return d, old.settled.result()
 
 
-def _stored_blocked(sup: Supervisor, delegation_id: str) -> tuple[Delegation, Summary]:
-    """The store's blocked delegation, open again, and its blocked summary."""
+def _stored_blocked(sup: Supervisor, delegation_id: str,
+                    note: str | None) -> tuple[Delegation, str | None]:
+    """The store's blocked delegation, open again, and why it was blocked; the person's
+    answer (that and `note`) kept with it in the store, for a restart too."""
     stored = _blocked(sup, delegation_id, "resume")
     if stored.parent_id is not None:
         raise NotBlocked(f"cannot resume {delegation_id}: it is a sub-delegation of "
@@ -110,10 +113,12 @@ def _stored_blocked(sup: Supervisor, delegation_id: str) -> tuple[Delegation, Su
                              f"(`zeus sweep {store.path}`), then resume")
     summary = store.summary(delegation_id)
     assert summary is not None  # a settled delegation has its summary
-    store.reopen(delegation_id)  # StoreError: nothing changed, nothing runs
+    blocker = blocker_of(summary.error, [a.record for a in found.attempts if a.record])
+    # StoreError: nothing changed, nothing runs
+    store.reopen(delegation_id, {"blocker": blocker, "note": note})
     rebuilt = sup.recovery.rebuild(found)
     sup.recovery.end_lost(rebuilt, Reattached())  # those children are gone now: ended `lost`
-    return rebuilt.d, summary
+    return rebuilt.d, blocker
 
 
 def resolve(sup: Supervisor, delegation_id: str, status: Status, *, who: str,

@@ -126,6 +126,9 @@ class StoredDelegation:
     created: float
     status: Status | None = None  # None: open
     settled_at: float | None = None
+    # A person's answer to it, blocked (`zeus.resume`): its blocker, note and the attempts
+    # it had made, as `Answer` keeps them (None: never answered).
+    answer: dict[str, Any] | None = None
 
     @property
     def open(self) -> bool:
@@ -256,9 +259,10 @@ class Store(abc.ABC):
         """Every delegation settled `blocked`, oldest first, with its summary."""
 
     @abc.abstractmethod
-    def reopen(self, delegation_id: str) -> None:
+    def reopen(self, delegation_id: str, answer: dict[str, Any] | None = None) -> None:
         """Open a settled delegation again (a person resumed it), committed at once with
-        what is buffered: its status and summary go, its attempts and spend stay.
+        what is buffered: its status and summary go, its attempts and spend stay, and the
+        person's `answer` is kept (`StoredDelegation.answer`), for a restart too.
         `StoreError` when it cannot be written."""
 
     def claim_settled(self, delegation_id: str) -> None:

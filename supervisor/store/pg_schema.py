@@ -33,6 +33,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         " output_tokens BIGINT NOT NULL DEFAULT 0,"
         " cost DOUBLE PRECISION NOT NULL DEFAULT 0, charged DOUBLE PRECISION NOT NULL)",),
     2: ("ALTER TABLE attempts ADD COLUMN charged_progress BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE delegations ADD COLUMN answer TEXT",
         # A conditioned write that found nothing it holds calls this: its transaction
         # aborts with SQLSTATE `FENCED`, the message saying why.
         "CREATE FUNCTION zeus_fenced(why TEXT, found BIGINT) RETURNS INTEGER"
@@ -61,7 +62,7 @@ CREATE TABLE delegations (
     agent TEXT NOT NULL, brief TEXT NOT NULL, policy TEXT NOT NULL REFERENCES policies,
     deadline DOUBLE PRECISION, created DOUBLE PRECISION NOT NULL, seq BIGINT NOT NULL,
     status TEXT, summary TEXT, settled DOUBLE PRECISION, settled_seq BIGINT,
-    owner TEXT NOT NULL, epoch INTEGER NOT NULL DEFAULT 1
+    owner TEXT NOT NULL, epoch INTEGER NOT NULL DEFAULT 1, answer TEXT
 );
 CREATE INDEX delegations_parent ON delegations (parent_id, ordinal)
     WHERE parent_id IS NOT NULL;
@@ -87,7 +88,7 @@ CREATE TABLE retries (
     agent TEXT NOT NULL, seq BIGINT NOT NULL
 );
 CREATE INDEX retries_delegation ON retries (delegation_id, seq);
-""" + ";\n".join((*MIGRATIONS[1], MIGRATIONS[2][1])) + ";\n"
+""" + ";\n".join((*MIGRATIONS[1], MIGRATIONS[2][2])) + ";\n"
 FENCED = "ZF001"  # the SQLSTATE of a conditioned write that found nothing it holds
 
 # This host still holds its lease: its row is locked for the commit (and stamped with the

@@ -29,6 +29,7 @@ and its two parts (pg_schema: the tables and statements; pg_hosts: hosts and lea
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import time
@@ -774,10 +775,11 @@ class PostgresStore(SharedStore):
     def blocked(self) -> list[tuple[StoredDelegation, Summary]]:
         return self._read(reads.blocked)
 
-    def reopen(self, delegation_id: str) -> None:
+    def reopen(self, delegation_id: str, answer: dict[str, Any] | None = None) -> None:
         """Open a settled delegation again and make it this host's (the epoch bumped)."""
         self._claim(delegation_id, "status = NULL, summary = NULL, settled = NULL,"
-                                   " settled_seq = NULL, ")
+                                   " settled_seq = NULL, answer = %s, ",
+                    (json.dumps(answer) if answer is not None else None,))
 
     def claim_settled(self, delegation_id: str) -> None:
         """Make the settled delegation this host's (the epoch bumped), committed at once,
@@ -785,13 +787,14 @@ class PostgresStore(SharedStore):
         ago this one let go of it)."""
         self._claim(delegation_id, "", settled=True)
 
-    def _claim(self, delegation_id: str, clear: str, *, settled: bool = False) -> None:
+    def _claim(self, delegation_id: str, clear: str, values: tuple[Any, ...] = (), *,
+               settled: bool = False) -> None:
         self.commit()
         with self._leased() as con:
             row = con.execute(
                 f"UPDATE delegations SET {clear}owner = %s, epoch = epoch + 1 WHERE id = %s"
                 + (" AND status IS NOT NULL" if settled else "") + " RETURNING epoch",
-                (self.host_id, delegation_id)).fetchone()
+                (*values, self.host_id, delegation_id)).fetchone()
         if row is not None:
             self._held.epochs[delegation_id] = int(row[0])
 

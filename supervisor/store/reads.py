@@ -23,7 +23,7 @@ __all__ = ["attempt", "blocked", "children", "counts", "delegation", "issued", "
            "open_delegations", "prune", "reopen", "summary", "total_spent"]
 
 DELEGATION_COLUMNS = ("d.id, d.key, d.parent_id, d.ordinal, d.agent, d.brief, d.policy,"
-                      " d.deadline, d.created, d.status, d.settled")
+                      " d.deadline, d.created, d.status, d.settled, d.answer")
 FROM_DELEGATIONS = "FROM delegations d"
 ATTEMPT_COLUMNS = ("id, delegation_id, number, agent, started, deadline, pid, pid_start_time,"
                    " pgid, node, calls, input_tokens, output_tokens, cost, outcome, ended,"
@@ -52,7 +52,7 @@ def delegation(row: tuple[Any, ...], policies: Policies) -> StoredDelegation:
         id=row[0], key=row[1], parent_id=row[2], ordinal=row[3], agent=row[4],
         brief=Brief.model_validate_json(row[5]), policy=policies(row[6]), deadline=row[7],
         created=row[8], status=Status(row[9]) if row[9] is not None else None,
-        settled_at=row[10],
+        settled_at=row[10], answer=json.loads(row[11]) if row[11] is not None else None,
     )
 
 
@@ -206,11 +206,12 @@ def blocked(con: sqlite3.Connection) -> list[tuple[StoredDelegation, Summary]]:
             for row in rows]
 
 
-def reopen(con: sqlite3.Connection, delegation_id: str) -> None:
+def reopen(con: sqlite3.Connection, delegation_id: str, answer: str | None) -> None:
     """A settled delegation open again (a person resumed it): its status and summary go,
-    its attempts, spend and partial results stay. One transaction."""
+    the person's answer (JSON) is kept, its attempts, spend and partial results stay. One
+    transaction."""
     con.execute("UPDATE delegations SET status = NULL, summary = NULL, settled = NULL,"
-                " settled_seq = NULL WHERE id = ?", (delegation_id,))
+                " settled_seq = NULL, answer = ? WHERE id = ?", (answer, delegation_id))
 
 
 def sum_usage(usages: Iterable[Usage]) -> Usage:

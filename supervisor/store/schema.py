@@ -39,7 +39,8 @@ APPLICATION_ID = 0x5A455553  # "ZEUS", in the file header (bytes 68..71)
 # 1: the first store. 2: `agent_sessions`, what each agent CLI session was charged (a
 # follow-up in it is charged only what its run adds, after a restart too). 3:
 # `attempts.charged_progress`, the progress count of an attempt's last charge committed
-# (what a worker sends again to the next host is counted only above it).
+# (what a worker sends again to the next host is counted only above it), and
+# `delegations.answer`, a person's answer to a blocked delegation that runs again.
 SCHEMA_VERSION = 3
 
 # Columns shared by both stores' `agent_sessions` (the types are each engine's).
@@ -63,7 +64,8 @@ _SESSIONS_DDL = """CREATE TABLE agent_sessions (
 # What takes a store of each older version to the next one (one statement each).
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (_SESSIONS_DDL,),
-    2: ("ALTER TABLE attempts ADD COLUMN charged_progress INTEGER NOT NULL DEFAULT 0",),
+    2: ("ALTER TABLE attempts ADD COLUMN charged_progress INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE delegations ADD COLUMN answer TEXT"),
 }
 
 DDL = f"""
@@ -80,7 +82,7 @@ CREATE TABLE delegations (
     id TEXT PRIMARY KEY, key TEXT, parent_id TEXT, ordinal INTEGER,
     agent TEXT NOT NULL, brief TEXT NOT NULL, policy TEXT NOT NULL REFERENCES policies,
     deadline REAL, created REAL NOT NULL, seq INTEGER NOT NULL,
-    status TEXT, summary TEXT, settled REAL, settled_seq INTEGER
+    status TEXT, summary TEXT, settled REAL, settled_seq INTEGER, answer TEXT
 );
 CREATE UNIQUE INDEX delegations_key ON delegations (key) WHERE key IS NOT NULL;
 CREATE INDEX delegations_parent ON delegations (parent_id, ordinal) WHERE parent_id IS NOT NULL;

@@ -22,6 +22,7 @@ commit that holds a write of KIND: one of `base.CRASH_KINDS` (`recorded`,
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import tempfile
@@ -291,11 +292,12 @@ class SqliteStore(Store):
     def blocked(self) -> list[tuple[StoredDelegation, Summary]]:
         return self._read(reads.blocked)
 
-    def reopen(self, delegation_id: str) -> None:
+    def reopen(self, delegation_id: str, answer: dict[str, Any] | None = None) -> None:
         self.commit()  # what came before it, first
         try:
             self._con.execute("BEGIN")
-            reads.reopen(self._con, delegation_id)
+            reads.reopen(self._con, delegation_id,
+                          json.dumps(answer) if answer is not None else None)
             self._con.execute("COMMIT")
         except sqlite3.Error as exc:
             if self._con.in_transaction:
