@@ -110,6 +110,18 @@ def test_require_summary_makes_a_result_without_a_block_an_error(value: Any) -> 
     assert "require_summary" in (claim.error or "")
 
 
+@pytest.mark.parametrize("require_summary", [False, True])
+def test_a_run_the_cli_was_kept_from_going_on_stays_blocked_whatever_require_summary(
+        require_summary: bool) -> None:
+    """Claude refused a tool headless: its decoder's `Report(blocked=...)` is the claim
+    (no block is needed to say so), and the run settles `blocked`, never `error`."""
+    value = Report(output="I need to run rm.", blocked="needs permission for Bash(rm -rf x)")
+    assert read_claim(value, require_summary=require_summary) is None
+    # A report that is not blocked has no block, as before: an error where one is required.
+    claim = read_claim(Report(output="done"), require_summary=True)
+    assert claim is not None and claim.outcome is AttemptOutcome.error
+
+
 @pytest.mark.parametrize(("status", "expected", "attempts"), [
     ("completed", Status.completed, 1),
     ("partial", Status.partial, 1),

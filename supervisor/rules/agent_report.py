@@ -10,6 +10,7 @@ table of docs/formats.md): a pure function of the attempt's value and the agent'
 | another status (`failed`, ...) | outcome `error` | fails, as a permanent error |
 | nothing that reads | completed, the raw text its output, the problem among its risks | |
 | no block | unchanged (`require_summary: true`: outcome `error`) | |
+| (a CLI kept from going on) | unchanged, whatever `require_summary` | settles `blocked` |
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class Claim:
 def read_claim(value: Any, *, require_summary: bool) -> Claim | None:
     """What `value` (a completed attempt's) says of itself; None when it says nothing (not
     text, or text with no block, where none is required)."""
+    if isinstance(value, Report) and value.blocked is not None:
+        return None  # the CLI itself was kept from going on (Claude's denied permissions)
     text = value if isinstance(value, str) else None
     report = read_agent_report(text) if text is not None else None
     if report is None:
