@@ -440,6 +440,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="with --store postgres: K hosts share the store from the start")
     parser.add_argument("--lease-s", type=float, default=2.5, metavar="S",
                         help="with --store postgres: the hosts' supervisor.store.lease_s")
+    parser.add_argument("--db-restarts", type=int, default=0, metavar="N",
+                        help="with --store postgres: restart the server N times (fast and "
+                             "immediate in turn), each after a host crash")
     args = parser.parse_args(argv)
     isolations = tuple(args.isolation.split(","))
     unknown = [m for m in isolations if m not in ISOLATIONS]
@@ -447,7 +450,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown isolation {unknown}; allowed: {', '.join(ISOLATIONS)}")
     if args.store == "postgres":
         return _hosts_main(args.n, args.seed, isolations, args.host_crashes, args.hosts,
-                           args.lease_s)
+                           args.lease_s, args.db_restarts)
     if args.hosts != 1:
         parser.error("--hosts needs --store postgres (a SQLite store has one host)")
     if args.host_crashes:
@@ -483,12 +486,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _hosts_main(n: int, seed: int, isolations: Sequence[str], host_crashes: int, hosts: int,
-                lease_s: float) -> int:
+                lease_s: float, db_restarts: int = 0) -> int:
     """`--store postgres`: several hosts on one PostgreSQL (chaos_hosts.py)."""
     from benchmarks.chaos_hosts import run_hosts_chaos
 
     r = run_hosts_chaos(n, seed=seed, isolations=isolations, host_crashes=host_crashes,
-                        hosts=hosts, lease_s=lease_s)
+                        hosts=hosts, lease_s=lease_s, db_restarts=db_restarts)
     takeover = (f"; from a kill to the first delegation taken over: "
                 f"{', '.join(f'{s:.2f}s' for s in r.takeover_s)}" if r.takeover_s else "")
     print(f"chaos on PostgreSQL with {r.hosts} hosts and {r.crashes} host crashes "
@@ -497,7 +500,8 @@ def _hosts_main(n: int, seed: int, isolations: Sequence[str], host_crashes: int,
           f"{dict(r.by_status)}; dispatched by host: {dict(sorted(r.by_host.items()))}; "
           f"attempts lost with a host: {r.lost_attempts}; delegations recovered by a host "
           f"started again: {r.recovered_on_restart}, taken over by a live host after the "
-          f"lease: {r.taken_over}; attempts reattached: {r.reattached_attempts}{takeover}")
+          f"lease: {r.taken_over}; attempts reattached: {r.reattached_attempts}{takeover}"
+          + (f"; the server restarted: {', '.join(r.db_restarts)}" if r.db_restarts else ""))
     for line in r.violations[:50]:
         print("  " + line)
     print("OK" if not r.violations else f"FAILED: {len(r.violations)} violation(s)")

@@ -23,6 +23,7 @@ what the one before left open. The judge then reads the store and every run's jo
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import random
@@ -102,7 +103,7 @@ def host(store: str, log: str, n: int, seed: int, isolations: Sequence[str],
         log, slot = told["log"], told["slot"]
     planned = chaos.plan(n, seed, isolations, 0.25)
     planned.sort(key=lambda p: p.index % hosts != slot)  # its share first, in order
-    with Zeus.start(routing, agents=agents, store=store, log=log) as zeus:
+    with _retried(lambda: Zeus.start(routing, agents=agents, store=store, log=log)) as zeus:
         go = os.environ.get("CHAOS_GO")  # several hosts: each its share first, all at once
         deadline = time.monotonic() + 120
         while go and not os.path.exists(go) and time.monotonic() < deadline:
@@ -111,7 +112,7 @@ def host(store: str, log: str, n: int, seed: int, isolations: Sequence[str],
         for p in planned:
             brief = Brief(agent=f"c_{p.isolation}", scope=f"{p.kind}:{p.index}",
                           inputs={"kind": p.kind, "delay_s": p.delay_s})
-            handle = zeus.dispatch(brief, key=f"chaos-{p.index}")
+            handle = _retried(functools.partial(zeus.dispatch, brief, key=f"chaos-{p.index}"))
             handles.append(handle)
             if p.cancel_after_s is not None and p.index % hosts == slot:
                 timer = threading.Timer(p.cancel_after_s, handle.cancel, args=("chaos cancel",))
@@ -119,6 +120,22 @@ def host(store: str, log: str, n: int, seed: int, isolations: Sequence[str],
                 timer.start()
         for handle in handles:
             handle.result()
+
+
+def _retried(call: Any) -> Any:
+    """`call()` (`Zeus.start`, `zeus.dispatch`), tried again while the store cannot be
+    reached (the database restarts: `StoreError` says so, and nothing was started or
+    dispatched), as a host's loop, or whatever starts the host, would."""
+    from supervisor import StoreError
+
+    give_up = time.monotonic() + 60
+    while True:
+        try:
+            return call()
+        except StoreError:
+            if time.monotonic() > give_up:
+                raise
+            time.sleep(0.05)
 
 
 def run_crash_chaos(

@@ -2,7 +2,12 @@
 every host and every restart.
 
 Run: `python -m benchmarks chaos --host-crashes 3 --store postgres --hosts 3 [--n 200]
-[--lease-s 2.5]`. The suite runs a short one (tests/test_chaos.py).
+[--lease-s 2.5] [--db-restarts N]`. The suite runs a short one (tests/test_chaos.py).
+
+With `--db-restarts N`, the run's own server is also restarted N times (`pg_ctl
+restart`, `-m fast` and `-m immediate` in turn, up again at once), each after a host
+crash, at a random moment: a restart within the lease fails no delegation (docs/design.md,
+"The database itself fails"), so the judge is the same.
 
 The run starts a throwaway PostgreSQL of its own (tests/_postgres.py) and a fresh
 database on it, then `hosts` host processes (`python -m benchmarks.chaos_crash host ...`)
@@ -46,7 +51,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +79,7 @@ class HostsReport:
     reattached_attempts: int = 0
     trailed_attempts: int = 0  # attempts whose work marked the trail
     takeover_s: list[float] = field(default_factory=list)  # a kill left dead -> taken over
+    db_restarts: list[str] = field(default_factory=list)  # each restart's mode, in order
     violations: list[str] = field(default_factory=list)
 
 
@@ -87,25 +93,50 @@ class _Run:
 def run_hosts_chaos(
     n: int = 200, *, seed: int = 1, isolations: Sequence[str] = ("thread", "process"),
     host_crashes: int = 3, hosts: int = 3, lease_s: float = LEASE_S,
-    folder: Path | None = None, url: str | None = None,
+    folder: Path | None = None, url: str | None = None, db_restarts: int = 0,
 ) -> HostsReport:
     """Run the plan on `hosts` hosts sharing one PostgreSQL through `host_crashes` kills of
-    a random live host, then judge it. `url`: an empty database to use, in place of a
-    throwaway server of the run's own; `RuntimeError` when there is neither."""
-    if hosts < 1 or host_crashes < 0:
-        raise ValueError(f"hosts must be at least 1 and host_crashes at least 0, not "
-                         f"{hosts} and {host_crashes}")
+    a random live host (and `db_restarts` restarts of the server, each after a kill), then
+    judge it. `url`: an empty database to use, in place of a throwaway server of the run's
+    own (which alone can be restarted); `RuntimeError` when there is neither."""
+    if hosts < 1 or host_crashes < 0 or not 0 <= db_restarts <= host_crashes:
+        raise ValueError(f"hosts must be at least 1, host_crashes at least 0 and "
+                         f"db_restarts between 0 and host_crashes, not {hosts}, "
+                         f"{host_crashes} and {db_restarts}")
+    if db_restarts and url is not None:
+        raise ValueError("db_restarts restarts the run's own server: give no url")
     rng = random.Random(seed)
     with contextlib.ExitStack() as stack:
+        server = None
         if url is None:
-            url = stack.enter_context(_throwaway_database())
-        report = _run(url, rng, n, seed, isolations, host_crashes, hosts, lease_s, folder)
+            url, server = stack.enter_context(_throwaway_database())
+        restart_db = None if server is None else _restarter(server, rng, db_restarts)
+        report = _run(url, rng, n, seed, isolations, host_crashes, hosts, lease_s, folder,
+                      restart_db)
     return report
 
 
+def _restarter(server: Any, rng: random.Random, times: int) -> Callable[[], str | None]:
+    """Restarts `server` (`pg_ctl stop -m fast`, then `-m immediate`, in turn; started again
+    at once) at a random moment, `times` times at most; each call the mode, or None once
+    they are used."""
+    modes = itertools.islice(itertools.cycle(("fast", "immediate")), times)
+
+    def restart() -> str | None:
+        mode = next(modes, None)
+        if mode is not None:
+            time.sleep(rng.uniform(0.05, 0.5))  # a random moment of the run
+            server.stop(mode)
+            server.start()
+        return mode
+
+    return restart
+
+
 @contextlib.contextmanager
-def _throwaway_database() -> Iterator[str]:
-    """A fresh database on a PostgreSQL server started for the run (tests/_postgres.py)."""
+def _throwaway_database() -> Iterator[tuple[str, Any]]:
+    """A fresh database on a PostgreSQL server started for the run (tests/_postgres.py),
+    and the server."""
     from tests._postgres import SKIP, PostgresServer, find_bin_dir
 
     bin_dir = find_bin_dir()
@@ -113,13 +144,14 @@ def _throwaway_database() -> Iterator[str]:
         raise RuntimeError(SKIP)
     server = PostgresServer(bin_dir)
     try:
-        yield server.database()
+        yield server.database(), server
     finally:
         server.close()
 
 
 def _run(url: str, rng: random.Random, n: int, seed: int, isolations: Sequence[str],
-         host_crashes: int, hosts: int, lease_s: float, folder: Path | None) -> HostsReport:
+         host_crashes: int, hosts: int, lease_s: float, folder: Path | None,
+         restart_db: Callable[[], str | None] | None = None) -> HostsReport:
     with tempfile.TemporaryDirectory() as tmp:
         where = folder or Path(tmp)
         trail = where / "trail"
@@ -201,6 +233,8 @@ def _run(url: str, rng: random.Random, n: int, seed: int, isolations: Sequence[s
                 # host started here meanwhile would take it over at once instead).
                 report.violations += _await_taken(url, victim.proc.pid, lease_s + 60.0)
             restart = not restart
+            if restart_db is not None and (mode := restart_db()) is not None:
+                report.db_restarts.append(mode)
         spare[1].kill()  # it never opened the store
         spare[1].communicate()
         for run in live.values():

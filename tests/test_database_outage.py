@@ -60,6 +60,29 @@ def test_a_restart_within_the_lease_fails_no_delegation(
     assert _rows(pg_url, "SELECT count(*), sum(calls) FROM attempts") == [(12, 48)]
 
 
+def test_a_host_stopped_while_the_database_restarts_writes_its_last_summaries_when_it_is_back(
+    pg_url: str, pg_server: Any
+) -> None:
+    """`Zeus.stop` while the server is down: its last commit and its release wait for the
+    database within the lease, as every write does, and land; the stop does not raise."""
+    import threading
+
+    routing = Routing.from_dict({"version": 1, "supervisor": {"store": {"lease_s": 5.0}},
+                                 "agents": {"reader": {"read_only": True}}})
+    zeus = Zeus.start(routing, agents={"reader": steps}, store=pg_url)
+    summary = zeus.dispatch(Brief(agent="reader", scope="s"), key="k").result(WAIT_S)
+    assert summary.status is Status.completed
+    pg_server.stop("immediate")
+    back = threading.Timer(1.0, pg_server.start)  # the restart: over within the lease
+    back.start()
+    try:
+        zeus.stop()  # waits for the database, then writes and releases
+    finally:
+        back.join()
+    assert _rows(pg_url, "SELECT status FROM delegations") == [("completed",)]
+    assert _rows(pg_url, "SELECT released IS NOT NULL FROM hosts") == [(True,)]
+
+
 def test_a_dispatch_while_the_database_is_away_says_so_without_the_password(
     pg_url: str, pg_server: Any
 ) -> None:

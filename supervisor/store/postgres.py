@@ -87,6 +87,7 @@ __all__ = ["Host", "LeaseKeeper", "PostgresStore", "hosts", "is_postgres_url", "
 _T = TypeVar("_T")
 _DAY_S = 86_400.0
 _BACKOFF_S = (0.05, 0.2, 0.5, 1.0, 2.0)  # waits between reconnects; the last repeats
+_CLOSE_AGAIN_S = 0.1  # a closing store whose last writes found the database away
 _NOTIFY = f"SELECT pg_notify('{SETTLED}', %s)"
 _PAYLOAD_CHARS = 7000  # a notification's payload holds under 8,000 bytes
 
@@ -877,8 +878,31 @@ class PostgresStore(SharedStore):
     def close(self) -> None:
         """Commit what is buffered, release this host (its lease ended) and disconnect. A
         host fenced meanwhile (its lease lost) writes nothing and says nothing more: its
-        delegations are another host's."""
-        self._retry_at = 0.0  # the last chance to write: no reconnect backoff waited out
+        delegations are another host's. While the database is away the last writes wait
+        for it, as any write does, until this host's lease would have ended (after that
+        they would be fenced): `StoreError` then."""
+        give_up = time.monotonic() + self.lease_s
+        try:
+            while True:
+                self._retry_at = 0.0  # the last chance to write: no backoff waited out
+                try:
+                    self._release()
+                    return
+                except StoreError:
+                    if time.monotonic() >= give_up:
+                        raise
+                time.sleep(_CLOSE_AGAIN_S)  # the stopping thread: the database restarts
+        finally:
+            if self._keeper is not None:
+                self._keeper.close()
+            if self._con is not None:
+                with contextlib.suppress(Exception):
+                    self._con.close()
+                self._con = None
+
+
+    def _release(self) -> None:
+        """`close`'s writes, once: what is buffered, then this host's release."""
         try:
             if not self._fenced:
                 with contextlib.suppress(StoreFenced):
@@ -889,13 +913,6 @@ class PostgresStore(SharedStore):
                             " WHERE id = %s AND taken_by IS NULL", (self.host_id,))
         except psycopg.Error as exc:
             raise self._lost(exc) from None
-        finally:
-            if self._keeper is not None:
-                self._keeper.close()
-            if self._con is not None:
-                with contextlib.suppress(Exception):
-                    self._con.close()
-                self._con = None
 
 
 class _Rollback(Exception):
