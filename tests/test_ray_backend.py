@@ -182,6 +182,24 @@ def test_a_ray_child_reports_partials_charges_and_tool_calls_and_says_where_it_r
     assert summary.attempts[0].pid == summary.output["pid"]
 
 
+def told(brief: Brief, ctx: Context) -> Any:
+    """Fails its first attempt; the retry says what its ctx was told, as every backend's."""
+    if ctx.attempt == 1:
+        raise TransientError("the first attempt fails")
+    return {"previous_error": ctx.previous_error, "effort": ctx.reasoning_effort}
+
+
+def test_a_ray_child_is_told_what_every_backends_child_is(zeus: Zeus) -> None:
+    """How its last attempt ended and its reasoning effort (a person's answer, and what its
+    budget leaves, travel the same way: `ChildSpec.previous_blocker`, `.note`,
+    `.budget_left`)."""
+    agent = on_ray(zeus, told, retry={"max_retries": 1, "backoff": "none"},
+                   reasoning_effort="high")
+    output = run(zeus, agent).output
+    assert "the first attempt fails" in output["previous_error"]
+    assert output["effort"] == "high"
+
+
 def test_a_ray_child_sees_its_delegations_fence(zeus: Zeus) -> None:
     handle = zeus.dispatch(Brief(agent=on_ray(zeus, fence_of), scope="test"))
     assert handle.result(timeout=30).output == {"id": handle.id, "epoch": 1}  # in memory

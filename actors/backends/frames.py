@@ -362,6 +362,13 @@ def ray_job(spec: ChildSpec, work: bytes, reporter: str) -> bytes:
         "session_key": spec.session_key,
         "session": spec.session,
         "epoch": spec.epoch,
+        # What every backend's attempt is told (`Context`): how the last attempt ended, its
+        # effort, its budget, and a person's answer to its blocker.
+        "previous_error": spec.previous_error,
+        "reasoning_effort": spec.reasoning_effort,
+        "budget_left": spec.budget_left,
+        "previous_blocker": spec.previous_blocker,
+        "note": spec.note,
     }
     return _wire.dumps(job, "the attempt's brief, previous partial results or session")
 

@@ -300,7 +300,9 @@ def _execute(
         cancel_event=cancel, heartbeat_interval_s=job["interval_s"],
         session=session_for(job["session_key"], job["session"]),
         previous_partials=job["previous_partials"], depth=job["depth"], framing=job["framing"],
-        inbox=inbox.inbox, epoch=job["epoch"],
+        inbox=inbox.inbox, epoch=job["epoch"], previous_error=job["previous_error"],
+        reasoning_effort=job["reasoning_effort"], budget_left=job["budget_left"],
+        previous_blocker=job["previous_blocker"], note=job["note"],
     )
     outbox.ctx = ctx
     finished = run_work(work, brief, ctx, pid=pid)
