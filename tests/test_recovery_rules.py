@@ -275,3 +275,19 @@ def test_a_writer_whose_child_never_started_runs_again_and_one_that_started_is_b
     assert recover(started, writer, **args, writers_stopped=True) == Plan(("d-a1",), Rerun(1))
     stateful = AgentPolicy(stateful=True)  # its session is gone with its child, started or not
     assert recover(never, stateful, **args).step == Settle(Status.blocked, None, STATEFUL_REASON)
+
+
+# -- a charge counted once across a restart (docs/design.md, "Reattach") --------------------
+@pytest.mark.parametrize("order", list(itertools.permutations([1, 2, 3])))
+def test_an_attempt_counts_each_numbered_charge_once_in_any_order_and_every_unnumbered_one(
+        order: tuple[int, ...]) -> None:
+    from supervisor.core.state import Attempt
+    from supervisor.rules.stale import ProgressWatch
+
+    a = Attempt(id="t-1-a1", number=1, agent="t", policy=AgentPolicy(), started_at=0.0,
+                deadline=10.0, watch=ProgressWatch.start(0.0))
+    a.charged_progress = 2  # what its store committed before its host died
+    new = [p for p in order if a.new_charge(p)]
+    assert new == [3]  # those at or below 2 were counted before; 3 once, whenever it comes
+    assert not a.new_charge(3) and a.charged_progress == 3
+    assert a.new_charge(0) and a.new_charge(0)  # not numbered: always new

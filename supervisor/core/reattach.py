@@ -120,9 +120,9 @@ def count_left(sup: Supervisor, d: Delegation, stored: OpenDelegation,
         counted = a.charged_progress
         for message in left.left():
             if isinstance(message, Charge):
-                if message.progress <= counted:
+                if message.progress and message.progress <= counted:
                     continue  # it was committed before its host died
-                counted = message.progress
+                counted = max(counted, message.progress)
                 sup.spend(d, None, priced(message.usage, d.policy.pricing), a.id,
                           progress=counted)
             elif isinstance(message, Partial):

@@ -119,9 +119,8 @@ class ChildReports:
         """A charge of `a`, which this host let go when its lease was lost: written late,
         for whoever owns its delegation now, once (docs/design.md, "Spend is a fact, not a
         decision"); False when it was counted already."""
-        if msg.progress and msg.progress <= a.charged_progress:
+        if not a.new_charge(msg.progress):
             return False
-        a.charged_progress = max(a.charged_progress, msg.progress)
         self._sup.durable.charged_late(a.id, priced(msg.usage, a.policy.pricing), msg.progress)
         return True
 
@@ -268,9 +267,8 @@ class ChildReports:
         if owner is None:
             return
         d, a = owner
-        if msg.progress <= a.charged_progress:
+        if not a.new_charge(msg.progress):
             return  # sent again by a worker its last host had not answered: counted already
-        a.charged_progress = msg.progress
         usage = priced(msg.usage, a.policy.pricing)
         session = None
         if a.agent_session is not None:

@@ -91,6 +91,14 @@ class Attempt:
     charged_progress: int = 0
     announced: bool = False  # `attempt.started` emitted (deferred until a Ray task is placed)
 
+    def new_charge(self, progress: int) -> bool:
+        """Whether its charge numbered `progress` is new (0: one not numbered, always);
+        counted from now on (Zeus's thread)."""
+        if progress and progress <= self.charged_progress:
+            return False
+        self.charged_progress = max(self.charged_progress, progress)
+        return True
+
     @property
     def stale_after_s(self) -> float:
         """Its stale threshold now: longer inside a long tool call."""

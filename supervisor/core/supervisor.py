@@ -579,10 +579,10 @@ class Supervisor:
                 known = d.elsewhere or {}
                 for attempt_id, before in list(known.items()):
                     now = stored.get(attempt_id)
-                    added = _added(now, before) if now is not None else None
-                    if now is not None and added is not None:
-                        known[attempt_id] = now
-                        self.spend(d, None, added)
+                    if now is None or (added := _added(now, before)) is None:
+                        continue
+                    known[attempt_id] = now
+                    self.spend(d, None, added)
         if only is None:
             self.look_elsewhere_soon()
 

@@ -16,13 +16,19 @@ from supervisor.store import reads
 from supervisor.store.schema import APPLICATION, SCHEMA_VERSION, SESSION_CHARGE
 
 __all__ = ["ATTEMPT_COLUMNS", "DDL", "FENCED", "KINDS", "LATE_CHARGE", "LEASED", "STATEMENTS",
-           "TABLES",
-           "Qmark", "is_postgres_url", "prepare", "shown"]
+           "TABLES", "Qmark", "is_postgres_url", "prepare", "shown"]
 
 ATTEMPT_COLUMNS = reads.ATTEMPT_COLUMNS + ", in_tool"  # what a taker reads of an attempt
 LOCK_KEY = 0x5A455553  # "ZEUS": the advisory lock that creating the schema holds
 TABLES = ("meta", "hosts", "policies", "delegations", "attempts", "partials", "retries",
           "keys", "id_blocks")
+
+FENCED = "ZF001"  # the SQLSTATE of a conditioned write that found nothing it holds
+# What such a write calls: its transaction aborts with `FENCED`, the message saying why.
+_FENCED_FUNCTION = (
+    "CREATE FUNCTION zeus_fenced(why TEXT, found BIGINT) RETURNS INTEGER"
+    f" LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION USING ERRCODE = '{FENCED}',"
+    " MESSAGE = why, DETAIL = found || ' rows matched'; END $$")
 
 # What takes a store of each older version to the next one (schema.py's, in this
 # engine's types), run by `prepare` under the advisory lock.
@@ -33,12 +39,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         " output_tokens BIGINT NOT NULL DEFAULT 0,"
         " cost DOUBLE PRECISION NOT NULL DEFAULT 0, charged DOUBLE PRECISION NOT NULL)",),
     2: ("ALTER TABLE attempts ADD COLUMN charged_progress BIGINT NOT NULL DEFAULT 0",
-        "ALTER TABLE delegations ADD COLUMN answer TEXT",
-        # A conditioned write that found nothing it holds calls this: its transaction
-        # aborts with SQLSTATE `FENCED`, the message saying why.
-        "CREATE FUNCTION zeus_fenced(why TEXT, found BIGINT) RETURNS INTEGER"
-        " LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION USING ERRCODE = 'ZF001',"
-        " MESSAGE = why, DETAIL = found || ' rows matched'; END $$"),
+        "ALTER TABLE delegations ADD COLUMN answer TEXT", _FENCED_FUNCTION),
 }
 
 DDL = """
@@ -88,8 +89,7 @@ CREATE TABLE retries (
     agent TEXT NOT NULL, seq BIGINT NOT NULL
 );
 CREATE INDEX retries_delegation ON retries (delegation_id, seq);
-""" + ";\n".join((*MIGRATIONS[1], MIGRATIONS[2][2])) + ";\n"
-FENCED = "ZF001"  # the SQLSTATE of a conditioned write that found nothing it holds
+""" + ";\n".join((*MIGRATIONS[1], _FENCED_FUNCTION)) + ";\n"
 
 # This host still holds its lease: its row is locked for the commit (and stamped with the
 # commit's number), so a taker, which updates it, waits for the commit to end.
