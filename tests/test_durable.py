@@ -440,6 +440,38 @@ def test_settlements_wait_for_a_shared_commit_only_while_the_mailbox_is_busy_and
     store.close()
 
 
+def test_late_charges_the_database_refused_get_a_turn_of_their_own_soon() -> None:
+    """A fenced host whose work was all taken over gets no more messages: a late write
+    the database refused asks for a turn soon (one ask at a time, however busy the host),
+    or its children's spend would never be written."""
+    from unittest import mock
+
+    from actors import Usage
+    from actors.clock import FakeClock
+    from supervisor.core.durable import Durable
+    from supervisor.errors import StoreError
+    from supervisor.journal.events import EventLog
+    from supervisor.store.postgres import PostgresStore
+
+    clock = FakeClock()
+    store = mock.create_autospec(PostgresStore, instance=True)
+    away = StoreError("the database does not answer")
+    store.write_late.side_effect = [away, away, None]
+    durable = Durable(store, clock, EventLog(None, clock.wall))
+    asked: list[float] = []
+    durable.retry_later = lambda: asked.append(clock.now())
+    durable.charged_late("a-1", Usage(calls=1), 3)
+    durable.end_turn(waiting=0)  # the database is away: a turn is asked for
+    assert asked == [clock.now()]
+    durable.end_turn(waiting=9)  # a busy turn in the meantime asks for no second one
+    assert asked == [clock.now()]
+    clock.advance(1.0)
+    durable.end_turn(waiting=0)  # the asked-for turn: the database is back
+    durable.end_turn(waiting=0)  # written: nothing waits, nothing is asked for
+    assert store.write_late.call_count == 3
+    assert len(asked) == 1
+
+
 def test_a_summary_settled_in_this_turn_is_found_before_its_commit(tmp_path: Path) -> None:
     """A rerun orchestrator may ask again for a sub-delegation that settled in the same
     turn, before the commit: it gets that summary, and the sub-delegation never runs

@@ -13,6 +13,7 @@ the settlements of a busy turn share. Everything else is committed at the turn's
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -113,6 +114,12 @@ class MemoryDurable:
     def attempt_ended(self, record: AttemptRecord) -> None:
         del record
 
+    def release_once_ended(self, attempt_id: str, release: Callable[[], object]) -> None:
+        """`release()` (what a gone worker left behind, removed) once the attempt's end
+        is committed. Without a store nothing was left behind: at once."""
+        del attempt_id
+        release()
+
     def retry_scheduled(self, d: Delegation, a: Attempt, delay: float, agent: str) -> None:
         del d, a, delay, agent
 
@@ -174,6 +181,9 @@ class Durable(MemoryDurable):
         self._settling: list[Delegation] = []  # settled since the last commit
         self._shared = isinstance(store, SharedStore)
         self._late = False  # late charges wait to be written (a shared store's)
+        self._late_asked = -math.inf  # until when a turn to write them again is asked for
+        self._release_on_end: dict[str, Callable[[], object]] = {}  # by attempt id
+        self._release_on_commit: list[Callable[[], object]] = []  # its end buffered
 
     def wall(self, when: float) -> float:
         """Clock time `when` as wall-clock time (epoch seconds), as the store keeps time."""
@@ -259,13 +269,18 @@ class Durable(MemoryDurable):
             self._late = True
 
     def _write_late(self) -> None:
-        """The late charges, written at the turn's end (a fenced host's too); kept for a
-        later turn while the database cannot be reached."""
+        """The late charges, written at the turn's end (a fenced host's too); kept while
+        the database cannot be reached, for a turn asked for soon: an idle host (all its
+        work taken over) has no other turn to write them in."""
         store = self.store
         assert isinstance(store, SharedStore)
         try:
             store.write_late()
         except StoreError:
+            now = self._clock.now()
+            if self.retry_later is not None and now >= self._late_asked:
+                self._late_asked = now + _LAST_PAUSE_S  # (one ask at a time will do)
+                self.retry_later()
             return
         self._late = False
 
@@ -291,6 +306,15 @@ class Durable(MemoryDurable):
         self.store.attempt_ended(record.id, outcome=record.outcome.value,
                                  ended=self._clock.wall(), error=record.error, record=record)
         self._dirty = True
+        if (release := self._release_on_end.pop(record.id, None)) is not None:
+            self._release_on_commit.append(release)
+
+    def release_once_ended(self, attempt_id: str, release: Callable[[], object]) -> None:
+        """`release()` once the attempt's end is committed: what its gone worker left
+        behind (its `Finished` among it, adopted) is removed only then, so that a host
+        that dies before reads it again instead of finding the attempt open and its
+        worker gone (docs/design.md, "It takes nothing with it")."""
+        self._release_on_end[attempt_id] = release
 
     def retry_scheduled(self, d: Delegation, a: Attempt, delay: float, agent: str) -> None:
         self.store.retry_scheduled(d.id, after_attempt=a.id, due=self._clock.wall() + delay,
@@ -359,6 +383,9 @@ class Durable(MemoryDurable):
         self._uncommitted.clear()
         self._made_known()
         self._dirty = False
+        release, self._release_on_commit = self._release_on_commit, []
+        for each in release:
+            each()
         return True
 
     def _failed(self, error: str) -> None:

@@ -131,8 +131,11 @@ class Recoverer:
                             reattached=tuple(found.reattached), adopted=tuple(found.adopted),
                             settled=store.counts().settled, ended=tuple(ended))
         self._durable.commit_now()
-        for left in found.left.values():  # adopted and committed: what it left is done with
-            left.release()
+        for attempt_id, left in found.left.items():
+            if attempt_id in found.adopted:  # done with once its adopted end is committed
+                self._durable.release_once_ended(attempt_id, left.release)
+            else:  # counted, and the attempt ended lost: committed just now
+                left.release()
         self._sup.look_elsewhere_soon()
         return recovery
 

@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from actors import AttemptRecord, Brief, Status, Summary, Usage
-from actors.osproc import process_start_time
+from actors.osproc import process_running, process_start_time
 from actors.speaks import SessionTotals
 from supervisor.errors import StoreError, StoreFenced
 from supervisor.store import reads
@@ -129,6 +129,33 @@ def _payloads(ids: Iterable[str]) -> Iterator[str]:
         size += len(d_id) + 1
     if chunk:
         yield "\n".join(chunk)
+
+
+# A dead host's workers that begin to stop for its lease within this long are waited for.
+_STOPPING_SOON_S = 0.5
+
+
+def _await_stopping_workers(con: psycopg.Connection[Any], lease_s: float) -> None:
+    """A restart on this machine while the last host's workers stop themselves for its
+    lease (their deadline passed, or comes within `_STOPPING_SOON_S`) waits until they
+    have stopped, at most the ladder's bound past that deadline: each then leaves behind
+    what it held (its attempt stopped by the lease, its charges) for recovery to judge
+    as a takeover does, where a worker caught mid-stop would be killed as a survivor,
+    its charges lost and its writer blocked (docs/design.md, "Only a cancel settles
+    `cancelled`"). The workers' deadline is that host's `LeaseKeeper.child_deadline`."""
+    rows = con.execute(
+        "SELECT pid, pid_start_time, extract(epoch FROM lease_until - now())::float8,"
+        " bound_s FROM hosts WHERE released IS NULL AND taken_by IS NULL AND host = %s",
+        (socket.gethostname(),)).fetchall()
+    wait_s = 0.0
+    for pid, pid_start, left_s, bound_s in rows:
+        if process_running(pid, pid_start) is not False:
+            continue  # alive: its workers are its own
+        stops_in = left_s - min(bound_s, lease_s / 2)
+        if stops_in < _STOPPING_SOON_S:
+            wait_s = max(wait_s, stops_in + bound_s)
+    if wait_s > 0:
+        time.sleep(wait_s)
 
 
 def _owner(joined: Joined) -> Owner:
@@ -248,6 +275,7 @@ class PostgresStore(SharedStore):
                              "URL and that the database is up") from None
         try:
             prepare(con, url)
+            _await_stopping_workers(con, lease_s)
             joined = register(con, host_id, lease_s, bound_s)
             store = cls(url, con, host_id=host_id, n=joined.n, lease_s=lease_s,
                         bound_s=bound_s, keep_days=keep_days, now=now,
