@@ -472,6 +472,32 @@ def test_late_charges_the_database_refused_get_a_turn_of_their_own_soon() -> Non
     assert len(asked) == 1
 
 
+def test_what_a_gone_worker_left_is_removed_only_once_its_adopted_end_is_committed(
+    tmp_path: Path,
+) -> None:
+    """Recovery adopts the `Finished` a gone worker left and commits; the attempt ends in a
+    later turn. A Zeus killed before that commit must find the file again."""
+    from actors import AttemptOutcome, AttemptRecord
+    from actors.clock import FakeClock
+    from supervisor.core.durable import Durable
+    from supervisor.journal.events import EventLog
+    from supervisor.store import SqliteStore
+
+    clock = FakeClock()
+    store = SqliteStore.open(tmp_path / "zeus.db")
+    durable = Durable(store, clock, EventLog(None, clock.wall))
+    removed: list[str] = []
+    durable.release_once_ended("a-1", lambda: removed.append("a-1"))
+    durable.commit_now()  # recovery's own commit: the attempt has not ended yet
+    assert removed == []
+    durable.attempt_ended(AttemptRecord(id="a-1", agent="a", outcome=AttemptOutcome.lost,
+                                        duration_s=1.0))
+    assert removed == []  # its end is buffered, not yet committed
+    durable.commit_now()
+    assert removed == ["a-1"]
+    store.close()
+
+
 def test_a_summary_settled_in_this_turn_is_found_before_its_commit(tmp_path: Path) -> None:
     """A rerun orchestrator may ask again for a sub-delegation that settled in the same
     turn, before the commit: it gets that summary, and the sub-delegation never runs

@@ -671,3 +671,30 @@ def test_a_database_that_holds_no_store_is_bad_input_for_the_cli_and_left_alone(
     assert "no Zeus store there" in capsys.readouterr().err
     assert sql(pg_url, "SELECT count(*) FROM information_schema.tables WHERE"
                " table_schema = 'public'") == [(0,)]
+
+
+@pytest.mark.realtime
+@pytest.mark.parametrize("lease_left_s", [1.0, 10.0])
+def test_a_restart_waits_for_the_dead_hosts_workers_only_while_they_stop_for_its_lease(
+        opened: Any, pg_url: str, lease_left_s: float) -> None:
+    """A host of this machine that is gone, its lease ending in `lease_left_s`, its ladder's
+    bound 1 s: with 1 s left, its workers' deadline (the lease's end less the bound) is
+    now, and the next host to open waits about that bound for them to finish stopping;
+    with 10 s left, they wait to be picked up, and it opens at once."""
+    import subprocess
+    import sys
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid names no process now
+    gone = opened(lease_s=3.0)
+    sql(pg_url, "UPDATE hosts SET pid = %s, bound_s = 1.0, lease_until = now() +"
+        " make_interval(secs => %s) WHERE id = %s", dead.pid, lease_left_s, gone.host_id)
+    began = time.monotonic()
+    again = opened(lease_s=3.0)
+    took = time.monotonic() - began
+    if lease_left_s == 1.0:
+        assert 0.8 <= took < WAIT_S, took
+    else:
+        assert took < 0.8, took
+    assert sql(pg_url, "SELECT taken_by FROM hosts WHERE id = %s", gone.host_id) == [
+        (again.host_id,)]  # adopted at once after that, as a restart here does
