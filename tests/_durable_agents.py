@@ -198,3 +198,23 @@ def answered(brief: Brief, ctx: Context) -> Any:
     while not (folder / "release").exists():
         ctx.sleep(0.02)
     return Report(output=f"migrated: {ctx.note}")
+
+
+def stepper(brief: Brief, ctx: Context) -> Any:
+    """The hosts' workload (tests/test_hosts_workload.py): `steps` (default 8) steps of
+    `step_s` (default 0.3 s), each charged a call and a cent; with `steps` 0, a step
+    after another until `release` exists in the folder. Each charge is first noted by a
+    line in `<name>.charges` (the spend the child made, whichever host owns it, for the
+    test to compare with what was counted); marks its run as `held` does."""
+    inputs = brief.inputs or {}
+    folder, name = Path(inputs["dir"]), inputs["name"]
+    steps, step_s = int(inputs.get("steps", 8)), float(inputs.get("step_s", 0.3))
+    _mark_run(folder, name)
+    made = 0
+    while made < steps if steps else not (folder / "release").exists():
+        with open(folder / f"{name}.charges", "a") as noted:
+            noted.write(f"{os.getpid()}\n")
+        ctx.charge(calls=1, cost=0.01)
+        made += 1
+        ctx.sleep(step_s)
+    return f"{name} done"

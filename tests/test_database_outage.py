@@ -1,21 +1,20 @@
 """The database itself fails, and the hosts heal (docs/design.md, "Several hosts"; the
 guide's "When the database goes away"), on a real PostgreSQL: a restart within the lease
 fails no delegation (the writes wait and land), a dispatch while it is away says so and
-names the URL without its password, an outage longer than the lease needs no host
-restarted (each fenced host joins again and takes over what was left, its own
-included), and a wait on a fenced host's handle never raises for the fence."""
+names the URL without its password, and a wait on a fenced host's handle never raises
+for the fence. Three hosts through restarts and a long outage:
+tests/test_hosts_workload.py."""
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from actors import Brief, Context, Status
 from supervisor import Routing, StoreError, Zeus
-from tests._crash import WAIT_S, Host, agent, brief, runs, wait_for
+from tests._crash import WAIT_S
 
 pytestmark = [pytest.mark.realtime]
 
@@ -138,61 +137,3 @@ def wait_until(check: Any, what: str) -> None:
     while not check():
         assert time.monotonic() < deadline, f"{what} never happened"
         time.sleep(0.02)
-
-
-LEASE_S = 1.5
-
-
-@pytest.mark.process
-def test_an_outage_longer_than_the_lease_needs_no_host_restarted(
-    pg_url: str, pg_server: Any, tmp_path: Path
-) -> None:
-    """Two host processes, each with a reader and a writer under way; the database down
-    for three leases: every host is fenced, joins again once it answers, and the work is
-    taken over and done (its own old incarnation's too), each handle resolved within
-    `lease_s + 10 s` of the return, by the same host processes, no writer twice at once."""
-    agents = {"reader": agent(read_only=True, isolation="process", shutdown=LADDER),
-              "writer": agent(isolation="process", shutdown=LADDER)}
-    names = {0: ["r0", "w0"], 1: ["r1", "w1"]}
-    hosts = [Host(tmp_path, pg_url, {
-        "agents": agents, "defaults": {"shutdown": LADDER},
-        "supervisor": {"store": {"lease_s": LEASE_S}},
-        "briefs": [brief("reader" if n[0] == "r" else "writer", tmp_path, n)
-                   for n in names[i]],
-        # each stays up once its own have settled: a host that stops cancels what it took
-        # over, and either may have taken over the other's
-        "hold": True}) for i in (0, 1)]
-    try:
-        for i, host in enumerate(hosts):
-            host.read_line()
-            for name in names[i]:
-                wait_for(tmp_path / f"{name}.started", host)
-        pids = [host.proc.pid for host in hosts]
-        pg_server.stop("fast")
-        try:
-            time.sleep(3 * LEASE_S)  # the outage itself, not a synchronisation
-        finally:
-            pg_server.start()
-        back = time.monotonic()
-        (tmp_path / "release").write_text("")
-        summaries = {}
-        for host in hosts:  # the same processes, each holding once all of its own settled
-            while "holding" not in (line := host.read_line()):
-                if "summary" in line:
-                    summaries[line["summary"]["scope"]] = line["summary"]
-        took = time.monotonic() - back
-    finally:
-        for host in hosts:
-            if host.proc.poll() is None:
-                host.kill()
-    assert took < LEASE_S + 10.0, took
-    assert [host.proc.pid for host in hosts] == pids
-    for name in [*names[0], *names[1]]:
-        summary = summaries[name]
-        assert summary["status"] == "completed", summary
-        assert [a["outcome"] for a in summary["attempts"]] == ["lost", "completed"], summary
-        _first, second = runs(tmp_path, name)
-        assert not second[2], f"{name}: its first run was still alive as it ran again"
-    hosts_rows = _rows(pg_url, "SELECT id, taken_by FROM hosts ORDER BY n")
-    assert len(hosts_rows) == 4  # two incarnations of each host process
-    assert {taken for _, taken in hosts_rows[:2]} <= {h for h, _ in hosts_rows[2:]}

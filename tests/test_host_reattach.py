@@ -26,6 +26,7 @@ from tests._crash import (
     outcomes,
     runs,
     store_rows,
+    stored_calls,
     wait_charged,
     wait_for,
     wait_partials,
@@ -463,21 +464,30 @@ def test_charges_made_while_no_host_ran_count_after_the_grace_ran_out(
     assert summaries["c"]["usage"]["cost"] == pytest.approx(calls * 0.01)
 
 
+KILLS = 20  # (50 a store, once: none lost either; each restart here takes 0.1-0.3 s)
+
+
 @BOTH
 def test_the_charges_in_flight_when_its_host_was_killed_count_once_after_the_restart(
         tmp_path: Path, store: str) -> None:
+    """A worker charging every 2 ms while its host is SIGKILLed, started again and
+    SIGKILLed again, `KILLS` times, each time once the new host has committed a charge:
+    every kill leaves charges read and not committed, and some in the pipe. (The worker
+    keeps every charge it sent until its next job, each resent to each new host: a
+    quicker pace makes each restart slower than the last.)"""
     plan = plan_of(tmp_path, {"charger": agent("tests._durable_agents:charger",
                                                isolation="process")},
-                   [brief("charger", tmp_path, "c", pause_s=0.0005)])
-    first = Host(tmp_path, store, plan)
-    wait_for(tmp_path / "c.started", first)
-    wait_charged(store, 1, first)
-    first.kill()  # charges read and not committed, and some still in the pipe
-    second = Host(tmp_path, store, plan)
-    recovered = second.read_line()["recovered"]
-    assert recovered["reattached"] == ["charger-1-a1"]
+                   [brief("charger", tmp_path, "c", pause_s=0.002)])
+    host = Host(tmp_path, store, plan)
+    wait_for(tmp_path / "c.started", host)
+    for _ in range(KILLS):
+        wait_charged(store, stored_calls(store) + 1, host)
+        host.kill()  # charges read and not committed, and some still in the pipe
+        host = Host(tmp_path, store, plan)
+        recovered = host.read_line()["recovered"]
+        assert recovered["reattached"] == ["charger-1-a1"]
     (tmp_path / "release").write_text("")
-    _, summaries = second.results()
+    _, summaries = host.results()
     charger = summaries["c"]
     assert charger["status"] == "completed"
     made = charger["output"]  # how many charges the worker made, all told
