@@ -39,6 +39,8 @@ HOLD_AT_MOST = 64
 # reconnect backoff, a quarter of the lease at most).
 _FIRST_PAUSE_S = 0.05
 _LAST_PAUSE_S = 0.5
+# The least time between two asks for a turn to write late charges the database refused.
+_LATE_AGAIN_S = 0.5
 
 
 class MemoryDurable:
@@ -279,7 +281,7 @@ class Durable(MemoryDurable):
         except StoreError:
             now = self._clock.now()
             if self.retry_later is not None and now >= self._late_asked:
-                self._late_asked = now + _LAST_PAUSE_S  # (one ask at a time will do)
+                self._late_asked = now + _LATE_AGAIN_S  # (one ask at a time will do)
                 self.retry_later()
             return
         self._late = False
