@@ -213,6 +213,18 @@ def test_the_modules_one_delegation_runs_through_are_the_ones_named() -> None:
         f"left it (take them off): {sorted(DELEGATION_PATH - seen)}")
 
 
+def test_design_md_walks_the_delegation_path_module_by_module() -> None:
+    """docs/design.md opens with the path: every module on it, and nothing else."""
+    import re
+
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    section = text.split("## One delegation's path", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`((?:supervisor|actors)/[\w/]+\.py)`", section))
+    assert named == DELEGATION_PATH, (
+        f"on the path, not in the doc: {sorted(DELEGATION_PATH - named)}; "
+        f"in the doc, not on the path: {sorted(named - DELEGATION_PATH)}")
+
+
 def test_the_test_hooks_are_not_on_the_public_zeus() -> None:
     """Holding the mailbox and waiting for it are `supervisor.testing.held/sync`."""
     zeus = supervisor.Zeus
