@@ -1,20 +1,25 @@
-"""A run as the journal tells it: plain records that `replay.Journal` fills in.
+"""A run as the journal tells it: records that `replay.Journal` hands each event to.
 
 A `Run` per `zeus.started`: its delegations (`ReplayedDelegation`) nested by
 `parent_id`, each with its attempts (`ReplayedAttempt`: pids, outcomes, timings,
 tool calls as `ReplayedTool`), its final status, and the run's timeout log
-(`TimeoutEntry`). These are what
-was written down, not the live state (`supervisor.core.state`).
+(`TimeoutEntry`). Each record changes only through its own `on_<event>` methods, one
+per pinned event it is told. These are what was written down, not the live state
+(`supervisor.core.state`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from actors import AttemptRecord, Summary
 
 __all__ = [
     "Event", "ReplayedAttempt", "ReplayedDelegation", "ReplayedTool", "Run", "TimeoutEntry",
-    "num",
+    "int_of", "num", "str_of",
 ]
 
 Event = dict[str, Any]
@@ -23,6 +28,16 @@ Event = dict[str, Any]
 def num(value: Any) -> float | None:
     """`value` as a float when it is a number (not a bool), else None."""
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def int_of(value: Any) -> int | None:
+    """`value` when it is an int (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def str_of(value: Any) -> str | None:
+    """`value` when it is a string, else None."""
+    return value if isinstance(value, str) else None
 
 
 @dataclass
@@ -37,6 +52,9 @@ class ReplayedTool:
     started_ts: float | None = None
     ended_ts: float | None = None
     duration_s: float | None = None
+
+    def on_end(self, ts: float | None, duration_s: float | None) -> None:
+        self.ended_ts, self.duration_s = ts, duration_s
 
 
 @dataclass
@@ -101,6 +119,119 @@ class ReplayedAttempt:
         """
         return self.killed in ("terminate", "kill") or self.outcome == "crash"
 
+    # -- what each event changes -----------------------------------------------------
+    def on_event(self, ts: float | None) -> None:
+        if ts is not None:
+            self.last_ts = ts
+
+    def on_started(self, e: Event, ts: float | None) -> None:
+        self.number = int_of(e.get("attempt"))
+        self.pid = int_of(e.get("pid"))
+        self.pid_start_time = num(e.get("pid_start_time"))
+        self.node = str_of(e.get("node"))
+        self.ray_address = str_of(e.get("ray_address"))
+        self.ray_job = str_of(e.get("ray_job"))
+        self.deadline_s = num(e.get("deadline_s"))
+        self.started_ts = ts
+
+    def on_reattached(self, e: Event, ts: float | None, before: ReplayedAttempt | None) -> None:
+        """Supervised on by a later run: it keeps what `before` (an earlier run's record of
+        it) said, its tool calls and the one it is in, its session, its note, unless this
+        run has told of them already (copies: the earlier row stays as it was)."""
+        self.on_started(e, ts)
+        self.reattached = True
+        if before is None or self.tools or self.session_id is not None:
+            return
+        copies = {id(t): dataclasses.replace(t) for t in before.tools}
+        self.tools = list(copies.values())
+        self.open_tools = [copies.get(id(t), t) for t in before.open_tools]
+        self.last_tool, self.session_id = before.last_tool, before.session_id
+        self.note, self.progress = before.note, before.progress
+
+    def on_spawned(self, e: Event) -> None:
+        """A process started after `attempt.started` (outside Zeus's mailbox): its pid."""
+        self.pid = int_of(e.get("pid"))
+        self.pid_start_time = num(e.get("pid_start_time"))
+
+    def on_heartbeat(self, e: Event) -> None:
+        self.progress = e.get("progress")
+        self.note = str_of(e.get("note")) or self.note
+
+    def on_tool(self, e: Event, ts: float | None) -> None:
+        """A tool call started, or ended: paired with its start by its call id, else with
+        the latest start of its name; an end without one is a call seen only once it was
+        over."""
+        name = str_of(e.get("tool")) or "tool"
+        call_id = str_of(e.get("call_id"))
+        self.last_tool = name
+        if e.get("phase") == "start":
+            call = ReplayedTool(name, e.get("side_effects") is True, call_id, started_ts=ts)
+            self.tools.append(call)
+            self.open_tools.append(call)
+            return
+        began = next((t for t in reversed(self.open_tools) if t.call_id == call_id
+                      and (call_id is not None or t.tool == name)), None)
+        if began is not None:
+            self.open_tools.remove(began)
+        else:
+            began = ReplayedTool(name, e.get("side_effects") is True, call_id)
+            self.tools.append(began)
+        began.on_end(ts, num(e.get("duration_s")))
+
+    def on_out_of_time(self, elapsed_s: float | None, *, stale: bool) -> None:
+        if stale:
+            self.stale_after_s = elapsed_s
+        else:
+            self.timed_out_after_s = elapsed_s
+
+    def on_budget_exceeded(self) -> None:
+        self.budget_exceeded = True
+
+    def on_killed(self, e: Event) -> None:
+        self.killed = str_of(e.get("how"))
+        self.kill_latency_s = num(e.get("latency_s"))
+        self.pid = self.pid if self.pid is not None else int_of(e.get("pid"))
+
+    def on_session(self, e: Event) -> None:
+        self.session_id = str_of(e.get("session_id"))
+
+    def on_fenced(self, e: Event) -> None:
+        reason = str_of(e.get("reason")) or "fenced"
+        self.fenced = reason if self.fenced is None else f"{self.fenced}; {reason}"
+
+    def on_ended(self, e: Event, ts: float | None) -> None:
+        self.ended_ts = ts
+        self.duration_s = num(e.get("duration_s"))
+        self.bad_lines = int_of(e.get("bad_lines"))
+        self.session_id = str_of(e.get("session_id")) or self.session_id
+        if e.get("event") == "attempt.completed":
+            self.outcome = "completed"
+        else:
+            self.outcome = str_of(e.get("outcome")) or "error"
+            self.error = str_of(e.get("error"))
+            self.tool_calls = int_of(e.get("tool_calls"))
+            self.last_tool = str_of(e.get("last_tool"))
+
+    def on_lost(self, e: Event, ts: float | None) -> None:
+        """An attempt of an earlier run that recovery found gone (docs/design.md, "The
+        store")."""
+        self.ended_ts = ts
+        self.outcome = "lost"
+        self.error = str_of(e.get("reason"))
+        self.duration_s = num(e.get("duration_s"))
+        self.pid = self.pid if self.pid is not None else int_of(e.get("pid"))
+
+    def on_next(self, step: str) -> None:
+        """What Zeus did next: a retry, a fallback."""
+        self.then = step
+
+    def on_settled_before(self, record: AttemptRecord) -> None:
+        """As the stored summary of a delegation settled before this run tells it."""
+        self.outcome, self.duration_s, self.pid = (record.outcome.value, record.duration_s,
+                                                   record.pid)
+        self.error, self.session_id = record.error, record.session_id
+        self.tool_calls, self.last_tool = record.tool_calls, record.last_tool
+
 
 @dataclass
 class ReplayedDelegation:
@@ -164,6 +295,49 @@ class ReplayedDelegation:
         if self.dispatched_ts is None or now is None:
             return None
         return max(0.0, now - self.dispatched_ts)
+
+    # -- what each event changes -----------------------------------------------------
+    def on_event(self, ts: float | None, child: ReplayedDelegation | None = None,
+                 attempt: ReplayedAttempt | None = None) -> None:
+        """An event of it at `ts`; one that first named `child` (a delegation it made) or
+        `attempt` (one of its own) adds it."""
+        self.last_ts = ts if ts is not None else self.last_ts
+        if child is not None:
+            self.children.append(child)
+        if attempt is not None:
+            self.attempts.append(attempt)
+
+    def on_dispatched(self, e: Event, ts: float | None) -> None:
+        self.agent = str_of(e.get("agent")) or self.agent
+        self.scope = str_of(e.get("scope"))
+        self.depth = int_of(e.get("depth"))
+        self.policy = e["policy"] if isinstance(e.get("policy"), dict) else {}
+        self.timeout_s = num(e.get("timeout_s")) or num(self.policy.get("timeout_s"))
+        self.dispatched_ts = ts
+
+    def on_cancel_requested(self, e: Event) -> None:
+        self.cancel_requested = True
+        self.cancel_reason = str_of(e.get("reason"))
+
+    def on_settled(self, e: Event, ts: float | None) -> None:
+        self.status = str_of(e.get("status")) or "unknown"
+        self.settled_ts = ts
+        self.duration_s = num(e.get("duration_s"))
+        self.error = str_of(e.get("error"))
+        self.timeout_kind = str_of(e.get("timeout_kind"))
+
+    def on_resolved(self, e: Event, ts: float | None) -> None:
+        """A person settled it by hand (`zeus resolve`): the status they gave, who, why."""
+        self.status = str_of(e.get("status")) or self.status or "unknown"
+        self.settled_ts = self.settled_ts if self.settled_ts is not None else ts
+        self.resolved_by = str_of(e.get("who")) or "?"
+        self.resolved_note = str_of(e.get("why"))
+
+    def on_settled_before(self, summary: Summary) -> None:
+        """Settled before this run, as its stored summary tells it (a store gave it back)."""
+        self.scope, self.earlier = summary.scope, True
+        self.status, self.duration_s = summary.status.value, summary.duration_s
+        self.error, self.timeout_kind = summary.error, summary.timeout_kind
 
 
 @dataclass(frozen=True)
@@ -232,3 +406,59 @@ class Run:
     def incomplete(self) -> list[ReplayedDelegation]:
         """The delegations that did not settle `completed` (open ones included)."""
         return [d for d in self.delegations.values() if d.status != "completed"]
+
+    # -- what each event changes -----------------------------------------------------
+    def on_event(self, ts: float | None, line: int | None) -> None:
+        """One more event of this run, at `ts`, read from `line`."""
+        self.events += 1
+        if self.first_line is None:
+            self.first_line = line
+        if ts is not None:
+            self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
+
+    def on_started(self, e: Event, ts: float | None) -> None:
+        """`zeus.started`: whose run it is, and where its store is."""
+        self.zeus_pid = int_of(e.get("pid"))
+        self.started_ts = ts
+        self.routing = str_of(e.get("routing"))
+        self.store = e.get("store") is True
+        alive = e.get("owner_alive")
+        self.owner_alive = alive if isinstance(alive, bool) else None
+        self.owner_heartbeat_ts = num(e.get("heartbeat"))
+        hosts = e.get("hosts")
+        self.hosts = [h for h in hosts if isinstance(h, dict)] if isinstance(hosts, list) else []
+
+    def on_stopped(self, ts: float | None) -> None:
+        self.stopped_ts = ts
+
+    def on_intensity_exceeded(self, e: Event) -> None:
+        self.intensity.append(e)
+
+    def add_delegation(self, d: ReplayedDelegation, parent: ReplayedDelegation | None) -> None:
+        """`d`, first named now, under `parent` (a root without one)."""
+        self.delegations[d.id] = d
+        if parent is not None:
+            parent.on_event(None, child=d)
+        else:
+            self.roots.append(d)
+
+    def add_attempt(self, d: ReplayedDelegation, a: ReplayedAttempt) -> None:
+        """`a`, first named now, an attempt of `d`."""
+        self.attempts[a.id] = a
+        d.on_event(None, attempt=a)
+
+    def on_out_of_time(self, d: ReplayedDelegation, a: ReplayedAttempt, e: Event,
+                       ts: float | None) -> None:
+        """`attempt.timed_out` or `attempt.stale`: the attempt's, and a line of the log."""
+        elapsed = num(e.get("elapsed_s"))
+        stale = e.get("event") == "attempt.stale"
+        a.on_out_of_time(elapsed, stale=stale)
+        self.unresolved_timeouts.setdefault(d.id, []).append(len(self.timeouts))
+        self.timeouts.append(TimeoutEntry(ts, d.id, a.id, a.agent,
+                                          "stale" if stale else "deadline", elapsed,
+                                          a.deadline_s))
+
+    def then(self, d: ReplayedDelegation, what: str) -> None:
+        """Say in the timeout log what followed the delegation's unresolved timeouts."""
+        for i in self.unresolved_timeouts.pop(d.id, ()):
+            self.timeouts[i] = dataclasses.replace(self.timeouts[i], then=what)
