@@ -1,11 +1,10 @@
 """The real agent CLIs run only in a network namespace with only loopback.
 
-A plain `python -m pytest` collects these tests as stand-ins, run last: once they are
-collected, one child `python -m pytest` over all of them starts under `unshare --net`
-(netns.py) and runs beside the rest of the suite, and each stand-in then reports its
-test's result there (passed, failed with the child's failure text, or skipped with its
-reason). Inside the namespace (ZEUS_OFFLINE_NETNS=1) the tests run as they are, after
-/proc/net/dev has shown that loopback is the only device.
+A plain `python -m pytest` collects these tests as stand-ins: the first one run starts one
+child `python -m pytest` over all of them under `unshare --net` (netns.py), and each
+stand-in then reports its test's result there (passed, failed with the child's failure
+text, or skipped with its reason). Inside the namespace (ZEUS_OFFLINE_NETNS=1) the tests
+run as they are, after /proc/net/dev has shown that loopback is the only device.
 
 Where the CLIs, `unshare` or root are missing, the tests are skipped with the command that
 installs them; ZEUS_REQUIRE_REAL_CLIS=1 (CI) makes those skips failures.
@@ -30,7 +29,6 @@ HERE = Path(__file__).resolve().parent
 REPORT = "ZEUS_NETNS_REPORT"  # where the child writes each test's outcome
 PER_TEST = 90  # seconds the child may take per test, as a bound on the whole run
 RESULTS = pytest.StashKey[dict[str, dict[str, str]]]()
-INNER = pytest.StashKey["_Inner"]()
 
 
 def need(reason: str) -> None:
@@ -76,59 +74,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if netns.in_namespace():
         return
     mine = [n for n, item in enumerate(items) if _mine(item) and isinstance(item, pytest.Function)]
-    proxies = []
     for n in mine:
         item = items[n]
         proxy = InNamespace.from_parent(item.parent, name=item.name)
         proxy.own_markers.extend(item.own_markers)
         proxy.keywords.update(item.keywords)
         proxy.add_marker(pytest.mark.timeout(PER_TEST * len(mine) + 60))
-        proxies.append(proxy)
-    for n in reversed(mine):
-        del items[n]
-    items.extend(proxies)  # last: by then their child has had the rest of the suite's time
-    if proxies and not config.option.collectonly and clis.why_not() is None:
-        config.stash[INNER] = _Inner(config.rootpath, [proxy.nodeid for proxy in proxies])
+        items[n] = proxy
 
 
 def _results(session: pytest.Session) -> dict[str, dict[str, str]]:
-    """Every stand-in's test, run once in the namespace: each one's outcome by node id."""
+    """Run every stand-in's test once in the namespace; each one's outcome by node id."""
     if RESULTS not in session.stash:
-        inner = session.config.stash.get(INNER, None)
-        if inner is None:
-            ids = [item.nodeid for item in session.items if isinstance(item, InNamespace)]
-            inner = _Inner(session.config.rootpath, ids)
-        session.stash[RESULTS] = inner.results()
+        ids = [item.nodeid for item in session.items if isinstance(item, InNamespace)]
+        session.stash[RESULTS] = _run_inner(session.config.rootpath, ids)
     return session.stash[RESULTS]
 
 
-class _Inner:
-    """The child `python -m pytest` of the stand-ins' tests in the namespace, started at
-    once; `results()` waits for its report."""
-
-    def __init__(self, root: Path, ids: list[str]) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="zeus-netns-")
-        self._report = Path(self._tmp.name) / "report.json"
-        self._limit_s = PER_TEST * len(ids)
+def _run_inner(root: Path, ids: list[str]) -> dict[str, dict[str, str]]:
+    with tempfile.TemporaryDirectory(prefix="zeus-netns-") as tmp:
+        report = Path(tmp) / "report.json"
         argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *ids]
-        self._proc = subprocess.Popen(
-            netns.command(argv), cwd=root, stdin=subprocess.DEVNULL,
-            env=netns.environment() | {REPORT: str(self._report)},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-    def results(self) -> dict[str, dict[str, str]]:
         try:
-            output, _ = self._proc.communicate(timeout=self._limit_s)
+            done = subprocess.run(netns.command(argv), cwd=root, stdin=subprocess.DEVNULL,
+                                  env=netns.environment() | {REPORT: str(report)},
+                                  capture_output=True, text=True, timeout=PER_TEST * len(ids))
+            output = done.stdout + done.stderr
         except subprocess.TimeoutExpired as e:
-            self._proc.kill()
-            output = f"timed out after {e.timeout} s\n{self._proc.communicate()[0]}"
-        try:
-            results = json.loads(self._report.read_text()) if self._report.exists() else {}
-        finally:
-            self._tmp.cleanup()
-        results[""] = {"outcome": "failed",
-                       "text": f"no report from the namespace:\n{output[-6000:]}"}
-        return results
+            output = f"timed out after {e.timeout} s\n{e.stdout or ''}{e.stderr or ''}"
+        results = json.loads(report.read_text()) if report.exists() else {}
+    results[""] = {"outcome": "failed", "text": f"no report from the namespace:\n{output[-6000:]}"}
+    return results
 
 
 # Inside the namespace: the tests themselves, and their outcomes written down.
