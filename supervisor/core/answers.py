@@ -50,15 +50,14 @@ class BlockedKept:
 def taken_back(old: Delegation, policy: AgentPolicy) -> Delegation:
     """A kept blocked delegation, open again: its id, brief, attempts, spend, partial
     results and history as they were, to run under `policy` (its agent's, as now)."""
-    d = Delegation(id=old.id, brief=old.brief, parent_id=None, depth=old.depth,
-                   settled=DelegationFuture(), dispatched_at=old.dispatched_at,
-                   agent=old.agent, policy=policy, visited=list(old.visited))
-    d.attempt_count, d.attempts, d.retries_used = old.attempt_count, list(old.attempts), \
-        old.retries_used
-    d.partials, d.partials_dropped, d.usage = list(old.partials), old.partials_dropped, old.usage
-    d.last_error, d.agent_session, d.tools_run = old.last_error, old.agent_session, \
-        list(old.tools_run)
-    return d
+    return Delegation(id=old.id, brief=old.brief, parent_id=None, depth=old.depth,
+                      settled=DelegationFuture(), dispatched_at=old.dispatched_at,
+                      agent=old.agent, policy=policy, visited=list(old.visited),
+                      attempt_count=old.attempt_count, attempts=list(old.attempts),
+                      retries_used=old.retries_used, partials=list(old.partials),
+                      partials_dropped=old.partials_dropped, usage=old.usage,
+                      last_error=old.last_error, agent_session=old.agent_session,
+                      tools_run=list(old.tools_run))
 
 
 def blocker_of(error: str | None, attempts: Sequence[AttemptRecord | AttemptEnd]) -> str | None:
@@ -77,8 +76,8 @@ def blocker_of(error: str | None, attempts: Sequence[AttemptRecord | AttemptEnd]
 def answer(d: Delegation, blocker: str | None, note: str | None) -> None:
     """What `d`'s next attempts are told (`Answer`); an agent CLI whose last attempt
     reported it blocked resumes that attempt's session."""
-    d.answer = Answer(blocker, note, after=d.attempt_count)
     last = d.attempts[-1] if d.attempts else None
-    if (d.policy.speaks_cli and last is not None and last.agent == d.agent
-            and last.outcome is AttemptOutcome.completed and last.session_id is not None):
-        d.continues = last.session_id
+    resumes = (last.session_id if d.policy.speaks_cli and last is not None
+               and last.agent == d.agent and last.outcome is AttemptOutcome.completed
+               else None)
+    d.answered(Answer(blocker, note, after=d.attempt_count), resumes)

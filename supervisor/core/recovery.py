@@ -151,23 +151,21 @@ class Recoverer:
             policy, known = AgentPolicy(), False
         parent = self._tree.get(sd.parent_id) if sd.parent_id else None
         now = self._clock.now()
+        records = [a.record for a in attempts if a.record is not None]
         d = Delegation(
             id=sd.id, brief=sd.brief, parent_id=sd.parent_id,
             depth=parent.depth + 1 if parent else (2 if sd.parent_id else 1),
             settled=DelegationFuture(),
             dispatched_at=now - max(0.0, self._clock.wall() - sd.created),
             agent=agent, policy=policy, visited=_visited(stored),
+            attempt_count=len(attempts), attempts=list(records),
+            retries_used=retries_made([(a.agent, a.outcome) for a in attempts], agent),
+            partials=list(stored.partials), usage=stored.spent,
+            # a person answered it: its next attempt is told, again
+            answer=None if sd.answer is None else Answer(
+                sd.answer.get("blocker"), sd.answer.get("note"), after=len(attempts)),
+            last_error=(records[-1].error or None) if records else None,
         )
-        d.attempt_count = len(attempts)
-        d.attempts = [a.record for a in attempts if a.record is not None]
-        d.retries_used = retries_made([(a.agent, a.outcome) for a in attempts], agent)
-        d.partials = list(stored.partials)
-        d.usage = stored.spent
-        if sd.answer is not None:  # a person answered it: its next attempt is told, again
-            d.answer = Answer(sd.answer.get("blocker"), sd.answer.get("note"),
-                              after=len(attempts))
-        if d.attempts and d.attempts[-1].error:
-            d.last_error = d.attempts[-1].error
         self._sup.take_back(d)
         return Rebuilt(stored, d, known)
 
@@ -180,11 +178,11 @@ class Recoverer:
                 for child in store.children(r.d.id):
                     summary = store.summary(child.id) if not child.open else None
                     if summary is not None:
-                        r.d.usage = r.d.usage + summary.usage
+                        r.d.add_usage(summary.usage)
         for r in reversed(rebuilt):  # children first: theirs is complete when it is passed up
             parent = self._tree.get(r.d.parent_id) if r.d.parent_id else None
             if parent is not None:
-                parent.usage = parent.usage + r.d.usage
+                parent.add_usage(r.d.usage)
 
     def _reattach(self, store: Store, rebuilt: list[Rebuilt]) -> Reattached:
         """Each backend's children that waited for this Zeus, supervised on (see

@@ -22,7 +22,7 @@ from actors.protocol import (
 )
 from actors.speaks import SessionTotals
 from supervisor.core.future import DelegationFuture
-from supervisor.core.state import MAX_PARTIALS, Attempt, Delegation, OpenTool
+from supervisor.core.state import Attempt, Delegation
 from supervisor.core.supervisor import Supervisor
 from supervisor.errors import DelegationRefused, SupervisorError
 from supervisor.journal.streams import short_text
@@ -34,7 +34,6 @@ __all__ = ["ChildReports"]
 
 
 
-MAX_TOOLS_RUN = 50  # a delegation's side-effect tool calls kept for a fallback's prompt
 
 class ChildReports:
     """The handlers of what children send (from their own threads, through the mailbox)."""
@@ -71,8 +70,8 @@ class ChildReports:
         d, a = owner
         if a.start_by is not None:  # a report proves it runs, whatever said so first
             self._sup.running(d, a)
-        before, now = a.watch, self._clock.now()
-        a.watch = before.observe(message.progress, now)
+        now = self._clock.now()
+        before = a.observe(message.progress, now)
         if a.watch.progress > before.progress:
             if before.progress < 0 and a.watch.stale_at(a.stale_after_s) < a.due_at:
                 self._sup.timers.arm(a)  # its first sign of life starts the stale clock
@@ -137,7 +136,7 @@ class ChildReports:
         if owner is None:
             return
         d, a = owner
-        a.pid = msg.pid
+        a.spawned_as(msg.pid)
         # Its clocks start once it runs the work (`Started`): a process still being started
         # (Zeus's delay, not the child's) is neither stale nor late.
         self._sup.emit("attempt.spawned", d, a, pid=msg.pid, pid_start_time=msg.pid_start_time)
@@ -157,7 +156,7 @@ class ChildReports:
         if owner is None:
             return
         d, a = owner
-        a.pid = msg.pid
+        a.spawned_as(msg.pid)
         assert a.child is not None  # a child that reports was started
         self._sup.durable.identity(a, msg.pid, a.child.pid_start_time, a.child.node)
         self._sup.running(d, a)
@@ -170,12 +169,10 @@ class ChildReports:
             return
         d, a = owner
         if msg.note is not None:
-            a.last_note = msg.note
+            a.noted(msg.note)
         if not self._events.enabled or (msg.liveness and msg.progress <= 0):
             return  # alive, nothing done yet: nothing to log
-        now = self._clock.now()
-        if now - a.last_logged_beat >= a.policy.heartbeat.interval_s:
-            a.last_logged_beat = now
+        if a.heartbeat_due(self._clock.now()):
             self._sup.emit("attempt.heartbeat", d, a, progress=msg.progress, note=msg.note)
 
     def on_partial(self, msg: Partial) -> None:
@@ -187,10 +184,7 @@ class ChildReports:
             self._sup.emit("attempt.partial", d, a, item=short_text(msg.item),
                            progress=msg.progress)
         self._sup.durable.partial(d, a.id, msg.item)
-        if len(d.partials) < MAX_PARTIALS:
-            d.partials.append(msg.item)
-        else:
-            d.partials_dropped += 1
+        d.keep_partial(msg.item)
 
     def on_tool_call(self, msg: ToolCall) -> None:
         """A tool call began, ended, or was seen only once it was over: each a journal
@@ -202,51 +196,38 @@ class ChildReports:
         if msg.running is False:
             self._tool_ended(d, a, msg)
             return
-        a.tool_calls += 1
-        a.last_tool = msg.name
+        a.tool_began(msg.call_id, msg.name, side_effects=not msg.read_only,
+                     now=self._clock.now(), running=bool(msg.running))
+        if (msg.running and not a.tool_stored and is_writer(a.policy) and not msg.read_only
+                and self._sup.backend_for(a.policy).runs_in_host):
+            a.tool_told_to_store(True)  # a thread that no lease can stop is writing
+            self._sup.durable.in_tool(a, msg.name)
         call_id = {} if msg.call_id is None else {"call_id": msg.call_id}
-        if msg.running:
-            a.tools.append(OpenTool(msg.call_id, msg.name, not msg.read_only, self._clock.now()))
-            if a.in_tool is None:
-                a.in_tool = msg.name
-            if (not a.tool_stored and is_writer(a.policy) and not msg.read_only
-                    and self._sup.backend_for(a.policy).runs_in_host):
-                a.tool_stored = True  # a thread that no lease can stop is writing
-                self._sup.durable.in_tool(a, msg.name)
         self._sup.emit("attempt.tool", d, a, phase="start" if msg.running else "end",
                        tool=msg.name, side_effects=not msg.read_only, **call_id)
         if not msg.read_only:
-            if len(d.tools_run) < MAX_TOOLS_RUN:  # named to a fallback (its prompt)
-                d.tools_run.append(f"{msg.name}({msg.detail})" if msg.detail else msg.name)
+            d.ran_tool(f"{msg.name}({msg.detail})" if msg.detail else msg.name)
             # Side effects are a tree: every ancestor attempt that delegated this one wrote.
-            a.side_effects = True
             for parent in self._tree.ancestors(d):
                 if parent.current is not None:
-                    parent.current.side_effects = True
+                    parent.current.wrote()
 
     def _tool_ended(self, d: Delegation, a: Attempt, msg: ToolCall) -> None:
         """A long tool call ended: its start (by the child's id of it, else the latest of
         its name) gives its duration; none seen (a reattached child's), none is said."""
-        tools = a.tools
-        at = next((i for i in range(len(tools) - 1, -1, -1)
-                   if tools[i].call_id == msg.call_id
-                   and (msg.call_id is not None or tools[i].name == msg.name)), None)
-        began = tools.pop(at) if at is not None else None
+        began = a.tool_ended(msg.call_id, msg.name)
         fields: dict[str, Any] = {} if msg.call_id is None else {"call_id": msg.call_id}
         if began is not None:
             fields["duration_s"] = round(self._clock.now() - began.since, 6)
         self._sup.emit("attempt.tool", d, a, phase="end", tool=msg.name,
                        side_effects=began.side_effects if began else not msg.read_only,
                        **fields)
-        if tools:
-            if a.stopping_since is None:
-                a.in_tool = tools[0].name
-            return
+        if a.tools:
+            return  # still inside the oldest of the others
         if a.tool_stored:
-            a.tool_stored = False
+            a.tool_told_to_store(False)
             self._sup.durable.in_tool(a, None)
         if a.stopping_since is None:  # (a stopping attempt keeps it, as evidence)
-            a.in_tool = None
             self._sup.timers.arm(a)  # the shorter threshold applies again
 
     def on_agent_session(self, msg: AgentSession) -> None:
@@ -256,7 +237,7 @@ class ChildReports:
         if owner is None:
             return
         d, a = owner
-        a.agent_session = d.agent_session = msg.session_id
+        d.in_session(a, msg.session_id)
         self._sup.agent_sessions.bind(d.agent, d.brief.session, msg.session_id)
         self._sup.emit("attempt.session", d, a, session_id=msg.session_id)
 
@@ -285,7 +266,7 @@ class ChildReports:
             self.drop(msg)
             return
         d, a = owner
-        a.watch = a.watch.observe(a.watch.progress + 1, self._clock.now())
+        a.observe(a.watch.progress + 1, self._clock.now())
         self._tree.nudge_ancestors(d, self._clock.now())
         try:
             self._check_delegation(d, msg.brief)

@@ -99,6 +99,65 @@ class Attempt:
         self.charged_progress = max(self.charged_progress, progress)
         return True
 
+    # -- what its child reports (Zeus's thread: `ChildReports`) ---------------------------
+    def observe(self, progress: int, now: float) -> ProgressWatch:
+        """Its child's progress count `progress` seen at `now`; its watch before that."""
+        before, self.watch = self.watch, self.watch.observe(progress, now)
+        return before
+
+    def spawned_as(self, pid: int | None) -> None:
+        """Its child's process (or its Ray worker's), once known."""
+        self.pid = pid
+
+    def noted(self, note: str) -> None:
+        self.last_note = note
+
+    def heartbeat_due(self, now: float) -> bool:
+        """Whether a heartbeat at `now` is journalled (one per `heartbeat.interval_s`);
+        counted as journalled if so."""
+        if now - self.last_logged_beat < self.policy.heartbeat.interval_s:
+            return False
+        self.last_logged_beat = now
+        return True
+
+    def tool_began(self, call_id: str | None, name: str, *, side_effects: bool, now: float,
+                   running: bool) -> None:
+        """A tool call began (`running`: a long one, until it ends), or was seen only once
+        it was over; one with side effects makes its attempt one that wrote."""
+        self.tool_calls += 1
+        self.last_tool = name
+        if running:
+            self.tools.append(OpenTool(call_id, name, side_effects, now))
+            if self.in_tool is None:
+                self.in_tool = name
+        if side_effects:
+            self.wrote()
+
+    def tool_ended(self, call_id: str | None, name: str) -> OpenTool | None:
+        """A long tool call ended: its start (by the child's id of it, else the latest of
+        its name), taken off, or None if none was seen (a reattached child's). The call it
+        is in moves on to the oldest in flight, unless it is stopping (it keeps the one it
+        was in, as evidence)."""
+        tools = self.tools
+        at = next((i for i in range(len(tools) - 1, -1, -1) if tools[i].call_id == call_id
+                   and (call_id is not None or tools[i].name == name)), None)
+        began = tools.pop(at) if at is not None else None
+        if self.stopping_since is None:
+            self.in_tool = tools[0].name if tools else None
+        return began
+
+    def tool_told_to_store(self, told: bool) -> None:
+        """Whether the store was told it is inside a side-effect call (`in_tool`)."""
+        self.tool_stored = told
+
+    def wrote(self) -> None:
+        """It (or an attempt it delegated to) made a side-effect call."""
+        self.side_effects = True
+
+    def in_session(self, session_id: str) -> None:
+        """The agent program's own session id, as it reported it."""
+        self.agent_session = session_id
+
     @property
     def stale_after_s(self) -> float:
         """Its stale threshold now: longer inside a long tool call."""
@@ -148,6 +207,34 @@ class Delegation:
     # children charged on late, which counts here (`Supervisor.look_elsewhere`).
     elsewhere: dict[str, Usage] | None = None
 
+    def add_usage(self, usage: Usage) -> None:
+        """Spend counted against it: its own, or a sub-delegation's."""
+        self.usage = self.usage + usage
+
+    def answered(self, answer: Answer, resumes: str | None) -> None:
+        """A person's answer, told to its next attempts; `resumes`: the agent CLI session
+        its next attempt resumes (None: a new one)."""
+        self.answer = answer
+        if resumes is not None:
+            self.continues = resumes
+
+    def keep_partial(self, item: Any) -> None:
+        """A partial result: kept, up to `MAX_PARTIALS`; past that only counted."""
+        if len(self.partials) < MAX_PARTIALS:
+            self.partials.append(item)
+        else:
+            self.partials_dropped += 1
+
+    def ran_tool(self, call: str) -> None:
+        """A side-effect call of its attempts, `Name(detail)` (named to a fallback)."""
+        if len(self.tools_run) < MAX_TOOLS_RUN:
+            self.tools_run.append(call)
+
+    def in_session(self, a: Attempt, session_id: str) -> None:
+        """Its attempt `a`'s agent program reported its own session id."""
+        a.in_session(session_id)
+        self.agent_session = session_id
+
     def fall_back(self, agent: str, policy: AgentPolicy) -> None:
         """Its next attempt goes to its fallback `agent`, with no retry used there yet
         (Zeus's thread: after an attempt, or in recovery)."""
@@ -170,6 +257,7 @@ class Answer:
 _TIMED_OUT = (Status.timed_out, Status.partial)
 _BARE = Report()  # a work function's plain return value: its output, and no other section
 MAX_PARTIALS = 10_000  # kept per delegation; a child that floods gets the rest counted, not kept
+MAX_TOOLS_RUN = 50  # side-effect calls kept per delegation, named to a fallback
 
 
 def decide_summary(d: Delegation, step: Settle, value: Any, now: float) -> Settlement:
