@@ -99,6 +99,49 @@ class Attempt:
         self.charged_progress = max(self.charged_progress, progress)
         return True
 
+    # -- its child and its clock (Zeus's thread; docs/design.md, "An attempt's clock") ---
+    def started_child(self, child: ChildHandle) -> None:
+        """Its child, started (its pid, if a process of its own is known yet)."""
+        self.child, self.pid = child, child.pid
+
+    def reattached_to(self, child: ChildHandle, charged_progress: int) -> None:
+        """Supervised on after a restart: its child picked up, announced already, and the
+        charges up to `charged_progress` (what it sends again) counted already."""
+        self.child, self.pid, self.announced = child, child.pid, True
+        self.charged_progress = charged_progress
+
+    def announced_now(self) -> None:
+        """`attempt.started` said: once per attempt."""
+        self.announced = True
+
+    def waits_to_start(self, now: float, cap: float | None) -> None:
+        """Its child runs the work later than it was started: until it does, its deadline
+        is the bound on that wait, `spawn_timeout_s` from `now`, no later than `cap`."""
+        self.start_by = now + self.policy.spawn_timeout_s
+        self.deadline = self.start_by if cap is None else min(self.start_by, cap)
+
+    def runs_from(self, start: float, cap: float | None) -> None:
+        """Its child began to run the work at `start`: its deadline is `run_s` from then,
+        no later than `cap`, and its stale clock starts there (its first sign of life)."""
+        self.start_by = None
+        self.started_at = start
+        deadline = start + self.run_s
+        self.deadline = deadline if cap is None else min(deadline, cap)
+        if self.watch.progress < 0:
+            self.watch = self.watch.observe(0, start)
+
+    def nudge(self, now: float) -> None:
+        """Not stale while it waits on a child of its own, which has its own watch."""
+        self.watch = self.watch.nudge(now)
+
+    def stopping(self, now: float) -> None:
+        """Asked to stop at `now` (the first cause starts its grace period)."""
+        self.stopping_since = now
+
+    def grace_ends(self, timer: Timer | None) -> None:
+        """The end of its grace period, `timer` (None: no timer could be set)."""
+        self.grace = timer
+
     # -- what its child reports (Zeus's thread: `ChildReports`) ---------------------------
     def observe(self, progress: int, now: float) -> ProgressWatch:
         """Its child's progress count `progress` seen at `now`; its watch before that."""
@@ -206,6 +249,38 @@ class Delegation:
     # it), by id, with what the store held as charged by each: a lost host writes what its
     # children charged on late, which counts here (`Supervisor.look_elsewhere`).
     elsewhere: dict[str, Usage] | None = None
+
+    def runs(self, a: Attempt) -> None:
+        """`a`, its next attempt, is its current one (numbered by `next_number`)."""
+        self.current = a
+
+    def next_number(self) -> int:
+        """The number of its next attempt, counted."""
+        self.attempt_count += 1
+        return self.attempt_count
+
+    def current_ended(self) -> None:
+        self.current = None
+
+    def waits_to_retry(self, continues: str | None) -> None:
+        """A retry after a backoff: one retry used up, and `continues`, the agent CLI
+        session it resumes (None: a new one)."""
+        self.retries_used += 1
+        self.continues = continues
+        self.state = "backoff"
+
+    def backs_off_until(self, timer: Timer | None) -> None:
+        """The end of its backoff, `timer` (None: no timer could be set)."""
+        self.backoff_timer = timer
+
+    def backoff_over(self) -> None:
+        self.backoff_timer = None
+        self.state = "running"
+
+    def cancel(self, reason: str | None) -> None:
+        """Its owner's cancel, which takes precedence over any cause that races it."""
+        self.cancel_requested = True
+        self.cancel_reason = reason
 
     def add_usage(self, usage: Usage) -> None:
         """Spend counted against it: its own, or a sub-delegation's."""

@@ -188,7 +188,7 @@ class Supervisor:
         if not self.accepting:
             self.settle(d, Settle(Status.cancelled, reason="zeus is stopping"))
         elif parent is not None and parent.cancel_requested:
-            d.cancel_requested = True
+            d.cancel(None)
             self.settle(d, Settle(Status.cancelled, reason="its parent was cancelled"))
         else:
             self.run_or_queue(d)
@@ -279,14 +279,14 @@ class Supervisor:
 
     def start_attempt(self, d: Delegation) -> None:
         now = self.clock.now()
-        d.attempt_count += 1
+        number = d.next_number()
         run_s = _timeout_s(d)
         deadline = now + run_s
         if d.deadline_cap is not None:
             deadline = min(deadline, d.deadline_cap)
         a = Attempt(
-            id=f"{d.id}-a{d.attempt_count}",
-            number=d.attempt_count,
+            id=f"{d.id}-a{number}",
+            number=number,
             agent=d.agent,
             policy=d.policy,
             started_at=now,
@@ -294,7 +294,7 @@ class Supervisor:
             watch=ProgressWatch.start(now),
             run_s=run_s,
         )
-        d.current = a
+        d.runs(a)
         self.tree.live[a.id] = (d, a)
         if not self.durable.attempt_started(d, a):
             self.end_attempt(d, a, Finished(a.id, AttemptOutcome.error, error=(
@@ -324,13 +324,13 @@ class Supervisor:
                                                 error=refused, error_type="BudgetExceeded"))
                 return
             self.timers.arm(a)  # before the child starts: a deadline no timer can keep fails it
-            a.child = self._backend(isolation_of(a)).start(spec, self.tell)
-            a.pid = a.child.pid
+            child = self._backend(isolation_of(a)).start(spec, self.tell)
+            a.started_child(child)
             if a.pid is not None:
-                self.durable.identity(a, a.pid, a.child.pid_start_time, a.child.node)
-            if a.child.alive:  # alive as it starts: its first sign of life
-                a.watch = a.watch.observe(0, now)
-            starts_later = a.child.starts_later or a.child.placing
+                self.durable.identity(a, a.pid, child.pid_start_time, child.node)
+            if child.alive:  # alive as it starts: its first sign of life
+                a.observe(0, now)
+            starts_later = child.starts_later or child.placing
             if starts_later:
                 self._wait_for_start(d, a, now)
         except Exception as exc:  # noqa: BLE001 - a child that cannot start is a failed attempt
@@ -347,7 +347,7 @@ class Supervisor:
                     f"{dropped} message(s) sent before this attempt were dropped: its agent "
                     f"{d.agent!r} (speaks: {a.policy.speaks}) reads no mail"))
         else:
-            self._mail.flush(d.id, a.child)
+            self._mail.flush(d.id, child)
         if not starts_later:  # else once its child runs the work (`running`)
             self.announce(d, a)
 
@@ -356,8 +356,7 @@ class Supervisor:
         program, a Ray task): until then its deadline is the bound on that wait,
         `spawn_timeout_s` (and its delegation's whole deadline); its own runs from its
         start (docs/design.md, "An attempt's clock")."""
-        a.start_by = now + a.policy.spawn_timeout_s
-        a.deadline = a.start_by if d.deadline_cap is None else min(a.start_by, d.deadline_cap)
+        a.waits_to_start(now, d.deadline_cap)
         if a.deadline < a.due_at:
             self.timers.arm(a)  # (a later one: the timer armed comes first, and re-arms)
 
@@ -372,12 +371,7 @@ class Supervisor:
         start = now
         if at is not None and isinstance(self.clock, SystemClock):
             start = min(now, max(a.started_at, at))
-        a.start_by = None
-        a.started_at = start
-        deadline = start + a.run_s
-        a.deadline = deadline if d.deadline_cap is None else min(deadline, d.deadline_cap)
-        if a.watch.progress < 0:
-            a.watch = a.watch.observe(0, start)  # its first sign of life
+        a.runs_from(start, d.deadline_cap)
         if a.child is not None:
             self.durable.identity(a, a.pid, a.child.pid_start_time, a.child.node, running=True)
         if min(a.deadline, a.watch.stale_at(a.stale_after_s)) < a.due_at:
@@ -391,7 +385,7 @@ class Supervisor:
 
     def announce(self, d: Delegation, a: Attempt) -> None:
         """`attempt.started`, once per attempt: where it runs, when that is known."""
-        a.announced = True
+        a.announced_now()
         if not self.events.enabled:
             return
         child = a.child  # None for an attempt whose child could not start
@@ -482,12 +476,11 @@ class Supervisor:
         child = attach(spec)
         if child is None:
             return False
-        a.child, a.pid, a.announced = child, child.pid, True
-        a.charged_progress = stored.charged_progress  # what it sends again was counted
+        a.reattached_to(child, stored.charged_progress)
         if stored.pid is None and a.pid is not None:
             # its Zeus died before it recorded the worker's pid: recorded now
             self.durable.identity(a, a.pid, child.pid_start_time, None)
-        d.current = a
+        d.runs(a)
         self.tree.begin(d)
         self.tree.live[a.id] = (d, a)
         if resumed is not None:
@@ -612,7 +605,7 @@ class Supervisor:
             self.emit(event, d, a, **extra)
         if a.stopping_since is not None:
             return
-        a.stopping_since = now
+        a.stopping(now)
         # What this attempt delegated has lost its purpose: cancel it now, so that a
         # parent blocked in `ctx.delegate()` gets its answer and can stop.
         self._cancel_children(d, f"the attempt that delegated it ({a.id}) is stopping")
@@ -622,7 +615,7 @@ class Supervisor:
         if grace <= 0:
             self.on_grace_over(GraceOver(a.id))
         else:
-            a.grace = self.timers.after(grace, GraceOver(a.id))
+            a.grace_ends(self.timers.after(grace, GraceOver(a.id)))
 
     def on_attempts_due(self, msg: AttemptsDue) -> None:
         """The attempts' timers rang: each one that fell due, soonest first."""
@@ -651,7 +644,7 @@ class Supervisor:
         elif not a.watch.is_stale(now, a.stale_after_s) or self.tree.waiting_on_children(d):
             if a.watch.is_stale(now, a.stale_after_s):
                 # waiting in ctx.delegate(): the child it waits on has its own watch
-                a.watch = a.watch.nudge(now)
+                a.nudge(now)
             try:
                 self.timers.arm(a)  # progress moved the stale moment on
             except Exception as exc:  # noqa: BLE001 - no timer: stop it rather than lose it
@@ -694,7 +687,7 @@ class Supervisor:
         if not a.announced:
             self.announce(d, a)
         self.timers.disarm(a)
-        d.current = None
+        d.current_ended()
         if finished is not None:
             d.partials_dropped += finished.partials_dropped  # not sent by the child
         if finished is not None and finished.outcome is AttemptOutcome.completed:
@@ -815,19 +808,17 @@ class Supervisor:
         if isinstance(step, Settle):
             self.settle(d, step)
         elif isinstance(step, Retry):
-            d.retries_used += 1
-            d.continues = a.agent_session if step.resume else None
             delay = backoff_delay(d.policy.retry, step.number, self._rng)
+            d.waits_to_retry(a.agent_session if step.resume else None)
             self.durable.retry_scheduled(d, a, delay, d.agent)
             self.emit("retry.scheduled", d, a, backoff_s=round(delay, 6),
                       next_attempt_id=f"{d.id}-a{d.attempt_count + 1}",
                       follow_up=step.follow_up,
                       **({"resume_session": a.agent_session} if step.resume else {}))
-            d.state = "backoff"
             if delay <= 0:
                 self.on_backoff_over(BackoffOver(d.id))
             else:
-                d.backoff_timer = self.timers.after(delay, BackoffOver(d.id))
+                d.backs_off_until(self.timers.after(delay, BackoffOver(d.id)))
         elif isinstance(step, Fallback):
             self.emit("fallback.dispatched", d, a, **{"from": d.agent, "to": step.agent})
             self.durable.retry_scheduled(d, a, 0.0, step.agent)
@@ -846,8 +837,7 @@ class Supervisor:
         d = self.tree.get(msg.delegation_id)
         if d is None or d.state != "backoff":
             return
-        d.backoff_timer = None
-        d.state = "running"
+        d.backoff_over()
         self.start_attempt(d)
 
     # -- restarts under supervision: intensity, groups, reviews -------------------------
@@ -968,8 +958,7 @@ class Supervisor:
     def cancel(self, d: Delegation, reason: str) -> None:
         if d.cancel_requested or d.state == "settled":
             return
-        d.cancel_requested = True
-        d.cancel_reason = reason
+        d.cancel(reason)
         self.emit("delegation.cancel_requested", d, d.current, reason=reason)
         self._cancel_children(d, f"its parent {d.id} was cancelled")
         if d.current is not None:
