@@ -251,7 +251,8 @@ class Delegation:
     elsewhere: dict[str, Usage] | None = None
 
     def runs(self, a: Attempt) -> None:
-        """`a`, its next attempt, is its current one (numbered by `next_number`)."""
+        """`a` is its current attempt: a new one (numbered by `next_number`), or one
+        picked up again after a restart."""
         self.current = a
 
     def next_number(self) -> int:
