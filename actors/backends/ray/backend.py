@@ -27,6 +27,7 @@ Ray is imported only by the Ray backend's modules; the rest of `actors` runs wit
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import queue
 import threading
 import time
@@ -114,13 +115,11 @@ class RayBackend(Backend):
                     return self._refuse(child, "the Ray backend is closed")
                 self._children[child.attempt_id] = child
             if spec.session_key is not None and spec.session is not None:
-                child.session = self._session(spec, options)
-                child.pid, child.node = child.session.pid, child.session.node
-                child.placing = child.pid is None
-                child.ref = child.session.handle.run.remote(child.attempt_id, job)
+                session = self._session(spec, options)
+                child.submitted(session.handle.run.remote(child.attempt_id, job), session)
             else:
                 task = self._task.options(**options) if options else self._task
-                child.ref = task.remote(job)
+                child.submitted(task.remote(job))
         except Exception as exc:  # noqa: BLE001 - bad resources, a Ray that went away
             with self._lock:
                 self._children.pop(child.attempt_id, None)
@@ -164,16 +163,15 @@ class RayBackend(Backend):
         return session
 
     def _refuse(self, child: RayChild, error: str, error_type: str | None = None) -> RayChild:
-        child.finished = True
+        child.ends()
         _report(child, Finished(child.attempt_id, AttemptOutcome.error, error=error,
                                  error_type=error_type))
         return child
 
     def cancel_attempt(self, child: RayChild) -> None:
         with self._lock:
-            if child.finished or child.cancel_t is not None or child.ref is None:
+            if not child.asks_cancel(time.monotonic()):
                 return
-            child.cancel_t = time.monotonic()
         # Sent by the pump: a kill that follows at once (grace_s 0) makes it moot, and a
         # worker busy taking a cancel is slower to die.
         self._events.put(("cancel", child))
@@ -189,10 +187,9 @@ class RayBackend(Backend):
 
     def mail_attempt(self, child: RayChild, data: bytes) -> None:
         with self._lock:
-            if child.finished or child.ref is None:
-                return
-            child.mailed += 1
-            mail = frames.MailTo(child.attempt_id, data, child.mailed)
+            mail = child.next_mail(data)
+        if mail is None:
+            return
         # Sent by the pump, after what was asked before it (a cancel): Zeus's thread
         # never waits on Ray.
         self._events.put(("mail", child, mail))
@@ -209,9 +206,8 @@ class RayBackend(Backend):
 
     def kill_attempt(self, child: RayChild) -> None:
         with self._lock:
-            if child.finished or child.kill_t is not None or child.ref is None:
+            if not child.asks_kill(time.monotonic()):
                 return
-            child.kill_t = time.monotonic()
         with contextlib.suppress(Exception):  # already ended: its result is on its way
             if child.session is not None:
                 ray.kill(child.session.handle, no_restart=True)
@@ -280,7 +276,7 @@ class RayBackend(Backend):
                 self._on_delegate(child, item[2], item[3])
             else:
                 for data in item[2]:
-                    child.received += 1
+                    child.drained()
                     self._on_message(child, data)
         if not self._closed:
             self._drain()
@@ -289,20 +285,16 @@ class RayBackend(Backend):
         try:
             frame = frames.read_report(data)
             if isinstance(frame, frames.PlacedAt):
-                child.pid, child.node, child.placing = frame.pid, frame.node, False
-                if child.session is not None:
-                    child.session.pid, child.session.node = child.pid, child.node
+                child.placed_at(frame.pid, frame.node)
                 message: object = Placed(child.attempt_id, frame.pid, frame.node)
             elif isinstance(frame, frames.Delegate | frames.StartedAt):
                 raise TypeError(f"a {type(frame).__name__} frame in the reporter's messages")
             else:
                 message = frame
-                child.progress = max(child.progress, frame.progress)
+                child.reported(frame.progress)
         except Exception as exc:  # noqa: BLE001 - e.g. a class Zeus's process cannot import
-            child.read_error = child.read_error or (
-                "a message from the Ray child could not be read in the supervisor: "
-                f"{type(exc).__name__}: {exc}"
-            )
+            child.unreadable("a message from the Ray child could not be read in the supervisor: "
+                             f"{type(exc).__name__}: {exc}")
             return
         if not child.finished:
             _report(child, message)
@@ -337,7 +329,7 @@ class RayBackend(Backend):
             for message in tail:
                 self._on_message(child, message)
             finished = returned(child, data, now)
-        child.held = (finished, posted, now)
+        child.hold(finished, posted, now)
         held[child.attempt_id] = child
 
     def _release(self, held: dict[str, RayChild]) -> None:
@@ -354,9 +346,9 @@ class RayBackend(Backend):
             if messages_due or (self._may_still_run(child, finished) and now - since < 10.0):
                 continue
             del held[attempt_id]
-            child.held = None
+            child.let_go()
             if finished.killed == "kill" and child.kill_t is not None:
-                finished.kill_latency_s = now - child.kill_t
+                finished = dataclasses.replace(finished, kill_latency_s=now - child.kill_t)
             self._finish(child, finished)
 
     def _may_still_run(self, child: RayChild, finished: Finished) -> bool:
@@ -369,9 +361,8 @@ class RayBackend(Backend):
     def _finish(self, child: RayChild, finished: Finished) -> None:
         evicted: list[Session] = []
         with self._lock:
-            if child.finished:
+            if not child.ends():
                 return
-            child.finished = True
             self._children.pop(child.attempt_id, None)
             session = child.session
             if session is not None:

@@ -7,6 +7,7 @@ asks its stops of the backend through the small `RayStops` interface it is given
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -28,6 +29,10 @@ class Session:
         self.handle = handle
         self.pid: int | None = None
         self.node: str | None = None
+
+    def placed_at(self, pid: int, node: str) -> None:
+        """The pump thread: where its worker runs, as the child said."""
+        self.pid, self.node = pid, node
 
 
 class RayStops(Protocol):
@@ -78,6 +83,70 @@ class RayChild(ChildHandle):
     def killable(self) -> bool:
         return self.ref is not None
 
+    # -- Zeus's thread, under the backend's lock -------------------------------------
+    def submitted(self, ref: Any, session: Session | None = None) -> None:
+        """Ray took the attempt: its task's (or session actor call's) object ref. A warm
+        session already placed tells where the attempt runs."""
+        self.ref, self.session = ref, session
+        if session is not None:
+            self.pid, self.node = session.pid, session.node
+            self.placing = session.pid is None
+
+    def asks_cancel(self, now: float) -> bool:
+        """Whether the cooperative cancel is still to be sent (and note when it was asked)."""
+        if self.finished or self.cancel_t is not None or self.ref is None:
+            return False
+        self.cancel_t = now
+        return True
+
+    def asks_kill(self, now: float) -> bool:
+        """Whether the kill is still to be done (and note when it was asked)."""
+        if self.finished or self.kill_t is not None or self.ref is None:
+            return False
+        self.kill_t = now
+        return True
+
+    def next_mail(self, data: bytes) -> frames.MailTo | None:
+        """The owner's next message to it, numbered; None once it has ended or never ran."""
+        if self.finished or self.ref is None:
+            return None
+        self.mailed += 1
+        return frames.MailTo(self.attempt_id, data, self.mailed)
+
+    # -- the pump thread -------------------------------------------------------------
+    def placed_at(self, pid: int, node: str) -> None:
+        """The child said where it runs (and so where its warm session does)."""
+        self.pid, self.node, self.placing = pid, node, False
+        if self.session is not None:
+            self.session.placed_at(pid, node)
+
+    def drained(self) -> None:
+        """One more of its messages came out of the reporter."""
+        self.received += 1
+
+    def reported(self, progress: int) -> None:
+        """A message of its arrived, at this progress count."""
+        self.progress = max(self.progress, progress)
+
+    def unreadable(self, error: str) -> None:
+        """A message of its could not be read here: its end becomes this error (the first)."""
+        self.read_error = self.read_error or error
+
+    def hold(self, finished: Finished, posted: int, now: float) -> None:
+        """Ray said it ended: keep its `Finished` until its messages are in."""
+        self.held = (finished, posted, now)
+
+    def let_go(self) -> None:
+        """Its held end is on its way."""
+        self.held = None
+
+    def ends(self) -> bool:
+        """Whether this is its end (False if it had already ended); under the backend's lock."""
+        if self.finished:
+            return False
+        self.finished = True
+        return True
+
     def cancel(self) -> None:
         """Set the child Context's cancel event (through the reporter or its session actor)."""
         self._stops.cancel_attempt(self)
@@ -105,14 +174,15 @@ def returned(child: RayChild, data: bytes, now: float) -> Finished:
         finished = Finished(child.attempt_id, AttemptOutcome.error,
                             error=f"the result could not be read in the supervisor: {exc}",
                             error_type=type(exc).__name__)
-    finished.attempt_id = child.attempt_id
-    finished.pid = finished.pid or child.pid
+    finished = dataclasses.replace(finished, attempt_id=child.attempt_id,
+                                   pid=finished.pid or child.pid)
     if child.read_error is not None:
         return Finished(child.attempt_id, AttemptOutcome.error, error=child.read_error,
                         error_type="CrossingError", pid=child.pid,
                         progress=finished.progress)
     if child.cancel_t is not None and finished.outcome is AttemptOutcome.cancelled:
-        finished.killed, finished.kill_latency_s = "cooperative", now - child.cancel_t
+        return dataclasses.replace(finished, killed="cooperative",
+                                   kill_latency_s=now - child.cancel_t)
     return finished
 
 def ended_by_ray(child: RayChild, exc: BaseException | None, now: float) -> Finished:
