@@ -42,6 +42,11 @@ class KillLadder:
         self.reaped = False  # set by the owner (in the hub thread) once it reaped the child
         self.sigkill_sent = False
 
+    def was_reaped(self) -> None:
+        """The owner reaped the child (the hub thread, under the owner's lock): no signal
+        goes to its pid from now on, which may be another process's."""
+        self.reaped = True
+
     def interrupt(self, sig: int = signal.SIGINT) -> None:
         """The cooperative cancel of a program: `sig` to its group. What runs below it is
         remembered first, so that it dies with the program even if it left the group and

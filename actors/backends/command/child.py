@@ -332,7 +332,7 @@ class CommandChild(ChildHandle):
         with self._lock:
             self._returncode = returncode
             self._exited_t = time.monotonic()
-            self._ladder.reaped = True
+            self._ladder.was_reaped()
             killed = self._kill_t is not None or self._graced
         # What the program started dies with it, and what the ladder found below it.
         self._ladder.sweep()

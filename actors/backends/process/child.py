@@ -90,6 +90,43 @@ class ProcessChild(ChildHandle):
         """SIGTERM to the worker's group now, SIGKILL after `term_s`; `Finished` after reaping."""
         self._stops.kill(self)
 
+    # -- its state's changes: the worker table makes them, under its lock ------------
+    @property
+    def stopped(self) -> bool:
+        """Whether a cancel or kill was asked for it."""
+        return self.cancel_t is not None or self.kill_t is not None
+
+    def bound_to(self, worker: WorkerRecord | None) -> None:
+        """It runs on `worker` from now on (None: the job never reached it)."""
+        self.worker = worker
+
+    def asks_cancel(self, now: float) -> bool:
+        """Whether its cooperative cancel is still to be sent (and note when it was asked)."""
+        if self.finished or self.cancel_t is not None:
+            return False
+        self.cancel_t = now
+        return True
+
+    def asks_kill(self, now: float) -> None:
+        """Note when its kill was asked (the first time)."""
+        if self.kill_t is None:
+            self.kill_t = now
+
+    def ends(self) -> bool:
+        """Whether this is its end (False if it had already ended)."""
+        if self.finished:
+            return False
+        self.finished = True
+        return True
+
+    def unreadable(self, error: str) -> bool:
+        """What its worker sends could not be read: whether this is the first such error
+        (its end becomes it)."""
+        if self.read_error is not None:
+            return False
+        self.read_error = error
+        return True
+
 
 def report(child: ProcessChild, message: object) -> None:
     """Pass `message` up to the attempt's owner; a failing receiver is printed, never raised."""

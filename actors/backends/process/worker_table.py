@@ -131,6 +131,25 @@ class WorkerRecord:
                 return False
             return True
 
+    # -- its state's changes: the table makes them, under its lock --------------------
+    def bind(self, child: ProcessChild) -> None:
+        """It runs `child` from now on, and holds its session."""
+        self.attempt, self.session_key = child, child.spec.session_key
+
+    def unbind(self) -> ProcessChild | None:
+        """Its attempt ended or never reached it: it runs nothing. Returns what it ran."""
+        child, self.attempt = self.attempt, None
+        return child
+
+    def retires(self) -> None:
+        """It never takes another attempt (told to stop, or being killed)."""
+        self.retiring = True
+
+    def was_reaped(self) -> ProcessChild | None:
+        """Its sentinel fired: it is dead. Returns the attempt it ran, if any."""
+        self.ladder.was_reaped()
+        return self.unbind()
+
     def close(self) -> None:
         """Close its pipes (the hub, once it was reaped)."""
         self.conn.close()
@@ -185,20 +204,20 @@ class WorkerTable:
         """The job never reached `worker` (it died while idle): whether the attempt may
         go to another one (not if it was stopped meanwhile: its worker's death ends it)."""
         with self.lock:
-            if child.finished or child.kill_t is not None or child.cancel_t is not None:
+            if child.finished or child.stopped:
                 return False
-            worker.retiring = True
-            worker.attempt = None
-            child.worker = None
+            worker.retires()
+            worker.unbind()
+            child.bound_to(None)
             return True
 
     def end_unstarted(self, child: ProcessChild) -> bool:
         """Before a worker is started for `child`: True (and it is finished) if it was
         stopped first, or the backend closed."""
         with self.lock:
-            stopped = child.kill_t is not None or child.cancel_t is not None or self.closed
+            stopped = child.stopped or self.closed
             if stopped:
-                child.finished = True
+                child.ends()
         return stopped
 
     def add_bound(self, worker: WorkerRecord, child: ProcessChild) -> tuple[bool, bool, bool]:
@@ -209,7 +228,7 @@ class WorkerTable:
             self._bind(worker, child)
             killed = child.kill_t is not None
             if killed:
-                worker.retiring = True
+                worker.retires()
             return self.closed, killed, child.cancel_t is not None
 
     def add_idle(self, worker: WorkerRecord) -> bool:
@@ -225,9 +244,8 @@ class WorkerTable:
 
     def _bind(self, worker: WorkerRecord, child: ProcessChild) -> None:
         """Called with the lock held."""
-        worker.attempt = child
-        worker.session_key = child.spec.session_key
-        child.worker = worker
+        worker.bind(child)
+        child.bound_to(worker)
         for frame in child.early_mail:  # the worker keeps mail that overtakes its job
             worker.post(frame)
         child.early_mail.clear()
@@ -236,9 +254,8 @@ class WorkerTable:
     def cancel(self, child: ProcessChild) -> None:
         with self.lock:
             worker = child.worker
-            if child.finished or child.cancel_t is not None:
-                return
-            child.cancel_t = time.monotonic()  # still starting: the spawner carries it out
+            if not child.asks_cancel(time.monotonic()):  # still starting: the spawner
+                return  # carries it out
         if worker is not None:
             worker.post(frames.cancel_frame(child.attempt_id, child.stop_cause))
 
@@ -248,12 +265,12 @@ class WorkerTable:
             if child.finished or child.kill_t is not None:
                 return
             if worker is None:
-                child.kill_t = time.monotonic()  # still starting: the spawner carries it out
+                child.asks_kill(time.monotonic())  # still starting: the spawner carries it out
                 return
             if worker.dead:
                 return
-            child.kill_t = time.monotonic()
-            worker.retiring = True
+            child.asks_kill(time.monotonic())
+            worker.retires()
         term_s = child.spec.term_s
         self._in_hub(lambda: worker.ladder.terminate(term_s))
 
@@ -285,8 +302,8 @@ class WorkerTable:
         with self.lock:
             if child.finished or worker.attempt is not child or child.kill_t is not None:
                 return False, None, []
-            child.finished = True
-            worker.attempt = None
+            child.ends()
+            worker.unbind()
             cancel_t = child.cancel_t
             if cancel_t is None and not cancelled and not self.closed and not worker.retiring:
                 spec = child.spec
@@ -300,14 +317,12 @@ class WorkerTable:
         """What the worker sends can no longer be read: True if this is the first such
         error of a running attempt, which is then being killed (the caller escalates)."""
         with self.lock:
-            if child.read_error is not None:
+            if not child.unreadable(error):
                 return False
-            child.read_error = error
             if child.finished or worker.dead or worker.attempt is not child:
                 return False
-            worker.retiring = True
-            if child.kill_t is None:
-                child.kill_t = time.monotonic()
+            worker.retires()
+            child.asks_kill(time.monotonic())
             return True
 
     def reaped(
@@ -317,11 +332,9 @@ class WorkerTable:
         `Finished`, with the lock held, unless it had one)."""
         finished = None
         with self.lock:
-            worker.ladder.reaped = True
+            child = worker.was_reaped()
             self._pool.discard(worker.agent, worker)
-            child, worker.attempt = worker.attempt, None
-            if child is not None and not child.finished:
-                child.finished = True
+            if child is not None and child.ends():
                 finished = ending(child)
         return child, finished
 
@@ -336,7 +349,7 @@ class WorkerTable:
         with self.lock:
             if worker.dead:
                 return
-            worker.retiring = True
+            worker.retires()
             self._pool.discard(worker.agent, worker)
         worker.post(frames.STOP_FRAME, job=True)
         self._hub.call_later(self._retire_s, worker.ladder.escalate)
