@@ -135,7 +135,7 @@ class _Child:
         with self._send_lock, self._state_lock:
             self._current = att
             cancelled = attempt_id in self._cancel_early
-            att.stop_cause = self._cancel_early.get(attempt_id)
+            att.told_why(self._cancel_early.get(attempt_id))
             early_mail = self._mail_early.pop(attempt_id, [])
             # The others came too late for attempts already over: the next job is
             # sent only after this one's Finished.
@@ -160,7 +160,7 @@ class _Child:
         taken = time.monotonic()
         job = job.started(taken)
         self._post(att, frames.started_frame(taken, job.hard_stop))
-        self._link.orphan, self._link.agent = job.orphan, job.agent
+        self._link.takes_job(job.orphan, job.agent)
         if job.orphan is not None:  # found by its mark before its work runs
             leave_mark(job.orphan[1], attempt_id)
         ctx = job.context(
@@ -173,9 +173,7 @@ class _Child:
         )
         interval = job.interval
         with self._state_lock:
-            att.ctx = ctx
-            att.interval = interval
-            att.next_beat = time.monotonic() + interval
+            att.loaded(ctx, interval, time.monotonic())
             self._started += 1
             self._last_interval = interval
             if att.next_beat < self._beat_wake_at:
@@ -216,9 +214,7 @@ class _Child:
         with self._send_lock:
             with self._state_lock:
                 self._current = None
-                # The context's `send` holds the attempt: without this edge the two would
-                # be a cycle, every attempt's objects left to the collector (about 20).
-                att.ctx = None
+                att.unloaded()
             self._link.send(data)
             self._link.finished(att.attempt_id, data)
 
@@ -232,7 +228,7 @@ class _Child:
             try:
                 data = frames.report_frame(message)  # type: ignore[arg-type]
             except _wire.CrossingError as exc:
-                att.crossing_error = att.crossing_error or str(exc)
+                att.cannot_cross(str(exc))
                 raise
             self._post(att, data, charge=isinstance(message, Charge))
 
@@ -252,11 +248,9 @@ class _Child:
                 except _wire.CrossingError as exc:
                     error = exc  # it never leaves: no ordinal taken
                 else:
-                    att.delegated += 1
                     with self._state_lock:
                         self._replies[request_id] = (att, request.reply)
-                        pending = att.pending = att.pending or {}
-                        pending[request_id] = data
+                        att.asked(request_id, data)
                     self._link.send_request(data)
         if error is not None:
             request.reply(error)
@@ -295,7 +289,7 @@ class _Child:
             att = self._current
             if att is None:
                 return False
-            att.lease_ended = True
+            att.lease_ran_out()
         att.cancel.set()  # outside the lock: it may run the async work's cancel callback
         return True
 
@@ -315,7 +309,7 @@ class _Child:
             with self._state_lock:
                 att, now = self._current, time.monotonic()
                 ctx = att.ctx if att is not None else None
-                if att is None or ctx is None or att.next_beat > now:
+                if att is None or not att.beat_due(now):
                     if att is not None:
                         self._beat_wake_at = att.next_beat
                     elif self._started != seen:
@@ -325,8 +319,6 @@ class _Child:
                         self._beat_wake_at = math.inf
                     self._beat_event.clear()
                     ctx = None
-                else:
-                    att.next_beat = now + att.interval
             if att is not None and ctx is not None:
                 beat = Heartbeat(att.attempt_id, ctx.progress, liveness=True)
                 self._post(att, frames.report_frame(beat), beat=True)
@@ -363,7 +355,7 @@ class _Child:
             if att is None or att.attempt_id != attempt_id:
                 self._cancel_early[attempt_id] = cause
                 return
-            att.stop_cause = att.stop_cause or cause
+            att.told_why(cause)
         att.cancel.set()  # outside the lock: it may run the async work's cancel callback
 
     def _mail(self, mail: frames.MailTo) -> None:

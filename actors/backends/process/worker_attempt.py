@@ -55,3 +55,41 @@ class RunningAttempt:
         self.pending: dict[int, bytes] | None = None  # unanswered ones' frames (state lock)
         self.stop_cause: str | None = None  # why its supervisor cancelled it, if it said
         self.lease_ended = False  # cancelled by its worker: its host's lease ran out
+
+    # Its changes: each says which thread makes it, under which of the worker's locks.
+    def told_why(self, cause: str | None) -> None:
+        """Why its supervisor cancelled it (the first cause told; the state lock)."""
+        self.stop_cause = self.stop_cause or cause
+
+    def loaded(self, ctx: Context, interval: float, now: float) -> None:
+        """Its job is loaded (the main thread, the state lock): its first beat is due
+        `interval` from `now`."""
+        self.ctx, self.interval, self.next_beat = ctx, interval, now + interval
+
+    def unloaded(self) -> None:
+        """It ended (the main thread, both locks): its context goes, for the context's
+        `send` holds the attempt, and the two would be a cycle left to the collector."""
+        self.ctx = None
+
+    def beat_due(self, now: float) -> bool:
+        """Whether its beat is due at `now`; if so the next is one interval on (the
+        heartbeat thread, the state lock)."""
+        if self.ctx is None or self.next_beat > now:
+            return False
+        self.next_beat = now + self.interval
+        return True
+
+    def cannot_cross(self, error: str) -> None:
+        """What it reported cannot cross (the work's thread): it fails with the first such error."""
+        self.crossing_error = self.crossing_error or error
+
+    def asked(self, request_id: int, data: bytes) -> None:
+        """A `ctx.delegate` request left (the send lock; its frame kept under the state
+        lock until it is answered)."""
+        self.delegated += 1
+        pending = self.pending = self.pending or {}
+        pending[request_id] = data
+
+    def lease_ran_out(self) -> None:
+        """Its worker cancels it: its host's lease ran out (the backstop thread, the state lock)."""
+        self.lease_ended = True

@@ -107,6 +107,10 @@ class Link:
         self._charges: list[bytes] = []
 
     # -- the main thread -------------------------------------------------------------
+
+    def takes_job(self, orphan: Orphan | None, agent: str) -> None:
+        """The main thread, as a job begins: how to wait if the supervisor goes."""
+        self.orphan, self.agent = orphan, agent
     def next_jobs(self) -> list[bytes]:
         """The next frames for the main thread (jobs, stop); blocks until there are. Ends
         the worker when the supervisor is gone and there is nothing to wait for."""
