@@ -244,12 +244,11 @@ class Recoverer:
                 error=error, pid=a.pid,
             )
             r.d.attempts.append(record)
-            r.d.last_error = record.error
+            r.d.failed_with(error, r.d.last_traceback)
             self._durable.attempt_ended(record)
             if a.id not in found.left and self._durable.lease_s is not None:
                 # its host may have lost it alive, its child charging on: written late
-                r.d.elsewhere = r.d.elsewhere or {}
-                r.d.elsewhere[a.id] = a.usage
+                r.d.may_charge_late(a.id, a.usage)
             self._events.emit("attempt.lost", delegation_id=r.d.id, attempt_id=a.id,
                               parent_id=r.d.parent_id, agent=a.agent, pid=a.pid, reason=error,
                               duration_s=record.duration_s)
@@ -325,7 +324,7 @@ class Recoverer:
         if isinstance(step, Rerun):
             pass  # a host's crash is not the agent's failure: no retry used up
         elif isinstance(step, Retry):
-            d.retries_used += 1
+            d.retried()
         elif isinstance(step, Fallback):
             d.fall_back(step.agent, self._registry.policy(step.agent))
         else:

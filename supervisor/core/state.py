@@ -270,6 +270,10 @@ class Delegation:
         self.continues = continues
         self.state = "backoff"
 
+    def retried(self) -> None:
+        """A retry with no backoff to wait (recovery's, after a restart): one retry used up."""
+        self.retries_used += 1
+
     def backs_off_until(self, timer: Timer | None) -> None:
         """The end of its backoff, `timer` (None: no timer could be set)."""
         self.backoff_timer = timer
@@ -310,6 +314,57 @@ class Delegation:
         """Its attempt `a`'s agent program reported its own session id."""
         a.in_session(session_id)
         self.agent_session = session_id
+
+    def nested_in(self, parent: Delegation | None) -> None:
+        """It was delegated from `parent`'s running attempt: it ends by that one's deadline."""
+        if parent is not None and parent.current is not None:
+            self.deadline_cap = parent.current.deadline
+
+    def takes_continued(self) -> str | None:
+        """The agent CLI session its next attempt resumes, once (None: a new one)."""
+        continued, self.continues = self.continues, None
+        return continued
+
+    def dropped_partials(self, count: int) -> None:
+        """Partial results its child never sent (over `MAX_PARTIALS_SENT`): only counted."""
+        self.partials_dropped += count
+
+    def keeps_lost_output(self, value: Any) -> None:
+        """A result that lost to a stop cause (or a timed-out claim): kept in its summary."""
+        self.lost_output = value
+
+    def failed_with(self, error: str, traceback: str | None) -> None:
+        """Its last attempt's error (and traceback), for its summary."""
+        self.last_error, self.last_traceback = error, traceback
+
+    def restarts_for(self, reason: str) -> None:
+        """Its group restarts it: why its current attempt is being stopped."""
+        self.restart_pending = reason
+
+    def restart_reason(self, *, consumed: bool) -> str | None:
+        """Why its group restarted it, if it did; `consumed`: told once, then forgotten."""
+        reason = self.restart_pending
+        if consumed:
+            self.restart_pending = None
+        return reason
+
+    def gives_up(self, settle: Settle) -> None:
+        """Its supervisor gives up on it (restart intensity): it settles with `settle`."""
+        self.forced = settle
+
+    def in_review(self, performed: Any) -> None:
+        """A task's performer finished with `performed`; its reviewer runs next."""
+        self.performed = performed
+
+    def reviewed(self, review: Summary) -> None:
+        """Its reviewer's summary."""
+        self.review = review
+
+    def may_charge_late(self, attempt_id: str, charged: Usage) -> None:
+        """Its attempt was lost with its host's lease, its child maybe alive and charging:
+        what the store held as charged by it, for the late charges that follow."""
+        self.elsewhere = self.elsewhere or {}
+        self.elsewhere[attempt_id] = charged
 
     def fall_back(self, agent: str, policy: AgentPolicy) -> None:
         """Its next attempt goes to its fallback `agent`, with no retry used there yet

@@ -175,8 +175,7 @@ class Supervisor:
             visited=[msg.brief.agent],
             group=msg.group,
         )
-        if parent is not None and parent.current is not None:
-            d.deadline_cap = parent.current.deadline
+        d.nested_in(parent)
         self.tree.add(d)
         if d.group is not None:
             d.group.members.append(d.id)
@@ -304,7 +303,7 @@ class Supervisor:
             return
         try:
             work = work_of(a, self.registry)
-            continued, d.continues = d.continues, None
+            continued = d.takes_continued()
             resume = continued or self.agent_sessions.resume(
                 d.agent, d.brief.session, stateful_follow_up=_own_session(d))
             spec = child_spec(d, a, registry=self.registry, clock=self.clock, now=now,
@@ -413,9 +412,7 @@ class Supervisor:
         last attempt made, which the rerun may ask for again (`dispatch_nested`)."""
         if replay is not None:
             self._replays[d.id] = replay
-        parent = self.tree.get(d.parent_id) if d.parent_id else None
-        if parent is not None and parent.current is not None:
-            d.deadline_cap = parent.current.deadline
+        d.nested_in(self.tree.get(d.parent_id) if d.parent_id else None)
         self.run_or_queue(d)
 
     def count_spent_before(self, usage: Usage) -> None:
@@ -689,7 +686,7 @@ class Supervisor:
         self.timers.disarm(a)
         d.current_ended()
         if finished is not None:
-            d.partials_dropped += finished.partials_dropped  # not sent by the child
+            d.dropped_partials(finished.partials_dropped)
         if finished is not None and finished.outcome is AttemptOutcome.completed:
             finished = self._as_claimed(d, finished)
         if finished is not None and finished.stop_cause is not None and not a.stop_causes:
@@ -718,10 +715,9 @@ class Supervisor:
             self._resumed_calls.pop(d.id, None)
         if (finished is not None and finished.outcome is AttemptOutcome.completed
                 and outcome is not AttemptOutcome.completed):
-            d.lost_output = finished.value  # a result that lost to a stop cause is kept
+            d.keeps_lost_output(finished.value)
         if record.error is not None:
-            d.last_error = record.error
-            d.last_traceback = finished.traceback if finished is not None else None
+            d.failed_with(record.error, finished.traceback if finished is not None else None)
         if self.events.enabled:  # its fields are read only for someone who listens
             told = record.fields
             stream: dict[str, Any] = {"bad_lines": told["bad_lines"]} if told["bad_lines"] else {}
@@ -741,9 +737,7 @@ class Supervisor:
             reviewed=d.brief.mode == "task" and d.policy.review_by is not None,
             grouped=d.group is not None,
         )
-        restart_reason = d.restart_pending
-        if after.restart_consumed:
-            d.restart_pending = None
+        restart_reason = d.restart_reason(consumed=after.restart_consumed)
         value = finished.value if finished else None
         for step in after.steps:
             if step == "settle_forced":
@@ -778,7 +772,7 @@ class Supervisor:
         if claim.outcome is AttemptOutcome.completed:
             return dataclasses.replace(finished, value=claim.value)
         if claim.outcome is AttemptOutcome.timeout:
-            d.lost_output = claim.value
+            d.keeps_lost_output(claim.value)
         return dataclasses.replace(finished, outcome=claim.outcome, value=None,
                                    error=claim.error, error_type="AgentReport")
 
@@ -889,7 +883,7 @@ class Supervisor:
         self.settle(d, give_up)
         for other in list(self.tree.delegations.values()):
             if other.parent_id == d.parent_id and other.state != "settled":
-                other.forced = give_up
+                other.gives_up(give_up)
                 if other.current is not None:
                     self.request_stop(other, other.current, AttemptOutcome.cancelled)
                 else:
@@ -904,14 +898,12 @@ class Supervisor:
         for sibling_id in siblings_to_restart(group.strategy, group.members, d.id, running):
             sibling = open_[sibling_id]
             assert sibling.current is not None
-            sibling.restart_pending = (
-                f"{group.strategy}: sibling {d.id} failed ({outcome.value})"
-            )
+            sibling.restarts_for(f"{group.strategy}: sibling {d.id} failed ({outcome.value})")
             self.request_stop(sibling, sibling.current, AttemptOutcome.cancelled)
 
     def _start_review(self, d: Delegation, reviewer: str, value: Any) -> None:
         """A task's second stage: the reviewer gets the performer's summary."""
-        d.performed = value
+        d.in_review(value)
         brief = review_brief(reviewer, delegation_id=d.id, scope=d.brief.scope,
                              performer=d.agent, value=value, partials=d.partials)
         future = DelegationFuture()
@@ -923,7 +915,7 @@ class Supervisor:
         d = self.tree.get(msg.delegation_id)
         if d is None:
             return
-        d.review = msg.review
+        d.reviewed(msg.review)
         approved, why = review_verdict(msg.review)
         if approved:
             self.settle(d, COMPLETED, value=d.performed)
@@ -1058,7 +1050,7 @@ class Supervisor:
                     self._kill_or_fence(d, a)
                     self.tree.lease_lost[a.id] = (d, a)  # what it charged yet counts
                 self.tree.live.pop(a.id, None)
-                d.current = None
+                d.current_ended()
         self.tree.delegations.clear()
         self.tree.queue.clear()
         self.tree.running_roots = 0
