@@ -71,17 +71,23 @@ class WorkerSearch:
         if place is None:
             return Found()
         found = Found(searched=True)
+        held: dict[str, Held] | None = None
         if any(c.pid is None for c in children):
+            # Its pid never reached the store: the worker's mark names it while it runs,
+            # and what it left once it is gone (it stopped itself for its host's lease).
             marks = read_marks(place.directory)  # once: each worker that still runs
             for c in children:
                 mark = marks.get(c.attempt_id) if c.pid is None else None
+                if mark is None and c.pid is None:
+                    held = read_held(place.directory) if held is None else held
+                    left = held.get(c.attempt_id)
+                    mark = left.mark if left is not None else None
                 if mark is not None:
                     found.named[c.attempt_id] = dataclasses.replace(
                         c, pid=mark.pid, pid_start_time=mark.start_time, pgid=mark.pgid)
         everyone = find_waiting(place)
         self._found.update((w.pid, w) for w in everyone)
         waiting = {w.attempt_id: w for w in everyone if w.attempt_id is not None}
-        held: dict[str, Held] | None = None
         for c in children:
             c = found.named.get(c.attempt_id, c)
             if c.pid is None:

@@ -85,7 +85,8 @@ def keep_held(directory: str, attempt_id: str, held: list[bytes]) -> None:
     if not held:
         return
     pid = os.getpid()
-    header = json.dumps({"attempt_id": attempt_id, "pid": pid}).encode()
+    header = json.dumps({"attempt_id": attempt_id, "pid": pid,
+                         "start_time": process_start_time(pid), "pgid": os.getpgrp()}).encode()
     _write_whole(os.path.join(directory, f"{pid}{_HELD}"),
                  b"".join(_LENGTH.pack(len(part)) + part for part in (header, *held)),
                  sync=True)
@@ -121,10 +122,12 @@ def _write_whole(path: str, data: bytes, *, sync: bool = False) -> None:
 @dataclass(frozen=True, slots=True)
 class Held:
     """What a worker that is gone left for its attempt: the path of its file (to remove once
-    adopted) and its report frames, in order. `finished`: its `Finished` is among them."""
+    adopted) and its report frames, in order. `finished`: its `Finished` is among them.
+    `mark`: the worker that left it (None in a file of an older Zeus)."""
 
     path: str
     frames: tuple[bytes, ...]
+    mark: JobMark | None = None
 
     @property
     def finished(self) -> bool:
@@ -167,8 +170,12 @@ def read_held(directory: str) -> dict[str, Held]:
                 parts.append(data[at:at + size])
                 at += size
             header = json.loads(parts[0])
-            found[str(header["attempt_id"])] = Held(path, tuple(parts[1:]))
-        except (OSError, ValueError, KeyError, IndexError, struct.error):
+            attempt_id = str(header["attempt_id"])
+            mark = None if header.get("start_time") is None else JobMark(
+                attempt_id, int(header["pid"]), float(header["start_time"]),
+                None if header.get("pgid") is None else int(header["pgid"]))
+            found[attempt_id] = Held(path, tuple(parts[1:]), mark)
+        except (OSError, ValueError, KeyError, IndexError, struct.error, TypeError):
             continue
     return found
 

@@ -50,7 +50,7 @@ from actors.backends.process.left_behind import leave_mark
 from actors.backends.process.worker_attempt import RunningAttempt, crossing_failed, unreadable
 from actors.backends.process.worker_lease import LEASE_ENDED, LeaseWatch
 from actors.backends.process.worker_link import Link
-from actors.backends.process.worker_wait import exit_now
+from actors.backends.process.worker_wait import exit_now, stop_now
 from actors.clock import SystemClock
 from actors.models import AttemptOutcome
 from actors.osproc import become_subreaper, kill_descendants
@@ -151,6 +151,8 @@ class _Child:
         except BaseException as exc:  # noqa: BLE001 - e.g. the work's module fails to import here
             self._finish(att, unreadable(attempt_id, exc, self._pid))
             return
+        if not self._link.takes_job(job.orphan, job.agent):
+            stop_now()  # its supervisor went first, and nothing waits: it never runs
         if (job.lease is not None or self._lease.path is not None) and (
                 refused := self._lease.take(job.lease, attempt_id, self._pid)) is not None:
             self._finish(att, refused)  # its host's lease ran out: the worker is stopping
@@ -160,7 +162,6 @@ class _Child:
         taken = time.monotonic()
         job = job.started(taken)
         self._post(att, frames.started_frame(taken, job.hard_stop))
-        self._link.takes_job(job.orphan, job.agent)
         if job.orphan is not None:  # found by its mark before its work runs
             leave_mark(job.orphan[1], attempt_id)
         ctx = job.context(

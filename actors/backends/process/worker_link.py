@@ -105,12 +105,22 @@ class Link:
         # carries `orphan`: sent again to whoever attaches (see the module). Appended
         # under the lock; the main thread starts a new list for each job.
         self._charges: list[bytes] = []
+        # Set under the lock once the worker stops because its supervisor is gone and
+        # nothing waits: no job is taken from then on (`takes_job`).
+        self._stopping = False
 
     # -- the main thread -------------------------------------------------------------
+    def takes_job(self, orphan: Orphan | None, agent: str) -> bool:
+        """As a job begins, before it reports anything: how to wait if the supervisor
+        goes. False once the worker is stopping, its supervisor gone with nothing to wait
+        for: a job still in its pipe then is never run (run, it would charge with nobody
+        to tell, and its charges would die with the worker)."""
+        with self.lock:
+            if self._stopping:
+                return False
+            self.orphan, self.agent = orphan, agent
+            return True
 
-    def takes_job(self, orphan: Orphan | None, agent: str) -> None:
-        """The main thread, as a job begins: how to wait if the supervisor goes."""
-        self.orphan, self.agent = orphan, agent
     def next_jobs(self) -> list[bytes]:
         """The next frames for the main thread (jobs, stop); blocks until there are. Ends
         the worker when the supervisor is gone and there is nothing to wait for."""
@@ -133,6 +143,7 @@ class Link:
                 number = item
             with self.lock:
                 waits = self._lose(number)
+                self._stopping = not waits
             if not waits:
                 stop_now()
 
@@ -175,8 +186,9 @@ class Link:
         """The control pipe's end closed: without `orphan`, the worker ends at once (its
         main thread may be busy); else the waiting thread or the main thread goes on."""
         with self.lock:
-            waits = self._lose(0)
-        if not waits and self.orphan is None:
+            stops = not self._lose(0) and self.orphan is None
+            self._stopping = stops
+        if stops:
             stop_now()
 
     # -- losing a supervisor, and waiting for the next -------------------------------
