@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, assert_never
 
 from actors import AttemptOutcome, Brief, Status, Summary, Usage
 from actors.backends import Backend, ChildHandle, ChildSpec
@@ -46,7 +46,7 @@ from supervisor.core.recovery import Recoverer
 from supervisor.core.registry import Registry
 from supervisor.core.restarts import RestartGovernor, RestartVerdict
 from supervisor.core.sessions import AgentSessions, Sessions
-from supervisor.core.settlement import Settlement, fallback_summary
+from supervisor.core.settlement import AttemptEnd, Settlement, fallback_summary
 from supervisor.core.spec import backend_name, child_spec, isolation_of, work_of
 from supervisor.core.spending import Spending
 from supervisor.core.state import (
@@ -675,28 +675,57 @@ class Supervisor:
 
     # -- an attempt's end, and what follows it ------------------------------------------
 
+    # An attempt's end, step by step, in this order (tests/test_end_attempt.py holds it):
+    # what reads the attempt's record (its events, the step that follows, a sibling
+    # restarted by the group) finds it made and kept, and what follows it finds the
+    # attempt no longer running.
+    END_STEPS = ("let_go", "read_end", "record_end", "tell_end", "orphan_children",
+                 "follow_end")
+
     def end_attempt(
         self, d: Delegation, a: Attempt, finished: Finished | None, *, fenced: bool = False
     ) -> None:
-        """The attempt's record and events, then the steps `rules.after_attempt` orders."""
+        """The attempt ended (Zeus's thread): `finished` as its child said (None: no word,
+        e.g. a fenced host's), `fenced` when this host lost it with its lease. Each step
+        below is one of `END_STEPS`, in their order."""
         now = self.clock.now()
+        self._let_go(d, a)
+        finished = self._read_end(d, a, finished)
+        outcome = resolve_outcome(finished.outcome if finished else None, a.stop_causes,
+                                  cancel_requested=d.cancel_requested)
+        record = self._record_end(d, a, outcome, finished, now=now, fenced=fenced)
+        self._tell_end(d, a, outcome, record)
+        self._cancel_children(d, "the attempt that delegated it ended")  # orphan_children
+        self._follow_end(d, a, outcome, finished, fenced=fenced)
+
+    def _let_go(self, d: Delegation, a: Attempt) -> None:
+        """It no longer runs: out of the live table, its timers off, no longer current
+        (announced first, if its start was never told)."""
         self.tree.live.pop(a.id, None)
         if not a.announced:
             self.announce(d, a)
         self.timers.disarm(a)
         d.current_ended()
-        if finished is not None:
-            d.dropped_partials(finished.partials_dropped)
-        if finished is not None and finished.outcome is AttemptOutcome.completed:
+
+    def _read_end(self, d: Delegation, a: Attempt, finished: Finished | None) -> Finished | None:
+        """The child's word as Zeus acts on it: its unsent partial results counted, a
+        completed result read as the agent's own summary claims (`_as_claimed`), and a
+        reattached child's stop cause (the last Zeus's) taken as this one's."""
+        if finished is None:
+            return None
+        d.dropped_partials(finished.partials_dropped)
+        if finished.outcome is AttemptOutcome.completed:
             finished = self._as_claimed(d, finished)
-        if finished is not None and finished.stop_cause is not None and not a.stop_causes:
-            # A reattached child the last Zeus had asked to stop: for that cause.
+        if finished.stop_cause is not None and not a.stop_causes:
             a.stop_causes.extend(_stop_cause(finished.stop_cause))
-        outcome = resolve_outcome(
-            finished.outcome if finished else None,
-            a.stop_causes,
-            cancel_requested=d.cancel_requested,
-        )
+        return finished
+
+    def _record_end(self, d: Delegation, a: Attempt, outcome: AttemptOutcome,
+                    finished: Finished | None, *, now: float, fenced: bool) -> AttemptEnd:
+        """The attempt's record, made (with `attempt.killed` told, if it was stopped),
+        kept by its delegation and given to the store; what the delegation keeps of it (a
+        result that lost to a stop cause, its error) and what ends with it (a rerun's
+        replay, the side-effect calls resumed)."""
         killed = how_killed(a, finished)
         if killed is not None and finished is not None:
             latency = finished.kill_latency_s
@@ -718,17 +747,25 @@ class Supervisor:
             d.keeps_lost_output(finished.value)
         if record.error is not None:
             d.failed_with(record.error, finished.traceback if finished is not None else None)
-        if self.events.enabled:  # its fields are read only for someone who listens
-            told = record.fields
-            stream: dict[str, Any] = {"bad_lines": told["bad_lines"]} if told["bad_lines"] else {}
-            if outcome is AttemptOutcome.completed:
-                self.emit("attempt.completed", d, a, duration_s=told["duration_s"], **stream)
-            else:
-                self.emit("attempt.failed", d, a, outcome=outcome.value, error=record.error,
-                          duration_s=told["duration_s"], progress=told["progress"],
-                          tool_calls=told["tool_calls"], last_tool=told["last_tool"], **stream)
-        # An attempt's own children lose their owner with it.
-        self._cancel_children(d, "the attempt that delegated it ended")
+        return record
+
+    def _tell_end(self, d: Delegation, a: Attempt, outcome: AttemptOutcome,
+                  record: AttemptEnd) -> None:
+        """`attempt.completed` or `attempt.failed`, for someone who listens."""
+        if not self.events.enabled:  # its fields are read only for someone who listens
+            return
+        told = record.fields
+        stream: dict[str, Any] = {"bad_lines": told["bad_lines"]} if told["bad_lines"] else {}
+        if outcome is AttemptOutcome.completed:
+            self.emit("attempt.completed", d, a, duration_s=told["duration_s"], **stream)
+        else:
+            self.emit("attempt.failed", d, a, outcome=outcome.value, error=record.error,
+                      duration_s=told["duration_s"], progress=told["progress"],
+                      tool_calls=told["tool_calls"], last_tool=told["last_tool"], **stream)
+
+    def _follow_end(self, d: Delegation, a: Attempt, outcome: AttemptOutcome,
+                    finished: Finished | None, *, fenced: bool) -> None:
+        """What follows, in the steps `rules.after_attempt` orders."""
         after = after_attempt(
             outcome,
             forced=d.forced is not None,
@@ -740,27 +777,30 @@ class Supervisor:
         restart_reason = d.restart_reason(consumed=after.restart_consumed)
         value = finished.value if finished else None
         for step in after.steps:
-            if step == "settle_forced":
-                assert d.forced is not None
-                self.settle(d, d.forced)
-            elif step == "group_restart":
-                if self._group_restart(d):
-                    self.emit("group.restarted", d, a, reason=restart_reason)
-                    self.start_attempt(d)
-            elif step == "review":
-                assert d.policy.review_by is not None
-                self._start_review(d, d.policy.review_by, value)
-            elif step == "settle_completed":
-                self.settle(d, completed_step(value), value=value)
-            elif step == "restart_siblings":
-                self._restart_siblings(d, outcome)
-            elif outcome is AttemptOutcome.lost and finished is not None and (
-                    finished.stop_cause == AttemptOutcome.lost.value):
-                # its worker stopped it when its host's lease ended, and this host reattached
-                # it after a restart: judged as a takeover judges it, never `cancelled`
-                self.recovery.after_lease_ended(d, a)
-            else:
-                self._next_step(d, a, outcome, fenced=fenced)
+            match step:
+                case "settle_forced":
+                    assert d.forced is not None
+                    self.settle(d, d.forced)
+                case "group_restart":
+                    if self._group_restart(d):
+                        self.emit("group.restarted", d, a, reason=restart_reason)
+                        self.start_attempt(d)
+                case "review":
+                    assert d.policy.review_by is not None
+                    self._start_review(d, d.policy.review_by, value)
+                case "settle_completed":
+                    self.settle(d, completed_step(value), value=value)
+                case "restart_siblings":
+                    self._restart_siblings(d, outcome)
+                case "next_step" if (outcome is AttemptOutcome.lost and finished is not None
+                                     and finished.stop_cause == AttemptOutcome.lost.value):
+                    # its worker stopped it as its host's lease ended, and this host
+                    # reattached it after a restart: judged as a takeover judges it
+                    self.recovery.after_lease_ended(d, a)
+                case "next_step":
+                    self._next_step(d, a, outcome, fenced=fenced)
+                case _:
+                    assert_never(step)
 
     def _as_claimed(self, d: Delegation, finished: Finished) -> Finished:
         """A completed attempt as its agent's own `<subtask_summary>` block tells it (its
