@@ -14,7 +14,7 @@ import pytest
 
 from actors import Status, Summary, Usage
 from supervisor import Brief, Routing, Zeus
-from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import DelegationFuture
 from supervisor.core.settlement import Settlement
 from supervisor.testing import EventRecorder
 

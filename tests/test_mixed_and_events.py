@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from actors import Brief, Context, Status, TransientError
 from actors.clock import FakeClock
 from supervisor import SupervisorError, Zeus
-from supervisor.core.results import truncate
+from supervisor.core.settlement import truncate
 from supervisor.testing import sync
 from tests._support import eventually
 from tests.conftest import Recorder, ZeusFactory

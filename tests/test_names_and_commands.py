@@ -21,7 +21,7 @@ from actors.clock import SystemClock
 from supervisor import Routing, RoutingError, Zeus
 from supervisor.cli.commands import EXIT_BAD_INPUT, EXIT_OK
 from supervisor.cli.main import main
-from supervisor.core.results import shape_result
+from supervisor.core.settlement import shape_result
 from supervisor.journal.private_files import safe_file_name, write_private
 from supervisor.routing import ResultPolicy
 from supervisor.routing.commands import agent_cli_in, shell_warning, unknown_placeholders

@@ -12,7 +12,7 @@ from actors import Brief
 from supervisor import Routing, Zeus
 from supervisor.cli.live import open_journal
 from supervisor.cli.main import main
-from supervisor.core.results import shape_result
+from supervisor.core.settlement import shape_result
 from supervisor.routing import ResultPolicy
 
 PLANS = Path(__file__).resolve().parent / "fixtures" / "plans"

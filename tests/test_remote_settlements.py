@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 
 from actors import Status, Summary
-from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import DelegationFuture
 from supervisor.core.remote import RemoteSettlements
 from supervisor.errors import StoreError, ZeusStopped
 

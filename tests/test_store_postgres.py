@@ -229,7 +229,7 @@ def test_a_settlement_is_heard_by_the_hosts_that_watch_it_as_it_commits(opened: 
     """A commit that settles delegations notifies the settled channel with their ids; the
     watching host's `RemoteSettlements` looks at the store when it hears, without waiting
     for its own poll (an hour here)."""
-    from supervisor.core.future import DelegationFuture
+    from supervisor.core.handle import DelegationFuture
     from supervisor.core.remote import RemoteSettlements
 
     runner, watcher = opened(), opened()

@@ -18,7 +18,7 @@ from actors import Summary
 from actors.backends import Backend
 from actors.clock import Clock
 from supervisor.core.durable import MemoryDurable
-from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import DelegationFuture
 from supervisor.core.hosts import HostLife, HostTerms
 from supervisor.core.messages import (
     AttemptsDue,

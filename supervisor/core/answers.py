@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from actors import AttemptOutcome, AttemptRecord, Status
-from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import DelegationFuture
 from supervisor.core.settlement import AttemptEnd
 from supervisor.core.state import Answer, Delegation
 from supervisor.routing import AgentPolicy

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from actors import Brief
-from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import DelegationFuture
 from supervisor.core.lease import TAKE_MARGIN_S
 from supervisor.core.messages import Dispatch, RetryStore
 from supervisor.core.state import Delegation

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from actors import Brief, Status, Summary
 from actors.mail import Mail
-from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import DelegationFuture
 from supervisor.rules.groups import Group
 from supervisor.store.shared import Joined
 

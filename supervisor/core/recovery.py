@@ -23,10 +23,9 @@ from typing import TYPE_CHECKING, Literal
 
 from actors import AttemptOutcome, AttemptRecord, Status
 from actors.backends.base import Backend
-from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import DelegationFuture
 from supervisor.core.reattach import Reattached, count_left, named, reattach_found, stored_child
-from supervisor.core.spec import backend_name
-from supervisor.core.state import Answer, Attempt, Delegation
+from supervisor.core.state import Answer, Attempt, Delegation, backend_name
 from supervisor.errors import SupervisorError
 from supervisor.routing import AgentPolicy
 from supervisor.rules.recovery import (

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from actors import Summary
-from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import DelegationFuture
 from supervisor.errors import ZeusStopped
 from supervisor.store import SettledFeed
 

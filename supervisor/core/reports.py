@@ -21,7 +21,7 @@ from actors.protocol import (
     ToolCall,
 )
 from actors.speaks import SessionTotals
-from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import DelegationFuture
 from supervisor.core.state import Attempt, Delegation
 from supervisor.core.supervisor import Supervisor
 from supervisor.errors import DelegationRefused, SupervisorError

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from actors.backends import Backend
 from actors.backends.process.worker_lease import POLL_S
-from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import DelegationFuture
 from supervisor.core.hosts import HostTerms
 from supervisor.core.lease import LeaseKeeper
 from supervisor.core.messages import LeaseLost, Rejoined, TakeOver

@@ -12,7 +12,7 @@ from actors.backends.process.reattach import place_for_store
 from actors.backends.ray.start import MISSING_RAY, RayUnavailable, ray_installed, start_ray_backend
 from actors.clock import Clock
 from supervisor.core.shared_host import ladder_bound
-from supervisor.core.spec import backend_name
+from supervisor.core.state import backend_name
 from supervisor.errors import RoutingError, SupervisorError
 from supervisor.routing import AgentPolicy, Routing
 from supervisor.routing.ray_policy import wants_ray

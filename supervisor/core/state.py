@@ -1,4 +1,10 @@
-"""What Zeus knows about each open delegation and its current attempt.
+"""Everything Zeus's actor thread keeps, each part the owner of its own changes: what it
+knows about each open delegation and its current attempt (`Delegation`, `Attempt`), and
+the parts the supervisor holds, in this order below: the open tree (`OpenTree`), the
+owner's mail between attempts (`PendingMail`), the spending (`Spending`), the agents'
+thread-side sessions (`Sessions`, `AgentSessions`), the restart governor
+(`RestartGovernor`), the timers (`Timers`: each attempt's deadline and stale moment)
+and the `ChildSpec` an attempt starts with (`child_spec`).
 
 Owned by the actor's thread: nothing here is shared or locked. Also the pure
 functions that turn that state into what the host sees: the summary, the
@@ -7,34 +13,61 @@ snapshot node, an attempt's error line.
 
 from __future__ import annotations
 
+import contextlib
+import heapq
+import itertools
 import json
-from collections.abc import Sequence
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from actors import AttemptOutcome, AttemptRecord, Brief, Report, Status, Summary, Usage
-from actors.backends import ChildHandle
-from actors.clock import Timer
+from actors.backends import ChildHandle, ChildSpec
+from actors.clock import Clock, Timer, check_when
+from actors.mail import Mail
 from actors.protocol import Finished
-from supervisor.core.future import DelegationFuture
-from supervisor.core.results import shape_result
-from supervisor.core.settlement import AttemptEnd, Settlement
-from supervisor.routing import AgentPolicy
+from actors.speaks import Invocation, Pricing, SessionTotals
+from supervisor.core.handle import DelegationFuture
+from supervisor.core.messages import AttemptDue, AttemptsDue
+from supervisor.core.registry import Registry
+from supervisor.core.settlement import AttemptEnd, Settlement, shape_result
+from supervisor.errors import SupervisorError
+from supervisor.journal.events import EventLog
+from supervisor.routing import AgentPolicy, BudgetPolicy, IntensityPolicy
+from supervisor.rules.budget import budget_left, budget_overrun, capped
+from supervisor.rules.circuit import admit_restart, circuit_reason
+from supervisor.rules.framing import FramingHeads, role_framing
 from supervisor.rules.groups import Group, review_verdict
+from supervisor.rules.intensity import RestartWindow
+from supervisor.rules.lag import WARN_S as LAG_WARN_S
+from supervisor.rules.lag import MailboxLag
 from supervisor.rules.settle import Settle
 from supervisor.rules.stale import ProgressWatch
 
 __all__ = [
     "MAX_PARTIALS",
+    "AgentSessions",
     "Answer",
     "Attempt",
     "Delegation",
     "OpenTool",
+    "OpenTree",
+    "PendingMail",
+    "RestartGovernor",
+    "RestartVerdict",
+    "Sessions",
+    "Spending",
+    "Timers",
     "attempt_error",
     "attempt_record",
+    "backend_name",
+    "child_spec",
     "decide_summary",
     "how_killed",
+    "isolation_of",
     "previous_error",
+    "work_of",
 ]
 
 
@@ -543,3 +576,540 @@ def previous_error(attempts: Sequence[AttemptRecord | AttemptEnd]) -> str | None
         return None
     last = attempts[-1]
     return f"{last.outcome.value}: {last.error}" if last.error else last.outcome.value
+
+
+# --------------------------------------------------------------------------------------
+# The open tree: every open delegation, the attempts running now, the host's queue
+# and the threads fenced off. Owned by Zeus's actor thread: nothing here is locked.
+# --------------------------------------------------------------------------------------
+
+
+class OpenTree:
+    """What is open now, and the walks over it. Every method runs in the actor's thread."""
+
+    def __init__(self) -> None:
+        self.delegations: dict[str, Delegation] = {}  # open ones, by id, in dispatch order
+        self.live: dict[str, tuple[Delegation, Attempt]] = {}  # attempt id -> its owner
+        self.queue: deque[str] = deque()  # the host's delegations waiting for a slot
+        self.running_roots = 0  # the host's delegations holding a slot (max_concurrent)
+        # attempt id -> its delegation: threads that did not stop, still running
+        self.fenced: dict[str, Delegation] = {}
+        # attempt id -> its owner: attempts let go when the host's lease was lost, whose
+        # charges still count (written late) until their child's end comes
+        self.lease_lost: dict[str, tuple[Delegation, Attempt]] = {}
+        self.settled_count = 0
+
+    def get(self, delegation_id: str) -> Delegation | None:
+        return self.delegations.get(delegation_id)
+
+    def owner(self, attempt_id: str) -> tuple[Delegation, Attempt] | None:
+        """The delegation and attempt of a running attempt id; None once it ended."""
+        return self.live.get(attempt_id)
+
+    def add(self, d: Delegation) -> None:
+        """A new delegation (under its parent, if it has one that is open)."""
+        parent = self.delegations.get(d.parent_id) if d.parent_id else None
+        if parent is not None:
+            parent.children.append(d.id)
+        self.delegations[d.id] = d
+
+    def begin(self, d: Delegation) -> None:
+        """`d` leaves the queue (or never entered it) and runs."""
+        if d.depth == 1 and d.state == "queued":
+            self.running_roots += 1
+        d.state = "running"
+
+    def next_queued(self, limit: int) -> Delegation | None:
+        """The next queued delegation that may take a slot now, taken off the queue."""
+        while self.queue and self.running_roots < limit:
+            d = self.delegations.get(self.queue.popleft())
+            if d is not None and d.state == "queued":
+                return d
+        return None
+
+    def remove(self, d: Delegation) -> None:
+        """`d` settled: off the queue or out of its slot, and out of the tree."""
+        if d.state == "queued":
+            with contextlib.suppress(ValueError):
+                self.queue.remove(d.id)
+        elif d.depth == 1:
+            self.running_roots -= 1
+        d.state = "settled"
+        self.delegations.pop(d.id, None)
+        self.settled_count += 1
+
+    def ancestors(self, d: Delegation) -> Iterator[Delegation]:
+        """`d`'s open ancestors, nearest first (a settled one ends the walk)."""
+        parent_id = d.parent_id
+        while parent_id is not None:
+            parent = self.delegations.get(parent_id)
+            if parent is None:
+                return
+            yield parent
+            parent_id = parent.parent_id
+
+    def open_children(self, d: Delegation) -> list[Delegation]:
+        """What `d` delegated that is still open, in dispatch order."""
+        found = (self.delegations.get(child_id) for child_id in d.children)
+        return [child for child in found if child is not None]
+
+    def waiting_on_children(self, d: Delegation) -> bool:
+        """Whether `d`'s current attempt has a delegation of its own still open: it is
+        waiting on it (in `ctx.delegate()`), and that child is watched by its own clock."""
+        return any(child_id in self.delegations for child_id in d.children)
+
+    def nudge_ancestors(self, d: Delegation, now: float) -> None:
+        """Progress in `d`'s subtree is progress of every ancestor waiting on it."""
+        for parent in self.ancestors(d):
+            if parent.current is not None:
+                parent.current.watch = parent.current.watch.nudge(now)
+
+
+# --------------------------------------------------------------------------------------
+# The owner's messages for a delegation's child (`handle.send`), on Zeus's side.
+#
+# A message goes to the running attempt at once; one sent between attempts
+# waits here for the next attempt. Owned by the actor's thread.
+# --------------------------------------------------------------------------------------
+
+
+class PendingMail:
+    """Messages waiting for a delegation's next attempt, by delegation id."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, list[Mail]] = {}
+
+    def post(self, delegation_id: str, child: ChildHandle | None, mail: Mail) -> None:
+        """Hand `mail` to the running `child`, or keep it for the next attempt (child None)."""
+        if child is None:
+            self._waiting.setdefault(delegation_id, []).append(mail)
+        else:
+            child.put_mail(mail)  # a backend without a mailbox drops it (the base's default)
+
+    def flush(self, delegation_id: str, child: ChildHandle) -> None:
+        """A new attempt started: it gets what waited for it, in order."""
+        for mail in self._waiting.pop(delegation_id, ()):
+            child.put_mail(mail)
+
+    def drop(self, delegation_id: str) -> int:
+        """The delegation settled, or its next attempt reads no mail (an agent CLI): what
+        still waits is dropped. How many messages were."""
+        return len(self._waiting.pop(delegation_id, ()))
+
+
+# --------------------------------------------------------------------------------------
+# The spending: charges counted against a delegation, its open ancestors and the whole
+# tree, and which budgets they break. Owned by Zeus's actor thread; it reports the
+# overruns and leaves stopping the attempts to its caller.
+# --------------------------------------------------------------------------------------
+
+
+class Spending:
+    """The tree's total, under the supervisor's budget."""
+
+    def __init__(self, tree_budget: BudgetPolicy) -> None:
+        self.tree_budget = tree_budget
+        self.tree_usage = Usage()
+
+    def charge(
+        self, chain: Sequence[Delegation], usage: Usage
+    ) -> tuple[list[tuple[Delegation, str]], str | None]:
+        """Count `usage` against every delegation of `chain` and the tree. Returns the
+        delegations of the chain now over their budget while an attempt runs, each with
+        the cap it broke, and the tree budget's cap it broke (or None)."""
+        overruns: list[tuple[Delegation, str]] = []
+        for node in chain:
+            node.usage = node.usage + usage
+            overrun = budget_overrun(node.usage, node.policy.budget)
+            if overrun is not None and node.current is not None:
+                overruns.append((node, overrun))
+        self.tree_usage = self.tree_usage + usage
+        return overruns, budget_overrun(self.tree_usage, self.tree_budget)
+
+    def left(self, d: Delegation, ancestors: Iterable[Delegation]) -> dict[str, float] | None:
+        """What an attempt of `d` may spend before its own, an ancestor's (`ancestors`:
+        its open ones, walked only when needed) or the tree's budget is over."""
+        if d.parent_id is None and not (capped(d.policy.budget) or capped(self.tree_budget)):
+            return None  # a root with no cap above it: most delegations
+        return budget_left([*((n.usage, n.policy.budget) for n in (d, *ancestors)),
+                            (self.tree_usage, self.tree_budget)])
+
+
+# --------------------------------------------------------------------------------------
+# The thread-side sessions of the agents: one dict per session key a brief names, kept
+# per agent, least recently used dropped first. Used only in Zeus's actor thread.
+# --------------------------------------------------------------------------------------
+
+
+class Sessions:
+    """At most `limit` session dicts per agent (the policy's `session_max`), LRU."""
+
+    def __init__(self) -> None:
+        self._by_agent: dict[str, OrderedDict[str, dict[str, Any]]] = {}
+
+    def get(self, agent: str, key: str | None, limit: int) -> dict[str, Any] | None:
+        """The session dict for `key` (a fresh one if new); None without a key or a limit."""
+        if key is None or limit == 0:
+            return None
+        sessions = self._by_agent.setdefault(agent, OrderedDict())
+        if key in sessions:
+            sessions.move_to_end(key)
+        else:
+            sessions[key] = {}
+            while len(sessions) > limit:
+                sessions.popitem(last=False)
+        return sessions[key]
+
+
+class AgentSessions:
+    """The agent programs' own session ids (an agent CLI's conversation), by the agent and
+    the session a brief names: a follow-up brief in that session resumes it. The most
+    recent `limit` are kept."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self._ids: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._limit = limit
+        # What each CLI session's charges added (tokens, cached tokens, cost): a CLI whose
+        # totals run across its session's runs is told what its earlier runs were charged.
+        self._totals: OrderedDict[str, SessionTotals] = OrderedDict()
+
+    def counted(self, session_id: str, charge: SessionTotals) -> None:
+        """`charge` was charged by an attempt in `session_id`."""
+        self.known(session_id, self._totals.pop(session_id, SessionTotals()) + charge)
+
+    def known(self, session_id: str, totals: SessionTotals) -> None:
+        """`session_id`'s charges so far are `totals` (as its store keeps them)."""
+        self._totals[session_id] = totals
+        self._totals.move_to_end(session_id)
+        while len(self._totals) > self._limit:
+            self._totals.popitem(last=False)
+
+    def totals(self, session_id: str | None) -> SessionTotals | None:
+        """What `session_id`'s runs were charged so far, if any were counted here."""
+        return self._totals.get(session_id) if session_id is not None else None
+
+    def bind(self, agent: str, session: str | None, session_id: str) -> None:
+        """`session_id` is what the brief's `session` now continues (None: no session)."""
+        if session is None:
+            return
+        key = (agent, session)
+        self._ids[key] = session_id
+        self._ids.move_to_end(key)
+        while len(self._ids) > self._limit:
+            self._ids.popitem(last=False)
+
+    def resume(self, agent: str, session: str | None, *, stateful_follow_up: str | None
+               ) -> str | None:
+        """The session id an attempt of `agent` continues: the one its brief's session is
+        bound to, else a stateful performer's own from its failed attempt (its one
+        follow-up is that resume); None to start a new one."""
+        if session is not None:
+            return self._ids.get((agent, session))
+        return stateful_follow_up
+
+
+# --------------------------------------------------------------------------------------
+# The restart governor: restart intensity, as each agent's circuit (`scope: agent`) or
+# as the supervisor's storm limit (`scope: supervisor`). It counts restarts and *returns*
+# a verdict; acting on it (settling, stopping siblings) is its caller's. Owned by Zeus's
+# actor thread.
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RestartVerdict:
+    """Whether one more restart may start; if not, why, and what the refusal means."""
+
+    allowed: bool
+    reason: str | None = None  # why it was refused, in a sentence
+    tripped: bool = False  # this refusal opened the circuit, or exceeded the storm limit
+    restarts: int = 0  # restarts inside the window, for `supervisor.intensity_exceeded`
+    give_up: bool = False  # scope supervisor: give up on every delegation under it
+
+
+ALLOWED = RestartVerdict(True)
+
+
+class RestartGovernor:
+    """Restart windows by agent (scope agent) or by supervising delegation (scope
+    supervisor, keyed by its id, None for the host's delegations)."""
+
+    def __init__(self) -> None:
+        self._windows: dict[str | None, RestartWindow] = {}
+        self._open_circuits: set[str] = set()  # agents whose restarts are refused for now
+
+    def admit(
+        self, agent: str, parent_id: str | None, now: float, intensity: IntensityPolicy
+    ) -> RestartVerdict:
+        """Count one restart of a delegation of `agent` under `parent_id`."""
+        if intensity.scope == "supervisor":
+            return self._storm(agent, parent_id, now, intensity)
+        admission = admit_restart(self._windows.get(agent, RestartWindow()), now, intensity,
+                                  was_open=agent in self._open_circuits)
+        self._windows[agent] = admission.window
+        if admission.allowed:
+            self._open_circuits.discard(agent)
+            return ALLOWED
+        self._open_circuits.add(agent)
+        return RestartVerdict(False, circuit_reason(agent, intensity), admission.tripped,
+                              len(admission.window.restarts))
+
+    def _storm(
+        self, agent: str, parent_id: str | None, now: float, intensity: IntensityPolicy
+    ) -> RestartVerdict:
+        """OTP's escalation: the restart that exceeds the limit is recorded, the window
+        starts over, and the supervisor gives up on what it supervises."""
+        window = self._windows.get(parent_id, RestartWindow()).record(now, intensity)
+        if not window.exceeded(intensity):
+            self._windows[parent_id] = window
+            return ALLOWED
+        self._windows[parent_id] = RestartWindow()
+        return RestartVerdict(False, circuit_reason(agent, intensity), tripped=True,
+                              restarts=len(window.restarts), give_up=True)
+
+    def forget(self, delegation_id: str) -> None:
+        """A delegation settled: the window of the restarts under it goes with it."""
+        self._windows.pop(delegation_id, None)
+
+
+# --------------------------------------------------------------------------------------
+# Zeus's timers: messages to its own mailbox later, each attempt's one timer at its
+# deadline or stale moment, and how late the timers fall due (the mailbox's lag).
+# Every method runs in Zeus's actor thread (the clock's timer thread only sends).
+#
+# The attempts' timers are kept here, not on the clock: a heap in Zeus's thread (no
+# lock, no `Timer` and closure per attempt), and on the clock one timer at the soonest
+# of them, whose message (`AttemptsDue`) hands Zeus those that fell due (`due()`).
+# Most are never due (the attempt ends first): an ended attempt's entry is dropped
+# when it comes up, or in bulk when they pile up, or all at once when none is left.
+# The clock's timer is not cancelled when the last attempt ends: the next attempt, due
+# later, needs no new one (a host that runs one or two at a time would otherwise set a
+# clock timer and wake the clock's thread for each attempt), and if none comes it rings
+# once, finds nothing due, and is not set again.
+# --------------------------------------------------------------------------------------
+
+
+class Timers:
+    """Sets timers on `clock` whose messages go to the mailbox through `tell`."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        tell: Callable[[object], None],
+        events: EventLog,
+        queued: Callable[[], int | None],
+    ) -> None:
+        self._clock = clock
+        self._tell = tell
+        self._events = events
+        self._queued = queued  # how many messages wait in the mailbox, for the lag warning
+        self.lag = MailboxLag()
+        # The attempts' timers: (when, seq, attempt id), soonest first; the seq of each
+        # attempt's live entry (others are dropped as they come up); the clock's one timer.
+        self._due: list[tuple[float, int, str]] = []
+        self._live: dict[str, int] = {}
+        self._seq = itertools.count()
+        self._ring: Timer | None = None
+        self._ring_at = float("inf")
+        self._rang = AttemptsDue()
+
+    def after(self, delay: float, message: object) -> Timer | None:
+        """`message` to the mailbox in `delay` s; at once (and an error event) if no timer
+        can be set for that delay, so a wait that cannot be kept never stops a delegation."""
+        tell = self._tell
+        try:
+            return self._clock.call_at(self._clock.now() + delay, lambda: tell(message))
+        except Exception as exc:  # noqa: BLE001 - e.g. TimerError for a delay of inf or nan
+            self.refused(exc, type(message).__name__)
+            tell(message)
+            return None
+
+    def refused(self, exc: BaseException, what: str) -> None:
+        """A timer could not be set: said in the journal."""
+        self._events.emit("zeus.internal_error", message=what,
+                          error=f"a timer could not be set: {type(exc).__name__}: {exc}")
+
+    def arm(self, a: Attempt) -> None:
+        """One timer per attempt, at its deadline or the moment it would go stale.
+
+        Before its first sign of life it is due no later than `stale_after_s` from now
+        (the soonest it could go stale), so that sign moves no timer: the timer checks
+        and re-arms when it comes (`AttemptDue`). Arming again moves it. The timer holds
+        the attempt's id, not the attempt: once ended it keeps nothing of the delegation
+        alive. `TimerError` if its deadline or stale moment is not a finite time.
+        """
+        when = check_when(min(a.deadline, a.watch.stale_at(a.stale_after_s)))
+        if a.watch.progress < 0:
+            when = min(when, self._clock.now() + a.stale_after_s)
+        seq = next(self._seq)
+        heapq.heappush(self._due, (when, seq, a.id))
+        self._live[a.id] = seq  # an earlier entry of the same attempt is one no more
+        a.due_at = when
+        if when < self._ring_at:
+            self._ring_for(when)
+        if len(self._due) > 64 and len(self._due) > 2 * len(self._live):
+            live = self._live
+            self._due = [e for e in self._due if live.get(e[2]) == e[1]]
+            heapq.heapify(self._due)
+
+    def disarm(self, a: Attempt) -> None:
+        """The attempt ended: neither its timer nor its grace period's falls due."""
+        if a.grace is not None:
+            a.grace.cancel()
+        if self._live.pop(a.id, None) is not None and not self._live:
+            self._due.clear()  # nothing left to time (the clock's timer stays: see above)
+
+    def due(self) -> list[AttemptDue]:
+        """The clock's timer rang (`AttemptsDue`): each attempt whose timer fell due by
+        now, soonest first, with when it did; the clock's timer moves to the next."""
+        now = self._clock.now()
+        heap, live = self._due, self._live
+        out: list[AttemptDue] = []
+        while heap and heap[0][0] <= now:
+            when, seq, attempt_id = heapq.heappop(heap)
+            if live.get(attempt_id) == seq:
+                del live[attempt_id]
+                out.append(AttemptDue(attempt_id, when))
+        while heap and live.get(heap[0][2]) != heap[0][1]:
+            heapq.heappop(heap)  # ended or moved since: not worth a ring
+        if heap and (self._ring_at <= now or heap[0][0] < self._ring_at):
+            self._ring_for(heap[0][0])  # (a ring still to come is kept: it comes sooner)
+        elif not heap:
+            self._stop_ring()
+        return out
+
+    def _stop_ring(self) -> None:
+        """No attempt's timer is left: the clock's one timer for them goes."""
+        if self._ring is not None:
+            self._ring.cancel()
+        self._ring, self._ring_at = None, float("inf")
+
+    def _ring_for(self, when: float) -> None:
+        """The clock's one timer for the attempts, moved to `when` (rung at once if that
+        has passed: a fake clock runs a timer only as it moves past it)."""
+        if self._ring is not None:
+            self._ring.cancel()
+        tell, message = self._tell, self._rang
+        self._ring_at = when
+        if when <= self._clock.now():
+            self._ring = None
+            tell(message)
+            return
+        self._ring = self._clock.call_at(when, lambda: tell(message))
+
+    def observe_lag(self, due_at: float) -> None:
+        """A timer fell due at `due_at` and is handled now: warn when the mailbox lags."""
+        self.lag, warn = self.lag.observe(due_at, self._clock.now())
+        if warn:
+            self._events.emit("supervisor.mailbox_lag", lag_s=round(self.lag.last_s, 6),
+                              threshold_s=LAG_WARN_S, queued=self._queued())
+
+
+# --------------------------------------------------------------------------------------
+# What a backend needs to start an attempt: the `ChildSpec` built from the delegation,
+# its new attempt and the routing. Built in Zeus's actor thread, before the child starts.
+# --------------------------------------------------------------------------------------
+
+
+WorkFn = Callable[..., Any]
+
+
+def isolation_of(a: Attempt) -> str:
+    """The backend an attempt runs on: a `command:` agent always runs as a process."""
+    return backend_name(a.policy)
+
+
+def backend_name(policy: AgentPolicy) -> str:
+    """The backend an agent's attempts run on: its isolation's, but a `command:` agent
+    always runs as a process."""
+    return "process" if policy.runs_program else policy.isolation
+
+
+def work_of(a: Attempt, registry: Registry) -> WorkFn | None:
+    """What `a` runs in-process (None for a `command:` agent); `SupervisorError` if none."""
+    if a.policy.runs_program:
+        return None
+    work = registry.work(a.agent)
+    if work is None:
+        raise SupervisorError(
+            f"agent {a.agent!r} has no work function: zeus.register({a.agent!r}, fn) "
+            "or give it an `entrypoint:` or `command:` in routing.yml"
+        )
+    return work
+
+
+def child_spec(
+    d: Delegation,
+    a: Attempt,
+    *,
+    registry: Registry,
+    clock: Clock,
+    now: float,
+    work: WorkFn | None,
+    session: dict[str, Any] | None,
+    budget_left: dict[str, float] | None,
+    heads: FramingHeads | None = None,
+    resume: str | None = None,
+    continued: bool = False,
+    prior: SessionTotals | None = None,
+    epoch: int = 1,
+) -> ChildSpec:
+    """The spec of `d`'s attempt `a`, which runs `work` (None for a `command:` agent or an
+    agent CLI; `resume`: the CLI's session id a follow-up continues, `prior` what that
+    session was charged so far; `epoch`: the
+    delegation's on its store, for `ctx.fence`)."""
+    policy = a.policy
+    answer = d.answer
+    # The attempt that resumes a delegation a person answered: told of the blocker, not of
+    # how its blocked attempt ended (it completed, saying it was blocked).
+    answering = answer is not None and a.number == answer.after + 1
+    previous = previous_error(d.attempts)
+    if answering and d.attempts and d.attempts[-1].outcome is AttemptOutcome.completed:
+        previous = None
+    invocation = None
+    if policy.speaks_cli:
+        left = budget_left.get("cost") if budget_left else None
+        invocation = Invocation(policy.speaks, program=policy.command or (), args=policy.args,
+                                resume=resume, budget_usd=left, prior=prior)
+    pricing = policy.pricing
+    return ChildSpec(
+        agent=d.agent,
+        delegation_id=d.id,
+        attempt=a.number,
+        attempt_id=a.id,
+        brief=d.brief if d.agent == d.brief.agent else d.brief.model_copy(
+            update={"agent": d.agent}
+        ),
+        deadline=a.deadline,
+        deadline_cap=d.deadline_cap,
+        clock=clock,
+        work=work,
+        command=None if invocation is not None else policy.command,
+        inputs_via=policy.inputs_via,
+        speaks=policy.speaks,
+        invocation=invocation,
+        pricing=None if pricing is None else Pricing(
+            pricing.input_per_mtok, pricing.output_per_mtok, pricing.cached_input_per_mtok),
+        exit_grace_s=policy.exit_grace_s,
+        env=policy.env or None,
+        heartbeat_interval_s=policy.heartbeat.interval_s,
+        term_s=policy.shutdown.term_s,
+        grace_s=policy.shutdown.grace_s,
+        session=session,
+        session_key=d.brief.session,
+        # Process agents keep at least one warm worker: no spawn per delegation.
+        session_max=max(1, policy.session_max),
+        resources=policy.resources,
+        previous_partials=tuple(d.partials),
+        depth=d.depth,
+        framing=role_framing(d.agent, policy, registry.routing, d.depth,
+                             a.deadline - now, d.usage, heads=heads),
+        previous_error=previous,
+        continues_session=continued and not answering,
+        earlier_tools=tuple(d.tools_run),
+        previous_blocker=None if answer is None else answer.blocker,
+        note=None if answer is None else answer.note,
+        reasoning_effort=policy.reasoning_effort,
+        budget_left=budget_left,
+        epoch=epoch,
+    )

@@ -26,7 +26,7 @@ from actors.speaks import SessionTotals
 from actors.speaks.invocation import refused_budget
 from supervisor.core.answers import BlockedKept
 from supervisor.core.durable import MemoryDurable
-from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import DelegationFuture
 from supervisor.core.messages import (
     AttemptDue,
     AttemptsDue,
@@ -40,24 +40,29 @@ from supervisor.core.messages import (
     ReviewDone,
     StopAll,
 )
-from supervisor.core.open_tree import OpenTree
-from supervisor.core.pending_mail import PendingMail
 from supervisor.core.recovery import Recoverer
 from supervisor.core.registry import Registry
-from supervisor.core.restarts import RestartGovernor, RestartVerdict
-from supervisor.core.sessions import AgentSessions, Sessions
 from supervisor.core.settlement import AttemptEnd, Settlement, fallback_summary
-from supervisor.core.spec import backend_name, child_spec, isolation_of, work_of
-from supervisor.core.spending import Spending
 from supervisor.core.state import (
     MAX_PARTIALS,
+    AgentSessions,
     Attempt,
     Delegation,
+    OpenTree,
+    PendingMail,
+    RestartGovernor,
+    RestartVerdict,
+    Sessions,
+    Spending,
+    Timers,
     attempt_record,
+    backend_name,
+    child_spec,
     decide_summary,
     how_killed,
+    isolation_of,
+    work_of,
 )
-from supervisor.core.timers import Timers
 from supervisor.errors import StoreError, SupervisorError
 from supervisor.journal.events import EventLog
 from supervisor.routing import OWNER, AgentPolicy
@@ -81,7 +86,10 @@ from supervisor.rules.settle import (
 from supervisor.rules.stale import ProgressWatch
 from supervisor.store import StoredAttempt
 
-__all__ = ["SESSION_LOST", "Supervisor"]
+__all__ = [
+    "SESSION_LOST",
+    "Supervisor",
+]
 
 SESSION_LOST = (
     "its session {session!r} lived in a worker of {agent!r} that did not survive the last "

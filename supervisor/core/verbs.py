@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from actors import Status, Summary
 from supervisor.core.answers import answer, blocker_of, taken_back
-from supervisor.core.future import DelegationFuture
+from supervisor.core.handle import DelegationFuture
 from supervisor.core.reattach import Reattached, stored_child
 from supervisor.core.recovery import current_agent
 from supervisor.core.state import Delegation

@@ -23,10 +23,14 @@ from actors.backends.base import as_backend
 from actors.clock import Clock, SystemClock
 from actors.mail import Mail
 from supervisor.core.actor import ZeusActor
-from supervisor.core.book import HandleBook
 from supervisor.core.durable import Durable, MemoryDurable
-from supervisor.core.future import DelegationFuture
-from supervisor.core.handle import AWAITER_CANCELLED, GroupHandle, Handle
+from supervisor.core.handle import (
+    AWAITER_CANCELLED,
+    DelegationFuture,
+    GroupHandle,
+    Handle,
+    HandleBook,
+)
 from supervisor.core.keys import Keys
 from supervisor.core.messages import (
     Cancel,
