@@ -17,7 +17,7 @@ import pytest
 
 from actors import Brief, Context, Status
 from supervisor import DelegationRefused, UnknownAgent, Zeus, ZeusStopped
-from supervisor.core import outbox
+from supervisor.core import zeus as zeus_module
 from supervisor.core.messages import Burst
 from tests.conftest import Recorder, ZeusFactory
 
@@ -83,7 +83,7 @@ def test_a_host_blocking_on_the_handle_right_after_dispatching_is_answered(
     make_zeus: ZeusFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`result()` (and the future's) flush the burst: no backstop needed."""
-    monkeypatch.setattr(outbox, "BACKSTOP_S", 60.0)
+    monkeypatch.setattr(zeus_module, "BACKSTOP_S", 60.0)
     zeus = make_zeus(works={"noop": noop})
 
     async def main() -> tuple[str | None, str | None, bool]:

@@ -58,7 +58,7 @@ class Dispatch:
 @dataclass(slots=True)
 class Burst:
     """The host's dispatches of one step of its event loop, taken in one turn, in order
-    (`core/outbox.py`)."""
+    (`Outbox`, `core/zeus.py`)."""
 
     messages: list[object]
 

@@ -24,7 +24,6 @@ from actors.clock import Clock, SystemClock, Timer
 from actors.protocol import Finished
 from actors.speaks import SessionTotals
 from actors.speaks.invocation import refused_budget
-from supervisor.core.answers import BlockedKept
 from supervisor.core.durable import MemoryDurable
 from supervisor.core.handle import DelegationFuture
 from supervisor.core.messages import (
@@ -47,6 +46,7 @@ from supervisor.core.state import (
     MAX_PARTIALS,
     AgentSessions,
     Attempt,
+    BlockedKept,
     Delegation,
     OpenTree,
     PendingMail,

@@ -1,7 +1,7 @@
 """The operator's verbs on a blocked delegation (docs/design.md, "The store"): what
 recovery, or the agent, could not decide, a person does. `resume` runs it again as a new
 attempt (the same id and key, its attempts and spend kept), its agent told the blocker
-and the person's note (`supervisor.core.answers`), on a store's delegation or, without
+and the person's note (`supervisor.core.state`), on a store's delegation or, without
 a store, on one this Zeus kept; `resolve` settles a store's by hand with a status and a
 note. Each is journalled with who and why (`delegation.resumed`, `delegation.resolved`).
 Runs in Zeus's actor thread; it calls the supervisor, never the other way round.
@@ -14,11 +14,10 @@ import os
 from collections.abc import Callable
 
 from actors import Status, Summary
-from supervisor.core.answers import answer, blocker_of, taken_back
 from supervisor.core.handle import DelegationFuture
 from supervisor.core.reattach import Reattached, stored_child
 from supervisor.core.recovery import current_agent
-from supervisor.core.state import Delegation
+from supervisor.core.state import Delegation, answer, blocker_of, taken_back
 from supervisor.core.supervisor import Supervisor
 from supervisor.errors import NotBlocked, UnknownDelegation
 from supervisor.store import StoredDelegation, resolved_by_hand
@@ -56,7 +55,7 @@ def _blocked(sup: Supervisor, delegation_id: str, verb: str) -> StoredDelegation
 def resume(sup: Supervisor, delegation_id: str, *, who: str, why: str, note: str | None,
            keep_handle: Callable[[str, DelegationFuture], object]) -> object:
     """Run the blocked delegation again as a new attempt, its blocker and the person's
-    `note` told to it (`supervisor.core.answers`); what `keep_handle` gives back (the
+    `note` told to it (`supervisor.core.state`); what `keep_handle` gives back (the
     host's handle) once it is under way (or queued for its turn). With a store, the
     store's delegation; without, one this Zeus keeps (`BlockedKept`)."""
     if sup.durable.store is None:
