@@ -93,10 +93,11 @@ class CancelSignal:
     """The attempt's cancel signal: set once (any thread), never cleared; runs callbacks
     when set. An `async def` work function's runner registers one that cancels its task.
 
-    Not a `threading.Event`: an attempt makes one as it starts, and an `Event`'s
-    `Condition` costs 6-8 us to build, most of a thread attempt's start in Zeus's
-    thread. Here a waiter waits on a gate lock made at the first `wait()` and held
-    until the signal is set; each waiter lets the next one through.
+    Not a `threading.Event`: an attempt makes one as it starts, and an `Event` builds a
+    `Condition` (a lock and a list of waiters) that most attempts never wait on, which
+    was most of a thread attempt's start in Zeus's thread. Here a waiter waits on a gate
+    lock made at the first `wait()` and held until the signal is set; each waiter lets
+    the next one through.
     """
 
     __slots__ = ("_callbacks", "_gate", "_lock", "_set")

@@ -114,8 +114,8 @@ def _children_by_parent(max_age_s: float = 0.0) -> dict[int, list[int]]:
 def descendants(*roots: int, max_age_s: float = 0.0) -> list[int]:
     """Every process below `roots` (the roots excluded), parents before their children.
 
-    One pass over `/proc` (about 10 us per process here; none without roots), or
-    the last one if it is at most `max_age_s` old.
+    One pass over `/proc`, whose cost grows with every process on the machine (none
+    without roots), or the last one if it is at most `max_age_s` old.
     """
     if not roots:
         return []
