@@ -1,5 +1,5 @@
 """An agent's own `<subtask_summary>` block: read from its final text (with the line of what
-does not read), and acted on as references/001's table says (`rules.agent_report`), also
+does not read), and acted on as references/001's table says (`rules.settle.read_claim`), also
 for a work function that returns a string holding one."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from actors import AttemptOutcome, Report, Status
 from actors.textblocks.agent_report import read_agent_report
 from supervisor import Brief
-from supervisor.rules.agent_report import read_claim
+from supervisor.rules.settle import read_claim
 
 BLOCK = """I fixed it.
 

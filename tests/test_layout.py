@@ -171,9 +171,8 @@ DELEGATION_PATH = frozenset({
     "supervisor/core/settlement.py", "supervisor/core/state.py",
     "supervisor/core/supervisor.py", "supervisor/core/zeus.py",
     "supervisor/journal/events.py", "supervisor/routing/policies.py",
-    "supervisor/routing/table.py", "supervisor/rules/agent_report.py",
-    "supervisor/rules/budget.py", "supervisor/rules/delegation.py",
-    "supervisor/rules/framing.py", "supervisor/rules/settle.py",
+    "supervisor/routing/table.py", "supervisor/rules/budget.py",
+    "supervisor/rules/delegation.py", "supervisor/rules/settle.py",
     "supervisor/rules/stale.py",
 })
 

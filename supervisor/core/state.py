@@ -36,16 +36,15 @@ from supervisor.core.settlement import AttemptEnd, Settlement, shape_result
 from supervisor.errors import SupervisorError
 from supervisor.journal.events import EventLog
 from supervisor.routing import AgentPolicy, BudgetPolicy, IntensityPolicy
-from supervisor.rules.agent_report import agent_words
 from supervisor.rules.budget import budget_left, budget_overrun, capped
 from supervisor.rules.circuit import admit_restart, circuit_reason
-from supervisor.rules.framing import FramingHeads, role_framing
+from supervisor.rules.delegation import FramingHeads, role_framing
 from supervisor.rules.groups import Group, review_verdict
 from supervisor.rules.intensity import RestartWindow
 from supervisor.rules.lag import WARN_S as LAG_WARN_S
 from supervisor.rules.lag import MailboxLag
 from supervisor.rules.recovery import split_verbs_hint
-from supervisor.rules.settle import Settle
+from supervisor.rules.settle import Settle, agent_words
 from supervisor.rules.stale import ProgressWatch
 
 __all__ = [

@@ -67,10 +67,9 @@ from supervisor.errors import StoreError, SupervisorError
 from supervisor.journal.events import EventLog
 from supervisor.routing import OWNER, AgentPolicy
 from supervisor.rules.after_attempt import after_attempt
-from supervisor.rules.agent_report import read_claim
 from supervisor.rules.backoff import backoff_delay
 from supervisor.rules.circuit import when_circuit_open
-from supervisor.rules.framing import FramingHeads
+from supervisor.rules.delegation import FramingHeads
 from supervisor.rules.groups import review_brief, review_verdict, siblings_to_restart
 from supervisor.rules.recovery import NOT_ASKED_AGAIN, Replay, ResumedCalls
 from supervisor.rules.settle import (
@@ -81,6 +80,7 @@ from supervisor.rules.settle import (
     Settle,
     completed_step,
     decide_next,
+    read_claim,
     resolve_outcome,
 )
 from supervisor.rules.stale import ProgressWatch
@@ -812,7 +812,7 @@ class Supervisor:
 
     def _as_claimed(self, d: Delegation, finished: Finished) -> Finished:
         """A completed attempt as its agent's own `<subtask_summary>` block tells it (its
-        status acted on: `rules.agent_report`); its partial results join the delegation's."""
+        status acted on: `rules.settle.read_claim`); its partial results join the delegation's."""
         claim = read_claim(finished.value, require_summary=d.policy.require_summary)
         if claim is None:
             return finished
